@@ -1,0 +1,124 @@
+"""The optional-tools prompt section: format, order and byte-for-byte determinism."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import toolplug
+from toolplug import Guidelines, ToolMetadata
+from toolplug._metadata import BUILTIN_CATEGORIES
+from toolplug._prompt import render_optional_tools
+
+
+def tool(name: str, category: str, **extra: Any) -> ToolMetadata:
+    return ToolMetadata(name=name, description=f"{name} does things.", category=category, **extra)
+
+
+def test_rendering_format() -> None:
+    tools = [
+        tool("web_search", "research", usage_hint="Use for current facts.",
+             guidelines=Guidelines(do=("news",), do_not=("known facts",),
+                                   common_mistakes=("vague queries",))),
+        tool("link_validator", "reference", usage_hint="Line one\n- line two"),
+        tool("aardvark", "research"),
+    ]
+    text = render_optional_tools(tools)
+    assert text == "\n".join([
+        "# Optional Tools",
+        "",
+        "The tools below are available in this session but never required. Call one when it "
+        "clearly improves your answer, and follow its guidance; otherwise answer without it.",
+        "",
+        "## Research Tools",
+        "",
+        "### aardvark",
+        "",
+        "aardvark does things.",
+        "",
+        "### web_search",
+        "",
+        "web_search does things.",
+        "",
+        "**When to use:** Use for current facts.",
+        "",
+        "**DO use when:**",
+        "",
+        "- news",
+        "",
+        "**DO NOT use when:**",
+        "",
+        "- known facts",
+        "",
+        "**Common mistakes:**",
+        "",
+        "- vague queries",
+        "",
+        "## Reference Tools",
+        "",
+        "### link_validator",
+        "",
+        "link_validator does things.",
+        "",
+        "**When to use:**",
+        "",
+        "Line one",
+        "- line two",
+        "",
+    ])
+    bare = render_optional_tools(tools, include_guidelines=False)
+    assert "DO use when" not in bare
+    assert "**When to use:** Use for current facts." in bare
+
+
+def test_declared_categories_follow_the_builtin_ones_by_name() -> None:
+    text = render_optional_tools(
+        [tool("x", "chat"), tool("y", "utility"), tool("z", "art"), tool("w", "research")]
+    )
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["## Research Tools", "## Utility Tools", "## Art Tools", "## Chat Tools"]
+
+
+def test_empty_section_says_so() -> None:
+    assert "No optional tools are available" in render_optional_tools([])
+
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
+categories = st.sampled_from([c.name for c in BUILTIN_CATEGORIES])
+
+
+@given(st.lists(st.tuples(names, categories), unique_by=lambda t: t[0], max_size=12), st.randoms())
+def test_output_does_not_depend_on_input_order(pairs: list[tuple[str, str]], rnd: Any) -> None:
+    tools = [tool(n, c) for n, c in pairs]
+    shuffled = list(tools)
+    rnd.shuffle(shuffled)
+    assert render_optional_tools(tools) == render_optional_tools(shuffled)
+
+
+def test_only_available_optional_tools_appear() -> None:
+    links = {"links": [{"name": "gh", "url": "https://github.com/x"}]}
+    without = toolplug.optional_tools_section(toolplug.load({}))
+    assert "### static_links" not in without
+    with_links = toolplug.optional_tools_section(toolplug.load({"tools": {"static_links": links}}))
+    assert "### static_links" in with_links
+    assert "Inventing profile URLs" in with_links
+
+
+def test_byte_identical_across_processes(cli: Callable[..., Any]) -> None:
+    Path("toolplug.toml").write_text(
+        '[tools.static_links]\nlinks = [{ name = "gh", url = "https://github.com/x" }]\n',
+        encoding="utf-8",
+    )
+    outputs = set()
+    for seed in ("1", "2", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "TOOLPLUG_NO_CACHE": "1"}
+        result = cli("prompt", env=env, cwd=Path.cwd())
+        assert result.code == 0, result.err
+        outputs.add(result.out)
+    assert len(outputs) == 1
+    assert "### static_links" in outputs.pop()
