@@ -7,10 +7,12 @@ paths) stays cheap until a name is needed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+# Not `from typing import TYPE_CHECKING`: importing typing would cost the cached command
+# line more than the rest of its work. Type checkers treat this name the same way.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from toolplug._capabilities import (
         Availability,
         Capability,
@@ -127,6 +129,8 @@ def __getattr__(name: str) -> Any:
 
         value: Any = version("toolplug")
     elif name in _WHERE:
+        import importlib
+
         value = getattr(importlib.import_module(f"toolplug.{_WHERE[name]}"), name)
     else:
         raise AttributeError(f"module 'toolplug' has no attribute {name!r}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from toolplug._capabilities import (
@@ -213,15 +215,21 @@ class Registry:
     # -- running ---------------------------------------------------------------------
 
     def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
-        """The context a call of this tool receives."""
-        return ToolContext(
-            tool=name,
-            config=self.tool_config(name),
-            network=self.config.network,
-            cache_dir=self.config.cache_dir / "tools" / name,
-            state_dir=self.config.state_dir / "tools" / name,
-            host=dict(host or {}),
-        )
+        """The context a call of this tool receives (built once per tool, then reused)."""
+        contexts: dict[str, ToolContext] = self.__dict__.setdefault("_contexts", {})
+        context = contexts.get(name)
+        if context is None:
+            context = ToolContext(
+                tool=name,
+                config=MappingProxyType(self.tool_config(name)),
+                network=self.config.network,
+                cache_dir=self.config.cache_dir / "tools" / name,
+                state_dir=self.config.state_dir / "tools" / name,
+            )
+            contexts[name] = context
+        if host:
+            return dataclasses.replace(context, host=MappingProxyType(dict(host)))
+        return context
 
     def redact(self, text: str) -> str:
         """The text with every configured secret replaced by ``***``."""
