@@ -52,6 +52,7 @@ class Registry:
         deny: Iterable[str] = (),
     ) -> None:
         self._loaded = loaded
+        self._env = env
         self.config = config
         """The configuration this registry was loaded with."""
         self.redactor = Redactor()
@@ -66,6 +67,18 @@ class Registry:
             )
             self._tool_config[name] = values
             self._missing[name] = missing
+        for name, tool in loaded.tools.items():
+            hints = tool.metadata.annotations
+            ttl = config.tools.get(name, {}).get("cache_ttl_seconds", 0)
+            if ttl and not (hints.read_only and hints.idempotent):
+                loaded.problems.append(
+                    LoadProblem(
+                        "config",
+                        name,
+                        f"{config.source}: [tools.{name}] cache_ttl_seconds has no effect: "
+                        "only tools annotated read-only and idempotent are cached",
+                    )
+                )
         for name in sorted(set(config.tools) - set(loaded.tools)):
             loaded.problems.append(
                 LoadProblem(
@@ -225,6 +238,7 @@ class Registry:
                 network=self.config.network,
                 cache_dir=self.config.cache_dir / "tools" / name,
                 state_dir=self.config.state_dir / "tools" / name,
+                env=self._env,
             )
             contexts[name] = context
         if host:

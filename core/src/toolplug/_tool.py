@@ -9,6 +9,7 @@ a message for the model, and whether a retry may help. Inside ``run`` a tool may
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -180,6 +181,9 @@ class ToolContext:
     """Where the tool may keep durable state."""
     host: Mapping[str, Any] = field(default_factory=dict)
     """Whatever the host passed as ``context=`` to ``call``."""
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    """The environment the registry was loaded with (``toolplug.load(env=...)``); read
+    secrets a tool resolves at run time from here, not from ``os.environ``."""
 
 
 class Tool:
