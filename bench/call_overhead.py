@@ -42,7 +42,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["query"],
     "additionalProperties": False,
 }
-ARGUMENTS = {"query": "python release notes", "max_results": 3}
+ARGUMENTS: dict[str, Any] = {"query": "python release notes", "max_results": 3}
 
 
 def search(query: str, max_results: int = 5, recency: str = "any") -> str:

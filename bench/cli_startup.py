@@ -83,7 +83,8 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     floor = medians["python -c pass"]
     anchor = medians["llm tools list"]
-    print(f"{options.runs} interleaved rounds on {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    version = sys.version.split()[0]
+    print(f"{options.runs} interleaved rounds on {os.cpu_count()} cores, Python {version}")
     print()
     print("| command | median ms | x bare interpreter | x `llm tools list` |")
     print("|---|---:|---:|---:|")
@@ -91,8 +92,9 @@ def main() -> None:
         print(f"| {name} | {median * 1000:.1f} | {median / floor:.2f} | {median / anchor:.3f} |")
     cached = medians["toolplug list (cached)"]
     print()
-    print(f"goal: cached toolplug list <= 3x bare: {'met' if cached <= 3 * floor else 'MISSED'}")
-    print(f"goal: cached toolplug list <= 0.15x llm: {'met' if cached <= 0.15 * anchor else 'MISSED'}")
+    verdict = {True: "met", False: "MISSED"}
+    print(f"goal: cached toolplug list <= 3x bare: {verdict[cached <= 3 * floor]}")
+    print(f"goal: cached toolplug list <= 0.15x llm: {verdict[cached <= 0.15 * anchor]}")
 
 
 if __name__ == "__main__":

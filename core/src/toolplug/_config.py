@@ -147,7 +147,7 @@ class Config:
             retries=int(table.get("retries", 0)),
             retry_backoff_seconds=float(table.get("retry_backoff_seconds", 0.5)),
             cache_ttl_seconds=float(table.get("cache_ttl_seconds", 0.0)),
-            rate_limit_calls=int(rate.get("calls", 0)),
+            rate_limit_calls=int(rate.get("calls", 1)) if rate else 0,
             rate_limit_per_seconds=float(rate.get("per_seconds", 1.0)),
             rate_limit_wait=bool(rate.get("wait", True)),
         )
@@ -405,7 +405,7 @@ def resolve_tool_config(
         if name in table:
             value = _indirect(table[name], spec, config, env, err, files_read)
         if value is None and spec.env_var and env.get(spec.env_var):
-            value = env[spec.env_var]
+            value = _from_env_text(env[spec.env_var], spec)
         if value is None:
             value = spec.default
         if value is None:
@@ -433,7 +433,8 @@ def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six
             name = value["env"]
             if not isinstance(name, str) or not name:
                 raise err(spec.name, f"got {value!r}", '{ env = "VAR" }')
-            return env.get(name) or None
+            found = env.get(name)
+            return _from_env_text(found, spec) if found else None
         raw_path = value["file"]
         if not isinstance(raw_path, str):
             raise err(spec.name, f"got {value!r}", '{ file = "PATH" }')
@@ -455,6 +456,18 @@ def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six
     return value
 
 
+def _from_env_text(text: str, spec: ConfigField) -> Any:
+    """An environment value for a field: text, or JSON for numbers, booleans, lists, tables."""
+    if spec.type == "string":
+        return text
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # the type check names the field and what it expects
+
+
 def _describe(spec: ConfigField) -> str:
     return f"{spec.type}: {spec.description}"
 
@@ -462,8 +475,9 @@ def _describe(spec: ConfigField) -> str:
 def _check_type(value: Any, spec: ConfigField, err: Any) -> None:
     allowed = _JSON_TYPES[spec.type]
     bad_bool = isinstance(value, bool) and spec.type in ("integer", "number")
+    shown = "a value that is not shown (secret)" if spec.secret else repr(value)
     if not isinstance(value, allowed) or bad_bool:
-        raise err(spec.name, f"got {value!r} ({type(value).__name__})", _describe(spec))
+        raise err(spec.name, f"got {shown} ({type(value).__name__})", _describe(spec))
     if spec.json_schema is not None:
         from jsonschema import Draft202012Validator
 
@@ -471,4 +485,5 @@ def _check_type(value: Any, spec: ConfigField, err: Any) -> None:
         if problems:
             first = min(problems, key=lambda e: list(map(str, e.absolute_path)))
             where = "".join(f"[{p}]" for p in first.absolute_path)
-            raise err(spec.name + where, first.message, _describe(spec))
+            message = f"does not match its {first.validator} rule" if spec.secret else first.message
+            raise err(spec.name + where, message, _describe(spec))

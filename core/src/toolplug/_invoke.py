@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import dataclasses
 import difflib
 import inspect
 import json
@@ -261,10 +262,7 @@ class Invoker:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._names: list[str] | None = None
         self._policies: dict[str, CallPolicy] = {}
-        hook = registry.plugin_manager.hook.tool_call
-        # With only the built-in implementation there is nothing to intercept: run the call
-        # directly and save the hook machinery's microseconds (the outcome is the same).
-        self._intercepted = len(hook.get_hookimpls()) > 1
+        self._hook = registry.plugin_manager.hook.tool_call
 
     # -- preparing -------------------------------------------------------------------
 
@@ -435,10 +433,12 @@ class Invoker:
             _LOOP.loop = None
 
     def _through_hooks(self, call: ToolCall) -> ToolResult:
-        if not self._intercepted:
-            return call.execute()
+        # With only the built-in implementation there is nothing to intercept: run the call
+        # directly and save the hook machinery's microseconds (the outcome is the same).
+        if len(self._hook.get_hookimpls()) == 1:
+            return self._redacted(call.execute())
         try:
-            result = self.registry.plugin_manager.hook.tool_call(call=call)
+            result = self._hook(call=call)
         except Exception as exc:  # an interceptor's bug must not crash the host
             log.exception("a tool_call hook failed for %s", call.tool)
             return ToolResult.failure(
@@ -450,7 +450,20 @@ class Invoker:
                 ErrorType.EXECUTION,
                 f"the tool_call hooks returned {_shown(result)}, not a ToolResult",
             )
-        return result
+        return self._redacted(result)
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """The result with configured secrets replaced by ``***`` in its texts."""
+        redactor = self.registry.redactor
+        if not redactor:
+            return result
+        output = redactor.redact(result.output)
+        error = result.error
+        if error is not None:
+            error = dataclasses.replace(error, message=redactor.redact(error.message))
+        if output == result.output and error is result.error:
+            return result
+        return dataclasses.replace(result, output=output, error=error)
 
     def _execute(self, call: ToolCall) -> ToolResult:
         meta = call.metadata

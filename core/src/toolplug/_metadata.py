@@ -78,7 +78,7 @@ class ErrorSpec(_Frozen):
     when: str = Field(min_length=1)
     """The situation that produces it."""
     retry_possible: bool = False
-    """Whether trying again (later, or differently) may succeed."""
+    """Whether making the same call again later may succeed (what call retries act on)."""
 
 
 class Example(_Frozen):
@@ -231,8 +231,15 @@ def validate_tool_metadata(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise fail(f"config field(s) declared twice: {', '.join(duplicates)}", "config_fields")
-    if "enabled" in names:
-        raise fail("'enabled' is reserved for every tool; do not declare it", "config_fields")
+    from toolplug._config import POLICY_KEYS
+
+    reserved = sorted(set(names) & set(POLICY_KEYS))
+    if reserved:
+        raise fail(
+            f"{', '.join(reserved)} is reserved for every tool's call policy "
+            f"({', '.join(sorted(POLICY_KEYS))}); choose another name",
+            "config_fields",
+        )
     for spec in metadata.config_fields:
         if spec.json_schema is not None:
             try:

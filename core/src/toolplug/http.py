@@ -346,6 +346,15 @@ def fetch_sync(
     )
 
 
+@functools.cache
+def _default_ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context, built once per process: loading the trust store takes
+    milliseconds, and a context is safe to share between connections."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def new_client(
     *, max_connections: int = 20, verify: ssl.SSLContext | bool = True
 ) -> httpx.AsyncClient:
@@ -384,8 +393,7 @@ def new_client(
             pool = self._pools.get(key)
             if pool is None:
                 if self._ssl is None:
-                    # One trust store load per client, not per pool.
-                    self._ssl = httpx.create_ssl_context()
+                    self._ssl = _default_ssl_context()
                 pool = httpx.AsyncHTTPTransport(verify=self._ssl, limits=limits, trust_env=False)
                 self._pools[key] = pool
             return await pool.handle_async_request(request)

@@ -15,8 +15,6 @@ module is also a pytest plugin (entry point ``pytest11``), which provides the fi
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -61,23 +59,13 @@ def fake_context(tool: str, config: Mapping[str, Any] | None = None) -> ToolCont
     )
 
 
-def _run(tool: Tool, arguments: dict[str, Any], context: ToolContext) -> object:
-    outcome: Any = tool.run(arguments, context)
-    if inspect.isawaitable(outcome):
-
-        async def wait() -> object:
-            return await outcome
-
-        return asyncio.run(wait())
-    return outcome
-
-
 def check_tool(
     cls: type[Tool],
     *,
     run_examples: bool = True,
-    context: Callable[[str], ToolContext] | None = None,
     known_categories: set[str] | None = None,
+    network: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
     """Check one tool class against the contract.
 
@@ -85,14 +73,19 @@ def check_tool(
     validates; the parameters export to every provider format; an optional tool has a
     usage hint and DO / DO NOT guidance; the errors it returns are declared; with
     ``run_examples``, ``run`` returns a ``ToolResult`` for each example (a tool may fail
-    there, for lack of network, say, but must fail with a structured result).
+    there, but must fail with a structured result). Examples run the way a host calls the
+    tool: through ``Registry.call`` (arguments validated, defaults filled, the tool's
+    ``config`` resolved from ``config``, a mapping shaped like ``toolplug.toml``), with the
+    tool's required capabilities granted. Examples of a tool that requires the ``network``
+    capability run only with ``network=True``, because test suites must not leave the
+    machine; test those tools against servers on 127.0.0.1 instead.
 
     Raises:
         ContractError: listing every rule broken.
     """
     from toolplug._errors import MetadataError
     from toolplug._metadata import BUILTIN_CATEGORIES, ToolMetadata, validate_tool_metadata
-    from toolplug._tool import Tool, ToolResult
+    from toolplug._tool import Tool
 
     name = getattr(cls, "__qualname__", repr(cls))
     problems: list[str] = []
@@ -122,40 +115,63 @@ def check_tool(
     if not meta.examples:
         problems.append("has no examples")
     problems += _export_problems(meta)
+    if "network" in meta.requires_capabilities and not network:
+        run_examples = False
     if run_examples and not problems:
-        declared = {e.type for e in meta.errors} | {
-            "ValidationError",
-            "TimeoutError",
-            "ExecutionError",
-            "UnavailableError",
-        }
-        make = context or fake_context
-        for example in meta.examples:
-            try:
-                outcome = _run(cls(), dict(example.input), make(meta.name))
-            except Exception as exc:
-                failure = getattr(exc, "to_result", None)
-                if failure is None:
-                    problems.append(
-                        f"run() raised {type(exc).__name__} for example {example.description!r}; "
-                        "return ToolResult.failure(...) or raise ToolFailure instead"
-                    )
-                    continue
-                outcome = failure()
-            if not isinstance(outcome, ToolResult):
-                problems.append(
-                    f"run() returned {type(outcome).__name__} for example "
-                    f"{example.description!r}, not a ToolResult"
-                )
-            elif outcome.error is not None and outcome.error.type not in declared:
-                problems.append(
-                    f"example {example.description!r} returned the undeclared error type "
-                    f"{outcome.error.type}; add it to metadata.errors"
-                )
-            elif outcome.ok and meta.returns is not None:
-                problems += _returns_problems(meta.returns, outcome.data, example.description)
+        problems += _example_problems(cls, meta, categories, config or {})
     if problems:
         raise ContractError(f"tool {name!r}", problems)
+
+
+def _example_problems(
+    cls: type[Tool], meta: Any, categories: set[str], config: Mapping[str, Any]
+) -> list[str]:
+    from toolplug._metadata import Category
+    from toolplug._registry import load
+
+    class Single:
+        """Registers just the tool under test (and its category, if it is not known)."""
+
+        @staticmethod
+        def register_tools(register: Callable[[Any], None]) -> None:
+            if meta.category not in categories:
+                register(Category(name=meta.category, description="declared by the tool"))
+            register(cls)
+
+    from toolplug._hooks import hookimpl
+
+    hookimpl(Single.register_tools)
+    root = Path(tempfile.mkdtemp(prefix=f"toolplug-contract-{meta.name}-"))
+    settings = {"cache_dir": str(root / "cache"), "state_dir": str(root / "state"), **config}
+    registry = load(
+        settings,
+        env={"TOOLPLUG_PLUGINS": ""},
+        plugins=[("contract-kit", Single)],
+        grant=meta.requires_capabilities,
+    )
+    declared = {e.type for e in meta.errors} | {
+        "ValidationError", "TimeoutError", "ExecutionError", "UnavailableError",
+    }
+    problems: list[str] = []
+    try:
+        for example in meta.examples:
+            outcome = registry.call(meta.name, dict(example.input))
+            if outcome.error is not None:
+                if outcome.error.type == "ExecutionError":
+                    problems.append(
+                        f"example {example.description!r} crashed: {outcome.error.message}; "
+                        "return ToolResult.failure(...) or raise ToolFailure instead"
+                    )
+                elif outcome.error.type not in declared:
+                    problems.append(
+                        f"example {example.description!r} returned the undeclared error type "
+                        f"{outcome.error.type}; add it to metadata.errors"
+                    )
+            elif meta.returns is not None:
+                problems += _returns_problems(meta.returns, outcome.data, example.description)
+    finally:
+        registry.close()
+    return problems
 
 
 def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[str]:
@@ -186,7 +202,11 @@ def _export_problems(meta: Any) -> list[str]:
 
 
 def check_plugin(
-    distribution: str, *, run_examples: bool = True, config: Mapping[str, Any] | None = None
+    distribution: str,
+    *,
+    run_examples: bool = True,
+    config: Mapping[str, Any] | None = None,
+    network: bool = False,
 ) -> None:
     """Check an installed plugin distribution: it loads cleanly and its tools pass.
 
@@ -209,7 +229,13 @@ def check_plugin(
     categories = {c.name for c in registry.categories}
     for tool in tools:
         try:
-            check_tool(tool.cls, run_examples=run_examples, known_categories=categories)
+            check_tool(
+                tool.cls,
+                run_examples=run_examples,
+                known_categories=categories,
+                network=network,
+                config=config,
+            )
         except ContractError as exc:
             problems += [f"{tool.name}: {p}" for p in exc.problems]
     if problems:

@@ -33,7 +33,7 @@ def test_plugin_passes_the_contract_without_running_examples() -> None:
 def test_examples_run_and_match_returns(fake_ddgs: Any) -> None:
     # The examples run against the fake ddgs: nothing leaves the machine.
     fake_ddgs.rows = [{"title": "T", "href": "https://t.example/", "body": "snippet"}]
-    check_tool(WebSearchTool)
+    check_tool(WebSearchTool, network=True)  # ddgs is faked: nothing leaves the machine
     assert len(fake_ddgs.calls) == len(WebSearchTool.metadata.examples)
 
 
