@@ -1,0 +1,905 @@
+"""Provider schema exports, checked against the providers' own SDK request types.
+
+Three layers: worked examples with exact expected output; every installed catalog tool in
+every format; and Hypothesis over generated JSON Schemas (nested objects, arrays, mixed
+enums, optional and nullable properties, const, oneOf/allOf, $ref/$defs, defaults and
+constraints) for the invariants each format promises.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import anthropic.types
+import pytest
+from google.genai import types as gemini_types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from mcp import types as mcp_types
+from openai.types.chat import ChatCompletionToolParam
+from openai.types.chat.chat_completion_function_tool_param import (
+    ChatCompletionFunctionToolParam,
+)
+from openai.types.shared_params import FunctionDefinition
+from pydantic import TypeAdapter
+
+import toolplug
+from toolplug import Annotations, ToolMetadata
+from toolplug._export import (
+    FORMATS,
+    drop_strict_nulls,
+    dumps,
+    export_tool,
+    export_tools,
+    gemini_schema,
+    mcp_output_schema,
+    strict_problems,
+    strict_schema,
+    structured_content,
+)
+
+OPENAI_TOOL: TypeAdapter[Any] = TypeAdapter(ChatCompletionToolParam)
+ANTHROPIC_TOOL: TypeAdapter[Any] = TypeAdapter(anthropic.types.ToolParam)
+
+# What strict mode keeps (see docs/schemas.md); anything else must have been folded away.
+STRICT_KEYWORDS = {
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "anyOf",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "format",
+}
+STRICT_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6"}
+STRICT_FORMATS |= {"uuid"}
+GEMINI_FORBIDDEN = {
+    "$ref",
+    "$defs",
+    "definitions",
+    "$schema",
+    "$id",
+    "$comment",
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "const",
+    "additionalProperties",
+    "patternProperties",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "uniqueItems",
+    "prefixItems",
+    "examples",
+    "default",
+}
+GEMINI_TYPES = {"string", "number", "integer", "boolean", "array", "object"}
+GEMINI_FORMATS = {"date-time", "enum", "float", "double", "int32", "int64"}
+
+
+def meta(parameters: dict[str, Any], **extra: Any) -> ToolMetadata:
+    return ToolMetadata(
+        name=extra.pop("name", "probe"),
+        description="Probe the schema.",
+        category="utility",
+        parameters=parameters,
+        **extra,
+    )
+
+
+def obj(
+    properties: dict[str, Any], required: list[str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, **extra}
+    if required is not None:
+        schema["required"] = required
+    return schema
+
+
+# -- SDK checks -----------------------------------------------------------------------
+
+
+def check_openai(tool: dict[str, Any]) -> None:
+    OPENAI_TOOL.validate_python(tool)
+    assert set(tool) <= set(ChatCompletionFunctionToolParam.__annotations__)
+    assert set(tool["function"]) <= set(FunctionDefinition.__annotations__)
+    Draft202012Validator.check_schema(tool["function"]["parameters"])
+
+
+def check_anthropic(tool: dict[str, Any]) -> None:
+    ANTHROPIC_TOOL.validate_python(tool)
+    assert set(tool) <= set(anthropic.types.ToolParam.__annotations__)
+    assert tool["input_schema"]["type"] == "object"
+
+
+def check_gemini(declaration: dict[str, Any]) -> None:
+    # Unknown fields anywhere are rejected (extra="forbid"); an unknown type is a warning,
+    # which the test configuration turns into an error.
+    gemini_types.FunctionDeclaration.model_validate(declaration)
+    if "parameters" in declaration:
+        check_gemini_invariants(declaration["parameters"])
+
+
+def check_mcp(tool: dict[str, Any]) -> None:
+    parsed = mcp_types.Tool.model_validate(tool)
+    # Nothing was silently dropped: the model gives back exactly what we wrote.
+    assert parsed.model_dump(by_alias=True, exclude_none=True, mode="json") == tool
+    assert tool["inputSchema"]["type"] == "object"
+    if "outputSchema" in tool:
+        assert tool["outputSchema"]["type"] == "object"
+        Draft202012Validator.check_schema(tool["outputSchema"])
+
+
+CHECKS = {
+    "openai": check_openai,
+    "anthropic": check_anthropic,
+    "gemini": check_gemini,
+    "mcp": check_mcp,
+}
+
+
+def nodes(schema: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every schema node of a converted schema (not property names)."""
+    yield schema
+    for sub in (schema.get("properties") or {}).values():
+        yield from nodes(sub)
+    if isinstance(schema.get("items"), Mapping):
+        yield from nodes(schema["items"])
+    for sub in schema.get("anyOf") or ():
+        yield from nodes(sub)
+
+
+def check_strict_invariants(schema: Mapping[str, Any]) -> None:
+    assert schema["type"] == "object"
+    assert "anyOf" not in schema
+    for node in nodes(schema):
+        assert set(node) <= STRICT_KEYWORDS, sorted(set(node) - STRICT_KEYWORDS)
+        assert "type" in node or "anyOf" in node, node
+        types = node.get("type")
+        if types == "object" or (isinstance(types, list) and "object" in types):
+            assert node["additionalProperties"] is False
+            assert node["required"] == list(node["properties"])
+        if "format" in node:
+            assert node["format"] in STRICT_FORMATS
+        if "enum" in node:
+            assert node["enum"], node
+            assert all(Draft202012Validator({"type": types}).is_valid(v) for v in node["enum"])
+        if types == "array" or (isinstance(types, list) and "array" in types):
+            assert "items" in node
+    Draft202012Validator.check_schema(schema)
+
+
+def check_gemini_invariants(schema: Mapping[str, Any]) -> None:
+    for node in nodes(schema):
+        assert not (set(node) & GEMINI_FORBIDDEN), sorted(set(node) & GEMINI_FORBIDDEN)
+        if "type" in node:
+            assert isinstance(node["type"], str)
+            assert node["type"] in GEMINI_TYPES
+        if "enum" in node:
+            assert node["type"] == "string"
+            assert all(isinstance(v, str) for v in node["enum"])
+        if "format" in node:
+            assert node["format"] in GEMINI_FORMATS
+        if node.get("type") == "array":
+            assert "items" in node
+        if "required" in node:
+            assert set(node["required"]) <= set(node["properties"])
+        if "nullable" in node:
+            assert node["nullable"] is True
+
+
+# -- the API --------------------------------------------------------------------------
+
+
+def test_formats() -> None:
+    assert FORMATS == ("openai", "anthropic", "gemini", "mcp")
+
+
+def test_unknown_format_names_the_formats() -> None:
+    with pytest.raises(ValueError, match="openai, anthropic, gemini, mcp"):
+        export_tool(meta(obj({})), "langchain")
+    with pytest.raises(ValueError, match="unknown schema format 'xml'"):
+        export_tools([], "xml")
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini", "mcp"])
+def test_strict_is_only_for_openai(fmt: str) -> None:
+    with pytest.raises(ValueError, match="strict mode applies only to the openai format"):
+        export_tool(meta(obj({})), fmt, strict=True)
+
+
+def test_export_tools_sorts_by_name() -> None:
+    tools = [meta(obj({}), name=n) for n in ("zeta", "alpha", "mid")]
+    assert [t["name"] for t in export_tools(tools, "anthropic")] == ["alpha", "mid", "zeta"]
+
+
+def test_dumps_is_stable_text() -> None:
+    value = {"b": [1, "é"], "a": {"z": None, "y": True}}
+    text = dumps(value)
+    assert text.endswith("}\n")
+    assert text == dumps(json.loads(text))
+    assert '"a"' in text.splitlines()[1]  # keys sorted
+    assert "é" in text  # not escaped
+
+
+# -- the formats: worked examples -----------------------------------------------------
+
+SEARCH = obj(
+    {
+        "query": {"type": "string", "minLength": 1, "description": "What to look for"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+        "since": {"type": "string", "format": "date-time"},
+        "site": {"type": "string", "format": "uri", "pattern": "^https://"},
+        "mode": {"enum": ["fast", "deep"]},
+    },
+    ["query"],
+    additionalProperties=False,
+)
+
+
+def test_openai_plain_passes_the_schema_through() -> None:
+    tool = export_tool(meta(SEARCH), "openai")
+    assert tool == {
+        "type": "function",
+        "function": {
+            "name": "probe",
+            "description": "Probe the schema.",
+            "parameters": SEARCH,
+        },
+    }
+    check_openai(tool)
+
+
+def test_anthropic_passes_the_schema_through() -> None:
+    tool = export_tool(meta(SEARCH), "anthropic")
+    assert tool == {"name": "probe", "description": "Probe the schema.", "input_schema": SEARCH}
+    check_anthropic(tool)
+
+
+def test_openai_strict_rewrites_the_parameters() -> None:
+    tool = export_tool(meta(SEARCH), "openai", strict=True)
+    check_openai(tool)
+    assert tool["function"]["strict"] is True
+    assert tool["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            # Required: stays non-nullable; unsupported minLength folded into the text.
+            "query": {"type": "string", "description": "What to look for (at least 1 character)"},
+            # Optional: nullable; a supported range stays, the default is described.
+            "limit": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": 20,
+                "description": "default: 5",
+            },
+            # A documented format stays.
+            "since": {"type": ["string", "null"], "format": "date-time"},
+            # An undocumented format and a pattern are described instead.
+            "site": {
+                "type": ["string", "null"],
+                "description": "matches the pattern ^https://; format uri",
+            },
+            # An enum of an optional property admits null too.
+            "mode": {"type": ["string", "null"], "enum": ["fast", "deep", None]},
+        },
+        "required": ["query", "limit", "since", "site", "mode"],
+        "additionalProperties": False,
+    }
+
+
+def test_strict_optional_complex_property_becomes_any_of_with_null() -> None:
+    schema = obj(
+        {
+            "point": {"$ref": "#/$defs/point", "description": "Where"},
+            "shape": {"oneOf": [{"type": "string"}, obj({"r": {"type": "number"}})]},
+        }
+    )
+    schema["$defs"] = {"point": obj({"x": {"type": "number"}}, ["x"])}
+    out = strict_schema(schema)
+    check_strict_invariants(out)
+    assert out["properties"]["point"] == {
+        "type": ["object", "null"],
+        "description": "Where",
+        "properties": {"x": {"type": "number"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    assert out["properties"]["shape"] == {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "properties": {"r": {"type": ["number", "null"]}},
+                "required": ["r"],
+                "additionalProperties": False,
+            },
+            {"type": "null"},
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        # const becomes a one-value enum
+        ({"const": "x"}, {"type": "string", "enum": ["x"]}),
+        # allOf is merged: properties and required are united
+        (
+            {"allOf": [obj({"a": {"type": "string"}}, ["a"]), obj({"b": {"type": "integer"}})]},
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+        ),
+        # a mixed enum is split by type
+        (
+            {"enum": [1, "one"]},
+            {"anyOf": [{"type": "integer", "enum": [1]}, {"type": "string", "enum": ["one"]}]},
+        ),
+        # several types become alternatives, each with the keywords that apply to it
+        (
+            {"type": ["string", "integer"], "minimum": 0, "maxLength": 3},
+            {
+                "anyOf": [
+                    {"type": "string", "description": "at most 3 characters"},
+                    {"type": "integer", "minimum": 0},
+                ]
+            },
+        ),
+        # any value: the primitive types only
+        (
+            {"description": "Anything"},
+            {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ],
+                "description": "Anything (any value; arrays and objects cannot be given in "
+                "strict mode)",
+            },
+        ),
+        # a map has no strict-mode form: it is closed, and says so
+        (
+            {"type": "object", "additionalProperties": {"type": "string"}},
+            {
+                "type": "object",
+                "properties": {},
+                "required": [],
+                "additionalProperties": False,
+                "description": "free-form object: strict mode accepts only an empty one",
+            },
+        ),
+        # array keywords: counts stay, uniqueness is described, missing items become any
+        (
+            {"type": "array", "minItems": 1, "uniqueItems": True},
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "number"},
+                        {"type": "boolean"},
+                        {"type": "null"},
+                    ],
+                    "description": "any value; arrays and objects cannot be given in strict mode",
+                },
+                "description": "no duplicate items",
+            },
+        ),
+        # a recursive reference is cut to "any value" and named
+        (
+            {"$ref": "#"},
+            {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ],
+                "description": "recursive reference #; any value; arrays and objects cannot "
+                "be given in strict mode",
+            },
+        ),
+    ],
+)
+def test_strict_cases(schema: dict[str, Any], expected: dict[str, Any]) -> None:
+    out = strict_schema(obj({"p": schema}, ["p"]))
+    check_strict_invariants(out)
+    assert out["properties"]["p"] == expected
+
+
+def test_strict_falls_back_when_it_would_refuse_valid_arguments() -> None:
+    schema = obj(
+        {
+            "url": {"type": "string"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"type": ["string", "object", "null"]},
+            "tree": {"$ref": "#"},
+            "rows": {"type": "array", "items": {}},
+        },
+        ["url"],
+    )
+    assert strict_problems(schema) == [
+        "headers: a free-form object",
+        "body: a free-form object",
+        "tree: recursive reference #",
+        "tree: accepts a value of any type",
+        "rows[]: accepts a value of any type",
+    ]
+    tool = export_tool(meta(schema), "openai", strict=True)
+    check_openai(tool)
+    assert tool["function"]["strict"] is False
+    assert tool["function"]["parameters"] == schema
+    # The rewrite itself is still available, lossy as it is.
+    check_strict_invariants(strict_schema(schema))
+    assert strict_problems(SEARCH) == []
+
+
+def test_strict_object_alternatives_are_merged_at_the_top() -> None:
+    # "Give an id or a url": strict mode has no top-level anyOf, so both are offered.
+    schema = obj(
+        {"id": {"type": "integer"}, "url": {"type": "string"}},
+        oneOf=[{"required": ["id"]}, {"required": ["url"]}],
+    )
+    out = strict_schema(schema)
+    check_strict_invariants(out)
+    assert out["description"] == "requires id or url"
+    assert out["required"] == ["id", "url"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        # an optional null goes; a required one stays for validation to report
+        ({"q": "x", "n": None}, {"q": "x"}),
+        ({"q": None}, {"q": None}),
+        # a property whose own schema admits null keeps it
+        ({"q": "x", "maybe": None}, {"q": "x", "maybe": None}),
+        # nested objects and arrays of objects
+        (
+            {"q": "x", "inner": {"deep": None, "keep": 1}, "rows": [{"deep": None}]},
+            {"q": "x", "inner": {"keep": 1}, "rows": [{}]},
+        ),
+        # unknown keys and non-objects pass through
+        ({"q": "x", "other": None}, {"q": "x", "other": None}),
+        ("not an object", "not an object"),
+    ],
+)
+def test_drop_strict_nulls(arguments: Any, expected: Any) -> None:
+    inner = obj({"deep": {"type": "string"}, "keep": {"type": "integer"}})
+    schema = obj(
+        {
+            "q": {"type": "string"},
+            "n": {"type": "integer", "default": 3},
+            "maybe": {"type": ["string", "null"]},
+            "inner": inner,
+            "rows": {"type": "array", "items": inner},
+        },
+        ["q"],
+    )
+    assert drop_strict_nulls(schema, arguments) == expected
+
+
+def test_gemini_uses_the_openapi_subset() -> None:
+    schema = obj(
+        {
+            "q": {"type": "string", "minLength": 1, "format": "uri", "title": "Query"},
+            "n": {"type": ["integer", "null"], "exclusiveMinimum": 0, "default": 5},
+            "level": {"type": "integer", "enum": [1, 2, 3]},
+            "kind": {"const": "news"},
+            "at": {"type": "string", "format": "date-time"},
+            "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}, "uniqueItems": True},
+            "extra": {"type": "object", "additionalProperties": {"type": "string"}},
+            "either": {"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        },
+        ["q", "zzz"],
+        additionalProperties=False,
+        **{"$defs": {"tag": {"type": "string", "enum": ["a", "b"]}}},
+    )
+    declaration = export_tool(meta(schema), "gemini")
+    check_gemini(declaration)
+    assert declaration["parameters"] == {
+        "type": "object",
+        "required": ["q"],  # a required name without a property is left out
+        "properties": {
+            "q": {"type": "string", "minLength": 1, "title": "Query", "description": "format uri"},
+            "n": {
+                "type": "integer",
+                "nullable": True,
+                "description": "greater than 0; default: 5",
+            },
+            "level": {"type": "integer", "description": "one of: 1, 2, 3"},
+            "kind": {"type": "string", "enum": ["news"]},
+            "at": {"type": "string", "format": "date-time"},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["a", "b"]},
+                "description": "no duplicate items",
+            },
+            "extra": {"type": "object", "description": "any keys"},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+        },
+    }
+
+
+def test_gemini_tool_without_arguments_has_no_parameters() -> None:
+    declaration = export_tool(meta(obj({})), "gemini")
+    assert declaration == {"name": "probe", "description": "Probe the schema."}
+    check_gemini(declaration)
+
+
+def test_gemini_single_alternative_with_null_collapses() -> None:
+    out = gemini_schema(
+        obj({"p": {"anyOf": [{"type": "string", "description": "inner"}, {"type": "null"}]}})
+    )
+    assert out["properties"]["p"] == {"type": "string", "nullable": True, "description": "inner"}
+
+
+def test_mcp_tool_definition() -> None:
+    tool = export_tool(
+        meta(
+            SEARCH,
+            title="Search",
+            usage_hint="Use for fresh facts.",
+            returns=obj({"hits": {"type": "array"}}),
+            annotations=Annotations(read_only=True, destructive=False, idempotent=True),
+        ),
+        "mcp",
+    )
+    check_mcp(tool)
+    assert tool == {
+        "name": "probe",
+        "title": "Search",
+        "description": "Probe the schema.\n\nUse for fresh facts.",
+        "inputSchema": SEARCH,
+        "outputSchema": obj({"hits": {"type": "array"}}),
+        "annotations": {
+            "title": "Search",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": True,
+        },
+    }
+
+
+def test_mcp_without_returns_has_no_output_schema() -> None:
+    tool = export_tool(meta(obj({})), "mcp")
+    check_mcp(tool)
+    assert "outputSchema" not in tool
+    assert tool["title"] == "probe"  # the name when no title is given
+    assert structured_content(meta(obj({})), {"x": 1}) is None
+
+
+@pytest.mark.parametrize(
+    ("returns", "output", "data", "content"),
+    [
+        # an object schema is used as it is
+        (obj({"n": {"type": "integer"}}), obj({"n": {"type": "integer"}}), {"n": 1}, {"n": 1}),
+        # alternatives of objects only need the type beside them
+        (
+            {
+                "oneOf": [
+                    obj({"a": {"type": "string"}}, ["a"]),
+                    obj({"b": {"type": "string"}}, ["b"]),
+                ]
+            },
+            {
+                "type": "object",
+                "oneOf": [
+                    obj({"a": {"type": "string"}}, ["a"]),
+                    obj({"b": {"type": "string"}}, ["b"]),
+                ],
+            },
+            {"a": "x"},
+            {"a": "x"},
+        ),
+        # anything else is wrapped, and so is the data
+        (
+            {"type": "array", "items": {"type": "string"}},
+            {
+                "type": "object",
+                "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+                "required": ["result"],
+                "additionalProperties": False,
+            },
+            ["x"],
+            {"result": ["x"]},
+        ),
+        # definitions move to the wrapper's top, where references look for them
+        (
+            {"$defs": {"n": {"type": "integer"}}, "type": ["object", "null"]},
+            {
+                "type": "object",
+                "properties": {"result": {"type": ["object", "null"]}},
+                "required": ["result"],
+                "additionalProperties": False,
+                "$defs": {"n": {"type": "integer"}},
+            },
+            None,
+            {"result": None},
+        ),
+    ],
+)
+def test_mcp_output_schema(returns: Any, output: Any, data: Any, content: Any) -> None:
+    metadata = meta(obj({}), returns=returns)
+    assert mcp_output_schema(metadata) == output
+    assert structured_content(metadata, data) == content
+    assert not list(Draft202012Validator(output).iter_errors(content))
+    check_mcp(export_tool(metadata, "mcp"))
+
+
+def test_exports_do_not_change_the_metadata() -> None:
+    schema = copy.deepcopy(SEARCH)
+    metadata = meta(schema, returns={"type": "string"})
+    for fmt in FORMATS:
+        export_tool(metadata, fmt)
+    export_tool(metadata, "openai", strict=True)
+    assert metadata.parameters == SEARCH
+    assert metadata.returns == {"type": "string"}
+
+
+# -- every installed catalog tool -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog() -> list[ToolMetadata]:
+    registry = toolplug.load({})
+    tools = [tool.metadata for tool in registry.tools.values()]
+    assert len(tools) >= 6  # the catalog is installed in the workspace
+    return tools
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_catalog_exports_validate(catalog: list[ToolMetadata], fmt: str) -> None:
+    exported = export_tools(catalog, fmt)
+    assert [t.get("name") or t["function"]["name"] for t in exported] == sorted(
+        m.name for m in catalog
+    )
+    for tool in exported:
+        CHECKS[fmt](tool)
+    assert dumps(exported) == dumps(export_tools(catalog, fmt))
+
+
+def test_catalog_strict_exports_validate(catalog: list[ToolMetadata]) -> None:
+    strict = set()
+    for metadata in catalog:
+        tool = export_tool(metadata, "openai", strict=True)
+        check_openai(tool)
+        parameters = tool["function"]["parameters"]
+        if not tool["function"]["strict"]:
+            assert strict_problems(metadata.parameters)
+            assert parameters == metadata.parameters
+            continue
+        strict.add(metadata.name)
+        check_strict_invariants(parameters)
+        # An example call, with null for what it leaves out, fits the strict schema, and
+        # dropping those nulls gives the example back (a null the tool's own schema
+        # accepts stays: it cannot be told apart from one the model meant).
+        validator = Draft202012Validator(parameters)
+        for example in metadata.examples:
+            filled = {name: example.input.get(name) for name in parameters["properties"]}
+            assert not list(validator.iter_errors(filled)), (metadata.name, example.input)
+            dropped = drop_strict_nulls(metadata.parameters, filled)
+            kept = {k: v for k, v in dropped.items() if k in example.input}
+            assert kept == example.input
+            for name in set(dropped) - set(example.input):
+                assert dropped[name] is None
+                assert Draft202012Validator(metadata.parameters["properties"][name]).is_valid(None)
+    assert {"calendar", "github_api", "rss_feed", "static_links", "web_search"} <= strict
+
+
+# -- generated schemas ----------------------------------------------------------------
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,9}", fullmatch=True)
+words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-1000, 1000)
+    | st.floats(-1e6, 1e6, allow_nan=False, width=32)
+    | st.text(max_size=6)
+)
+DEF_NAMES = ("color", "point", "tags")
+
+
+def _with(
+    base: dict[str, st.SearchStrategy[Any]], optional: dict[str, st.SearchStrategy[Any]]
+) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(base, optional=optional)
+
+
+labels: dict[str, st.SearchStrategy[Any]] = {"description": words, "title": words}
+
+strings = _with(
+    {"type": st.just("string")},
+    {
+        "minLength": st.integers(0, 5),
+        "maxLength": st.integers(5, 40),
+        "pattern": st.sampled_from(["^a", "^https?://", "[0-9]+$"]),
+        "format": st.sampled_from(["date-time", "email", "uri", "uuid", "date", "int32"]),
+        "default": st.text(max_size=5),
+        "examples": st.lists(st.text(max_size=5), max_size=2),
+        **labels,
+    },
+)
+numbers = _with(
+    {"type": st.sampled_from(["integer", "number"])},
+    {
+        "minimum": st.integers(-10, 0),
+        "maximum": st.integers(1, 100),
+        "exclusiveMinimum": st.integers(-20, -11),
+        "multipleOf": st.integers(1, 5),
+        "format": st.sampled_from(["int32", "int64", "float", "double", "percent"]),
+        "default": st.integers(1, 5),
+        **labels,
+    },
+)
+booleans = _with({"type": st.just("boolean")}, {"default": st.booleans(), **labels})
+type_lists = _with(
+    {
+        "type": st.lists(
+            st.sampled_from(["string", "integer", "number", "boolean", "null"]),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    },
+    {"minimum": st.integers(0, 3), "maxLength": st.integers(1, 9), **labels},
+)
+enums = _with(
+    {"enum": st.lists(scalars, min_size=1, max_size=4, unique_by=json.dumps)},
+    labels,
+)
+string_enums = _with(
+    {
+        "type": st.just("string"),
+        "enum": st.lists(st.text(max_size=6), min_size=1, max_size=4, unique=True),
+    },
+    {"default": st.text(max_size=3), **labels},
+)
+consts = _with({"const": scalars}, labels)
+anything = _with({}, labels)
+refs = _with({"$ref": st.sampled_from([f"#/$defs/{n}" for n in DEF_NAMES])}, labels)
+leaves = strings | numbers | booleans | type_lists | enums | string_enums | consts | anything | refs
+
+
+@st.composite
+def objects(draw: st.DrawFn, children: st.SearchStrategy[Any]) -> dict[str, Any]:
+    properties = draw(st.dictionaries(names, children, max_size=4))
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if properties:
+        schema["required"] = draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
+    extra = draw(st.sampled_from(["absent", "false", "true", "schema"]))
+    if extra == "false":
+        schema["additionalProperties"] = False
+    elif extra == "true":
+        schema["additionalProperties"] = True
+    elif extra == "schema":
+        schema["additionalProperties"] = draw(children)
+    alternatives: bool = draw(st.booleans())
+    if properties and alternatives:  # "give one of these"
+        keys = sorted(properties)
+        schema["oneOf"] = [{"required": [k]} for k in keys[:2]]
+    schema.update(draw(st.fixed_dictionaries({}, optional=labels)))
+    return schema
+
+
+def composites(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return (
+        objects(children)
+        | _with(
+            {"type": st.just("array"), "items": children},
+            {"minItems": st.integers(0, 2), "maxItems": st.integers(3, 9), **labels},
+        )
+        | _with({"type": st.just("array")}, {"uniqueItems": st.booleans()})
+        | _with({"anyOf": st.lists(children, min_size=1, max_size=3)}, labels)
+        | _with({"oneOf": st.lists(children, min_size=1, max_size=3)}, labels)
+        | _with({"allOf": st.lists(children, min_size=1, max_size=2)}, labels)
+        | _with({"anyOf": st.tuples(children, st.just({"type": "null"})).map(list)}, {})
+    )
+
+
+schemas = st.recursive(leaves, composites, max_leaves=10)
+
+
+@st.composite
+def parameter_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    root = draw(objects(schemas))
+    root["$defs"] = {
+        "color": draw(string_enums),
+        "point": draw(objects(leaves)),
+        # A definition that refers to itself: cut where it recurses.
+        "tags": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"$ref": "#"}]}},
+    }
+    if draw(st.booleans()):
+        root["allOf"] = [draw(objects(leaves))]
+    return root
+
+
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@SETTINGS
+@given(parameter_schemas())
+def test_generated_schemas_export_to_every_format(schema: dict[str, Any]) -> None:
+    Draft202012Validator.check_schema(schema)  # the generator makes valid schemas
+    metadata = meta(schema)
+    before = copy.deepcopy(schema)
+    for fmt in FORMATS:
+        tool = export_tool(metadata, fmt)
+        CHECKS[fmt](tool)
+        # (d) deterministic, and the input is left alone
+        assert dumps(tool) == dumps(export_tool(metadata, fmt))
+    strict = export_tool(metadata, "openai", strict=True)
+    check_openai(strict)
+    assert dumps(strict) == dumps(export_tool(metadata, "openai", strict=True))
+    if strict["function"]["strict"]:
+        check_strict_invariants(strict["function"]["parameters"])
+    else:  # the fallback: unchanged parameters, and the reasons are known
+        assert strict["function"]["parameters"] == schema
+        assert strict_problems(schema)
+    assert schema == before
+
+
+@SETTINGS
+@given(parameter_schemas())
+def test_generated_strict_invariants(schema: dict[str, Any]) -> None:
+    out = strict_schema(schema)
+    # (b) every object closed and fully required, recursively; only documented keywords
+    check_strict_invariants(out)
+    # Optional properties at the top admit null; required ones keep their own null-ness.
+    required = set(schema.get("required", []))
+    for branch in schema.get("allOf", []):
+        required.update(branch.get("required", []))
+    for name, sub in out["properties"].items():
+        if name not in required:
+            assert accepts_null(sub), (name, sub)
+    # Rewriting a strict schema again changes nothing.
+    assert strict_schema(out) == out
+
+
+@SETTINGS
+@given(parameter_schemas())
+def test_generated_gemini_invariants(schema: dict[str, Any]) -> None:
+    out = gemini_schema(schema)
+    # (c) no forbidden keyword anywhere, string enums only, one type per node
+    check_gemini_invariants(out)
+    assert out["type"] == "object"
+    gemini_types.Schema.model_validate(out)
+    assert dumps(out) == dumps(gemini_schema(schema))
+
+
+def accepts_null(node: Mapping[str, Any]) -> bool:
+    if "anyOf" in node:
+        return any(accepts_null(b) for b in node["anyOf"])
+    types = node["type"]
+    if not (types == "null" or (isinstance(types, list) and "null" in types)):
+        return False
+    return "enum" not in node or None in node["enum"]

@@ -1,0 +1,450 @@
+"""``toolplug serve``: an MCP client round trip over stdio and streamable HTTP.
+
+The server is the real command, ``python -m toolplug serve``, in a subprocess, with test
+tools installed as a distribution beside the real static_links plugin; the client is the
+official MCP SDK's
+``ClientSession``. Every wait is bounded and every server process is ended by its test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+import toolplug
+from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, UsageError, hookimpl
+from toolplug._mcp import INSTALL_LINE, build_server, parse_address, serve
+
+TIMEOUT = 60  # seconds for one whole client session, start-up included
+
+# The server under test: test tools beside the installed static_links plugin. Until the
+# lead wires `toolplug serve` into the CLI, this script stands in for it.
+# The test tools, installed as a real distribution (``mcp-test-tools``) beside the
+# static_links plugin; the server is the real command: ``python -m toolplug serve``.
+TEST_TOOLS = r"""
+import sys
+from typing import Any
+
+import toolplug
+from toolplug import Annotations, Tool, ToolMetadata, ToolResult, hookimpl
+
+
+class Add(Tool):
+    metadata = ToolMetadata(
+        name="add",
+        description="Add two integers.",
+        category="utility",
+        optionality="required",
+        usage_hint="Use for exact integer sums.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "description": "First addend"},
+                "b": {"type": "integer", "description": "Second addend"},
+            },
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+        returns={
+            "type": "object",
+            "properties": {"sum": {"type": "integer"}},
+            "required": ["sum"],
+        },
+        annotations=Annotations(read_only=True, idempotent=True, open_world=False),
+    )
+
+    def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        total = arguments["a"] + arguments["b"]
+        return ToolResult.success(f"{arguments['a']} + {arguments['b']} = {total}", {"sum": total})
+
+
+class Echo(Tool):
+    metadata = ToolMetadata(
+        name="echo",
+        description="Repeat the text.",
+        category="utility",
+        parameters={
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 1}},
+            "required": ["text"],
+        },
+        returns={"type": "string"},
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        return ToolResult.success(arguments["text"], arguments["text"])
+
+
+class Liar(Tool):
+    metadata = ToolMetadata(
+        name="liar",
+        description="Return data that breaks its own returns schema.",
+        category="utility",
+        returns={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
+
+    def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        return ToolResult.success("done", {"n": "not a number"})
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    register(Add)
+    register(Echo)
+    register(Liar)
+"""
+
+CONFIG = """
+[tools.static_links]
+links = [{ name = "github", url = "https://github.com/example" }]
+
+[toolsets.math]
+include = ["add"]
+"""
+
+EXPECTED_TOOLS = ["add", "echo", "liar", "static_links"]
+
+
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """What the server needs beyond the SDK's small default environment: the test tools
+    installed in a site directory on PYTHONPATH, and a configuration file."""
+    site = tmp_path / "site"
+    if not site.exists():
+        dist_info = site / "mcp_test_tools-1.0.dist-info"
+        dist_info.mkdir(parents=True)
+        (dist_info / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: mcp-test-tools\nVersion: 1.0\n", encoding="utf-8"
+        )
+        (dist_info / "entry_points.txt").write_text(
+            "[toolplug]\ntest_tools = mcp_test_tools\n", encoding="utf-8"
+        )
+        (site / "mcp_test_tools.py").write_text(TEST_TOOLS, encoding="utf-8")
+        (tmp_path / "toolplug.toml").write_text(CONFIG, encoding="utf-8")
+    return {
+        "PYTHONPATH": str(site),
+        "TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"),
+        "TOOLPLUG_PLUGINS": "toolplug-static-links,mcp-test-tools",
+        "TOOLPLUG_CACHE_DIR": str(tmp_path / "cache"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+    }
+
+
+@dataclass
+class Seen:
+    """What one client session observed, for the assertions."""
+
+    init: types.InitializeResult | None = None
+    listed: list[types.Tool] = field(default_factory=list)
+    listed_again: list[str] = field(default_factory=list)
+    calls: dict[str, types.CallToolResult] = field(default_factory=dict)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def converse(
+    transport: AbstractAsyncContextManager[
+        tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+    ],
+    calls: dict[str, tuple[str, dict[str, Any]]],
+) -> Seen:
+    """Initialize, list, make the calls (label -> (tool, arguments)), and list again."""
+    seen = Seen()
+    with anyio.fail_after(TIMEOUT):
+        async with transport as (read, write), ClientSession(read, write) as session:
+            seen.init = await session.initialize()
+            seen.listed = (await session.list_tools()).tools
+            for label, (name, arguments) in calls.items():
+                seen.calls[label] = await session.call_tool(name, arguments)
+            seen.listed_again = [t.name for t in (await session.list_tools()).tools]
+    return seen
+
+
+CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "add": ("add", {"a": 2, "b": 3}),
+    "echo": ("echo", {"text": "héllo"}),
+    "links": ("static_links", {"action": "list"}),
+    "bad": ("add", {"a": "two"}),
+    "unknown": ("ad", {}),
+    "liar": ("liar", {}),
+}
+
+
+def check_round_trip(seen: Seen) -> None:
+    """The assertions both transports share."""
+    assert seen.init is not None
+    assert seen.init.server_info.name == "toolplug"
+    assert seen.init.capabilities.tools is not None
+    # Optional tools come with the optional-tools section as server instructions.
+    assert seen.init.instructions is not None
+    assert "static_links" in seen.init.instructions
+
+    by_name = {tool.name: tool for tool in seen.listed}
+    assert sorted(by_name) == EXPECTED_TOOLS
+    assert seen.listed_again == EXPECTED_TOOLS
+    add = by_name["add"]
+    assert add.description == "Add two integers.\n\nUse for exact integer sums."
+    assert add.input_schema["required"] == ["a", "b"]
+    assert add.output_schema == {
+        "type": "object",
+        "properties": {"sum": {"type": "integer"}},
+        "required": ["sum"],
+    }
+    assert add.annotations is not None
+    assert add.annotations.read_only_hint is True
+    assert add.annotations.destructive_hint is False
+    assert add.annotations.idempotent_hint is True
+    assert add.annotations.open_world_hint is False
+    # A non-object returns schema is wrapped so the output schema is an object.
+    assert by_name["echo"].output_schema is not None
+    assert by_name["echo"].output_schema["properties"] == {"result": {"type": "string"}}
+    assert by_name["static_links"].title == "Configured links"
+
+    calls = seen.calls
+    assert not calls["add"].is_error
+    assert text_of(calls["add"]) == "2 + 3 = 5"
+    assert calls["add"].structured_content == {"sum": 5}
+
+    assert not calls["echo"].is_error
+    assert text_of(calls["echo"]) == "héllo"
+    assert calls["echo"].structured_content == {"result": "héllo"}
+
+    assert not calls["links"].is_error, text_of(calls["links"])
+    assert "https://github.com/example" in text_of(calls["links"])
+
+    # Bad arguments: an error result naming each bad field, not a protocol error.
+    assert calls["bad"].is_error
+    bad = json.loads(text_of(calls["bad"]))
+    assert bad["error"] is True
+    assert bad["error_type"] == "ValidationError"
+    assert "a: expected type integer" in bad["error_message"]
+    assert "b: expected a value (required)" in bad["error_message"]
+
+    assert calls["unknown"].is_error
+    unknown = json.loads(text_of(calls["unknown"]))
+    assert unknown["error_type"] == "NotFoundError"
+    assert "did you mean add" in unknown["error_message"]
+
+    # Data that breaks the declared returns schema is the plugin's bug, reported as one.
+    assert calls["liar"].is_error
+    liar = json.loads(text_of(calls["liar"]))
+    assert liar["error_type"] == "ExecutionError"
+    assert "does not match its declared returns schema" in liar["error_message"]
+    assert calls["liar"].structured_content is None
+
+
+# -- stdio ----------------------------------------------------------------------------
+
+
+def stdio_params(tmp_path: Path, *options: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolplug", "serve", *options],
+        env=child_env(tmp_path),
+        cwd=str(tmp_path),
+    )
+
+
+def run_stdio(tmp_path: Path, calls: dict[str, tuple[str, dict[str, Any]]], *options: str) -> Seen:
+    errors = tmp_path / "server-stderr.txt"
+    with errors.open("w", encoding="utf-8") as errlog:
+        try:
+            return anyio.run(
+                converse, stdio_client(stdio_params(tmp_path, *options), errlog=errlog), calls
+            )
+        except BaseException:
+            errlog.flush()
+            print(errors.read_text(encoding="utf-8"), file=sys.stderr)
+            raise
+
+
+def test_stdio_round_trip(tmp_path: Path) -> None:
+    check_round_trip(run_stdio(tmp_path, CALLS))
+
+
+def test_stdio_toolset_limits_what_is_offered(tmp_path: Path) -> None:
+    seen = run_stdio(
+        tmp_path,
+        {"add": ("add", {"a": 1, "b": 1}), "echo": ("echo", {"text": "x"})},
+        "--toolset",
+        "math",
+    )
+    assert [t.name for t in seen.listed] == ["add"]
+    assert not seen.calls["add"].is_error
+    # Installed, but outside the toolset: not callable through this server.
+    assert seen.calls["echo"].is_error
+    refused = json.loads(text_of(seen.calls["echo"]))
+    assert refused["error_type"] == "NotFoundError"
+    assert "not offered by this server (toolset math)" in refused["error_message"]
+    # No optional tool is offered, so there are no instructions.
+    assert seen.init is not None
+    assert seen.init.instructions is None
+
+
+# -- streamable HTTP ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def http_server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """The server in a subprocess on 127.0.0.1:port, ready to answer; always ended."""
+    errors = tmp_path / "http-stderr.txt"
+    with errors.open("wb") as errlog:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "toolplug", "serve", "--http", f"127.0.0.1:{port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            env={**os.environ, **child_env(tmp_path)},
+            cwd=tmp_path,
+        )
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                if process.poll() is not None:
+                    raise AssertionError(
+                        f"the server exited with {process.returncode}: "
+                        + errors.read_text(encoding="utf-8")
+                    )
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise AssertionError("the server did not open its port") from None
+                    time.sleep(0.1)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
+
+
+def test_streamable_http_round_trip(tmp_path: Path) -> None:
+    port = free_port()
+    with http_server(tmp_path, port) as process:
+        seen = anyio.run(converse, streamable_http_client(f"http://127.0.0.1:{port}/mcp"), CALLS)
+        assert process.poll() is None  # still serving after bad calls
+    check_round_trip(seen)
+    # The server announced where it listens, and stopped on SIGTERM without a traceback.
+    log = (tmp_path / "http-stderr.txt").read_text(encoding="utf-8")
+    assert f"MCP server at http://127.0.0.1:{port}/mcp" in log
+    assert "Traceback" not in log
+
+
+# -- in process -----------------------------------------------------------------------
+
+
+class Ping(Tool):
+    metadata = ToolMetadata(name="ping", description="Answer pong.", category="utility")
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("pong")
+
+
+class PingPlugin:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(Ping)
+
+
+def ping_registry() -> toolplug.Registry:
+    return toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("ping", PingPlugin())])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:8000", ("127.0.0.1", 8000)),  # the usual form
+        ("8000", ("127.0.0.1", 8000)),  # a port alone means loopback
+        (":8000", ("127.0.0.1", 8000)),  # an empty host too
+        ("0.0.0.0:80", ("0.0.0.0", 80)),  # every interface, on purpose
+        ("localhost:0", ("localhost", 0)),  # port 0: any free port
+        ("[::1]:9000", ("::1", 9000)),  # IPv6 in brackets
+        (" example.org:443 ", ("example.org", 443)),  # surrounding space is ignored
+    ],
+)
+def test_parse_address(text: str, expected: tuple[str, int]) -> None:
+    assert parse_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "localhost",  # no port
+        "127.0.0.1:http",  # a port name, not a number
+        "127.0.0.1:70000",  # out of range
+        "::1:8000",  # IPv6 without brackets is ambiguous
+        "[::1]8000",  # bracket without colon
+        "",  # nothing
+    ],
+)
+def test_parse_address_rejects(text: str) -> None:
+    with pytest.raises(UsageError, match="HOST:PORT"):
+        parse_address(text)
+
+
+def test_busy_port_is_a_usage_error() -> None:
+    registry = ping_registry()
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        with pytest.raises(UsageError, match=f"cannot serve MCP on 127.0.0.1:{port}"):
+            serve(registry, http=f"127.0.0.1:{port}")
+
+
+def test_unknown_toolset_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown toolset 'nope'"):
+        build_server(ping_registry(), toolset="nope")
+
+
+def test_missing_sdk_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(sys.modules):
+        if name == "mcp" or name.startswith("mcp."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # makes `import mcp` raise ImportError
+    with pytest.raises(UsageError) as caught:
+        serve(ping_registry())
+    assert INSTALL_LINE == 'pip install "toolplug[mcp]"'
+    assert INSTALL_LINE in str(caught.value)
+
+
+def test_importing_the_server_module_does_not_import_mcp() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, toolplug._mcp; print('mcp' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "False"
