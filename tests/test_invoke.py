@@ -164,6 +164,15 @@ def test_success_with_defaults_filled(registry: toolplug.Registry) -> None:
     assert result.to_dict()["error"] is False
 
 
+def test_null_for_an_optional_property_means_not_given(registry: toolplug.Registry) -> None:
+    # what a model in OpenAI's strict mode sends for the properties it leaves out
+    result = registry.call("search", {"query": "x", "max_results": None, "recency": None})
+    assert result.data == {"query": "x", "max_results": 5, "recency": "any"}
+    required_null = registry.call("search", {"query": None})
+    assert required_null.error is not None
+    assert "query: expected type string, received null" in required_null.error.message
+
+
 def test_arguments_as_json_text(registry: toolplug.Registry) -> None:
     assert registry.call("search", '{"query": "x", "max_results": 2}').data["max_results"] == 2
     bad = registry.call("search", "{not json")

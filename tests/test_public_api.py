@@ -17,7 +17,8 @@ EXPECTED = {
     "PlanResult", "PluginError", "PluginInfo", "Registry",
     "RegisteredTool", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolFailure",
     "ToolMetadata", "ToolResult", "ToolplugError", "Toolset", "UsageError", "__version__",
-    "hookimpl", "load", "load_config", "optional_tools_section", "parse_plan", "run_plan",
+    "export_tool", "export_tools", "hookimpl", "load", "load_config", "optional_tools_section",
+    "parse_plan", "run_plan", "tool_reference",
 }
 
 

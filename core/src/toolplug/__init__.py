@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from toolplug._config import Config, Toolset, load_config
     from toolplug._discovery import LoadProblem, PluginInfo, RegisteredTool
     from toolplug._errors import ConfigError, MetadataError, PluginError, ToolplugError, UsageError
+    from toolplug._docs import tool_reference
+    from toolplug._export import export_tool, export_tools
     from toolplug._hooks import hookimpl
     from toolplug._invoke import ToolCall
     from toolplug._metadata import (
@@ -97,12 +99,15 @@ __all__ = [
     "Toolset",
     "UsageError",
     "__version__",
+    "export_tool",
+    "export_tools",
     "hookimpl",
     "load",
     "load_config",
     "optional_tools_section",
     "parse_plan",
     "run_plan",
+    "tool_reference",
 ]
 
 _HOME = {
@@ -111,6 +116,8 @@ _HOME = {
     "_config": "Config Toolset load_config",
     "_discovery": "LoadProblem PluginInfo RegisteredTool",
     "_errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
+    "_docs": "tool_reference",
+    "_export": "export_tool export_tools",
     "_hooks": "hookimpl",
     "_invoke": "ToolCall",
     "_metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines ToolMetadata",

@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
         raise _Exit(EXIT_USAGE, f"{message} (see '{self.prog} --help')")
 
 
-def _common() -> _Parser:
+def _common(*, strict: bool = True) -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument(
         "--config",
@@ -48,12 +48,13 @@ def _common() -> _Parser:
         help="configuration file (default: $TOOLPLUG_CONFIG, ./toolplug.toml, "
         "or [tool.toolplug] in ./pyproject.toml)",
     )
-    common.add_argument(
-        "--strict",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help=f"treat any plugin load problem as an error, exit 2 (also {STRICT_ENV}=1)",
-    )
+    if strict:
+        common.add_argument(
+            "--strict",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=f"treat any plugin load problem as an error, exit 2 (also {STRICT_ENV}=1)",
+        )
     return common
 
 
@@ -121,14 +122,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.add_argument("--no-guidelines", action="store_true", help="leave out DO / DO NOT guidance")
-    p.add_argument("--task", metavar="TEXT", help="rank tools by relevance to this task")
-    p.add_argument(
-        "--max-tools",
-        metavar="N",
-        type=_positive_int,
-        help="keep at most N tools (the most relevant to --task)",
-    )
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: keep the tools most relevant to this task")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="keep at most N tools (the most relevant to --task, else by name)")
     p.set_defaults(handler=_cmd_prompt)
+
+    p = sub.add_parser("schema", parents=[_common(strict=False)],
+                       help="provider tool schemas as JSON",
+                       description="Print the available tools as provider tool definitions: "
+                       "OpenAI Chat Completions functions, Anthropic tools, Gemini function "
+                       "declarations, or MCP tool definitions. Byte-identical on repeated runs.")
+    p.add_argument("--format", required=True, choices=["openai", "anthropic", "gemini", "mcp"],
+                   help="the provider's format")
+    p.add_argument("--strict", dest="strict_schema", action="store_true",
+                   help="OpenAI strict mode: parameters rewritten to what strict mode accepts "
+                   "(for plugin strictness here, use 'toolplug --strict schema' or "
+                   f"{STRICT_ENV}=1)")
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.set_defaults(handler=_cmd_schema)
+
+    p = sub.add_parser("docs", parents=[common], help="write Markdown reference pages",
+                       description="Write one Markdown reference page per installed tool, and "
+                       "an index, in the style of the seeds. Pages do not depend on this "
+                       "machine's environment (availability is not part of them).")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--output", metavar="DIR", default="toolplug-docs",
+                   help="where to write (default ./toolplug-docs)")
+    p.set_defaults(handler=_cmd_docs)
+
+    p = sub.add_parser("new", help="scaffold a new plugin package",
+                       description="Create a plugin package toolplug-NAME with a working example "
+                       "tool, its entry point, a README, and tests that use the contract kit.")
+    p.add_argument("name", help="the new tool's name (lower case, digits, underscores)")
+    p.add_argument("--dir", default=".", metavar="D", help="where to create it (default .)")
+    p.set_defaults(handler=_cmd_new)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the tools over MCP",
+                       description="Expose the available tools (or a toolset) to an MCP host: "
+                       "stdio by default, or streamable HTTP at http://HOST:PORT/mcp. Needs "
+                       'the optional extra: pip install "toolplug[mcp]".')
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser("call", parents=[common], help="call one tool",
                        description="Call one tool with arguments given as JSON (--json) and/or "
@@ -452,6 +489,51 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
         max_tools=args.max_tools,
     )
     _emit(registry, text)
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from toolplug._export import dumps, export_tools
+
+    registry = _load(args)
+    tools = registry.select(toolset=args.toolset, include_unavailable=args.all)
+    if args.strict_schema and args.format != "openai":
+        raise _Exit(EXIT_USAGE, "--strict applies to --format openai only")
+    exported = export_tools([t.metadata for t in tools], args.format, strict=args.strict_schema)
+    if args.strict_schema:
+        from toolplug._export import strict_problems
+
+        for tool in tools:
+            problems = strict_problems(tool.metadata.parameters)
+            if problems:
+                print(f"toolplug: {tool.name} stays non-strict: {'; '.join(problems)}",
+                      file=sys.stderr)
+    _emit(registry, dumps(exported))
+    return EXIT_OK
+
+
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from toolplug._docs import write_reference
+
+    registry = _load(args)
+    written = write_reference(registry, args.output, toolset=args.toolset)
+    _emit(registry, f"wrote {len(written)} page(s) to {args.output}")
+    return EXIT_OK
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    from toolplug._scaffold import new_plugin, next_steps
+
+    path = new_plugin(args.name, args.dir)
+    _emit(None, next_steps(args.name, path))
+    return EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from toolplug._mcp import serve
+
+    registry = _load(args)
+    serve(registry, toolset=args.toolset, http=args.http)
     return EXIT_OK
 
 

@@ -356,6 +356,12 @@ class Invoker:
         self, name: str, meta: ToolMetadata, arguments: Mapping[str, Any]
     ) -> dict[str, Any] | ToolResult:
         compiled = self._compile(name, meta.parameters)
+        if None in arguments.values():
+            # Null for an optional property that does not accept null means "not given":
+            # what models in OpenAI's strict mode send for the properties they leave out.
+            from toolplug._export import drop_strict_nulls
+
+            arguments = drop_strict_nulls(meta.parameters, arguments)
         if compiled.fast is not None:
             try:
                 # fastjsonschema fills defaults into the dict it is given: a fresh copy here
