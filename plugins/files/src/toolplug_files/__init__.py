@@ -1,0 +1,305 @@
+"""toolplug-files: read_file and write_file, sandboxed to configured directories.
+
+Both tools work in two roots, named in paths by their aliases: ``file_cache_dir/<path>`` (the
+default for relative paths) and ``file_state_dir/<path>``. read_file may also read under
+extra ``read_roots``; writes never leave the two roots. Configuration is per tool, so the
+shared settings are declared by both tools; give them the same values::
+
+    [tools.read_file]
+    cache_dir = "~/agent/cache"
+    state_dir = "~/agent/state"
+    deny_paths = [".env", "*.pem", "file_state_dir/secrets"]
+    read_roots = ["~/notes"]
+
+    [tools.write_file]
+    cache_dir = "~/agent/cache"
+    state_dir = "~/agent/state"
+    deny_paths = [".env", "*.pem", "file_state_dir/secrets"]
+
+This module imports only toolplug and the standard library; the work is done in
+``toolplug_files._sandbox`` and ``toolplug_files._files``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from toolplug import (
+    Annotations,
+    Category,
+    ConfigField,
+    ErrorSpec,
+    Example,
+    Guidelines,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    hookimpl,
+)
+
+__all__ = ["ReadFileTool", "WriteFileTool", "register_tools"]
+
+_STRINGS: Final[dict[str, Any]] = {"type": "array", "items": {"type": "string", "minLength": 1}}
+
+_SHARED_FIELDS: Final = (
+    ConfigField(
+        name="cache_dir",
+        type="string",
+        description=(
+            "Root aliased file_cache_dir; relative paths land here. Default: a 'files' "
+            "directory beside the tool's cache directory, shared by read_file and write_file"
+        ),
+    ),
+    ConfigField(
+        name="state_dir",
+        type="string",
+        description=(
+            "Root aliased file_state_dir, for files that should last. Default: a 'files' "
+            "directory beside the tool's state directory, shared by read_file and write_file"
+        ),
+    ),
+    ConfigField(
+        name="deny_paths",
+        type="array",
+        description=(
+            "Paths or globs never to touch, matched against the resolved path: a name or "
+            "pattern without '/' (.env, *.pem) matches any part of the path; an absolute, "
+            "~ or alias path matches that file or directory and everything inside it"
+        ),
+        default=[],
+        json_schema=_STRINGS,
+    ),
+)
+
+_PATH_HELP: Final = (
+    "File path: file_cache_dir/<path>, file_state_dir/<path>, or a path relative to file_cache_dir"
+)
+
+
+class ReadFileTool(Tool):
+    """Reads a UTF-8 text file inside the sandbox."""
+
+    metadata = ToolMetadata(
+        name="read_file",
+        title="Read a file",
+        description="Read a text file from the agent's cache or state directory.",
+        category="utility",
+        optionality="optional",
+        usage_hint=(
+            "Use to read back a file you or an earlier step saved (under file_cache_dir or "
+            "file_state_dir), or a configured reference directory."
+        ),
+        guidelines=Guidelines(
+            do=(
+                "You saved notes, drafts or downloads earlier and need them again",
+                "The task refers to a file in file_state_dir, such as a contacts or TODO file",
+                "You must check a file's current content before changing it with write_file",
+            ),
+            do_not=(
+                "The content is already in the conversation",
+                "The file is outside the sandbox (home directory, /etc): the tool refuses it",
+                "You need a web page: fetch it with a network tool instead",
+            ),
+            common_mistakes=(
+                "Passing file_cache_dir alone instead of file_cache_dir/<file>",
+                "Using ../ to climb out of the root; it is refused, not resolved",
+                "Taking a truncated read for the whole file; check truncated and warnings",
+                "Retrying a PermissionError with another spelling of the same path",
+            ),
+        ),
+        produces=("file_content",),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": _PATH_HELP},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        returns={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The path, in alias form if it has one"},
+                "absolute_path": {"type": "string", "description": "The resolved path"},
+                "size_bytes": {"type": "integer"},
+                "bytes_read": {"type": "integer"},
+                "truncated": {"type": "boolean", "description": "The file is over max_bytes"},
+                "binary": {"type": "boolean", "description": "Not UTF-8 text; not shown"},
+                "content": {"type": ["string", "null"]},
+            },
+            "required": ["path", "size_bytes", "truncated", "binary", "content"],
+        },
+        errors=(
+            ErrorSpec(
+                type="ValidationError",
+                when="the path is empty, contains a NUL byte, or is a bare alias",
+            ),
+            ErrorSpec(
+                type="PermissionError",
+                when="the path leads outside the sandbox roots (also through a symlink), "
+                "matches deny_paths, or the operating system refuses access",
+            ),
+            ErrorSpec(type="NotFoundError", when="there is no file there, or it is a directory"),
+            ErrorSpec(type="ExecutionError", when="the file could not be read for another reason"),
+        ),
+        examples=(
+            Example(
+                description="Read notes saved earlier in the cache directory",
+                input={"path": "file_cache_dir/research/notes.md"},
+            ),
+            Example(
+                description="Read the active contacts from the state directory",
+                input={"path": "file_state_dir/contacts/ACTIVE.md"},
+            ),
+        ),
+        config_fields=(
+            *_SHARED_FIELDS,
+            ConfigField(
+                name="read_roots",
+                type="array",
+                description="Extra directories read_file may read (never write)",
+                default=[],
+                json_schema=_STRINGS,
+            ),
+            ConfigField(
+                name="max_bytes",
+                type="integer",
+                description="Most bytes read; a longer file is cut there and flagged",
+                default=200_000,
+                json_schema={"type": "integer", "minimum": 1},
+            ),
+        ),
+        annotations=Annotations(read_only=True, idempotent=True, open_world=False),
+        timeout_seconds=10,
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Read the file named by ``path``."""
+        from toolplug_files._files import read_file
+
+        return read_file(arguments, context)
+
+
+class WriteFileTool(Tool):
+    """Writes (or appends) UTF-8 text to a file inside the sandbox, atomically."""
+
+    metadata = ToolMetadata(
+        name="write_file",
+        title="Write a file",
+        description="Write or append text to a file in the agent's cache or state directory.",
+        category="utility",
+        optionality="optional",
+        usage_hint=(
+            "Use to save drafts, notes or intermediate results for a later step "
+            "(file_cache_dir), or to update lasting records (file_state_dir)."
+        ),
+        guidelines=Guidelines(
+            do=(
+                "A result is long or will be needed again by a later step or run",
+                "The user asks you to save, record or update a file",
+                "You keep a running log: use mode append",
+            ),
+            do_not=(
+                "The user only wants the text in the reply",
+                "The target is outside file_cache_dir and file_state_dir: it is refused",
+                "You have not read a file you mean to change; read it first, then overwrite",
+            ),
+            common_mistakes=(
+                "Overwriting a file when you meant to add to it (use mode append)",
+                "Expecting append to add a newline; it adds the content exactly",
+                "Writing lasting records to file_cache_dir, which may be cleared",
+                "Sending binary data or content over max_bytes; write text, in parts if long",
+            ),
+        ),
+        produces=("files",),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": _PATH_HELP + "; missing directories are created",
+                },
+                "content": {"type": "string", "description": "The text to write (UTF-8)"},
+                "mode": {
+                    "type": "string",
+                    "enum": ["overwrite", "append"],
+                    "default": "overwrite",
+                    "description": "overwrite replaces the file; append adds to its end",
+                },
+            },
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+        returns={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "absolute_path": {"type": "string"},
+                "mode": {"type": "string", "enum": ["overwrite", "append"]},
+                "bytes_written": {"type": "integer"},
+                "size_bytes": {"type": "integer", "description": "The file's size afterwards"},
+                "created": {"type": "boolean"},
+            },
+            "required": ["path", "mode", "bytes_written", "size_bytes", "created"],
+        },
+        errors=(
+            ErrorSpec(
+                type="ValidationError",
+                when="the path is empty, a bare alias, a directory or contains a NUL byte; "
+                "the content is over max_bytes; the mode is unknown",
+            ),
+            ErrorSpec(
+                type="PermissionError",
+                when="the path leads outside file_cache_dir and file_state_dir (also through "
+                "a symlink), matches deny_paths, or the operating system refuses access",
+            ),
+            ErrorSpec(
+                type="ExecutionError",
+                when="the write failed (disk full, ...); the old file is left unchanged",
+            ),
+        ),
+        examples=(
+            Example(
+                description="Save a draft for a later step",
+                input={"path": "drafts/newsletter.md", "content": "# March issue\n"},
+            ),
+            Example(
+                description="Add a line to a running log in the state directory",
+                input={
+                    "path": "file_state_dir/log.md",
+                    "content": "- 2025-03-01: sent the March issue\n",
+                    "mode": "append",
+                },
+            ),
+        ),
+        config_fields=(
+            *_SHARED_FIELDS,
+            ConfigField(
+                name="max_bytes",
+                type="integer",
+                description="Largest content accepted in one call, in bytes (UTF-8)",
+                default=1_000_000,
+                json_schema={"type": "integer", "minimum": 1},
+            ),
+        ),
+        annotations=Annotations(
+            read_only=False, destructive=True, idempotent=False, open_world=False
+        ),
+        timeout_seconds=10,
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Write ``content`` to ``path``."""
+        from toolplug_files._files import write_file
+
+        return write_file(arguments, context)
+
+
+@hookimpl
+def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
+    """Register read_file and write_file."""
+    register(ReadFileTool)
+    register(WriteFileTool)
