@@ -151,3 +151,19 @@ def test_disabled_tool_is_unavailable_and_says_so(cli: Callable[..., Any]) -> No
         "error": True, "error_type": "UnavailableError",
         "error_message": "static_links tool is disabled", "retry_possible": False,
     }
+
+
+def test_without_network_every_request_is_refused_by_the_guard() -> None:
+    from toolplug._netguard import NetworkRefused, check_url
+
+    links = {"links": [{"name": "gh", "url": "https://github.com/x"}]}
+    for registry in (
+        toolplug.load({"offline": True, "tools": {"static_links": links}}),
+        toolplug.load({"tools": {"static_links": links}}, deny=["network"]),
+    ):
+        policy = registry.context_for("static_links").network
+        assert policy.disabled is not None
+        with pytest.raises(NetworkRefused, match="the network is off"):
+            check_url("http://127.0.0.1/", policy, resolve=lambda host, port: ["127.0.0.1"])
+    online = toolplug.load({"tools": {"static_links": links}}).context_for("static_links")
+    assert online.network.disabled is None

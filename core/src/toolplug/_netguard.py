@@ -198,6 +198,10 @@ class NetworkPolicy:
     """The most body bytes (after content decoding) kept; the rest is cut and flagged."""
     user_agent: str = DEFAULT_USER_AGENT
     """The ``User-Agent`` sent when the caller does not set one."""
+    disabled: str | None = None
+    """Why no request may be made at all (``offline = true``, or the host denied the
+    ``network`` capability); None when requests may be made. Not a ``[network]`` key: the
+    registry sets it from the ``network`` capability."""
     _networks: tuple[IPNetwork, ...] = field(init=False, repr=False, compare=False)
     _hosts: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -719,6 +723,13 @@ def check_target(
     target: Target, policy: NetworkPolicy, *, resolve: Resolver | None = None
 ) -> list[str]:
     """Resolve a parsed URL and check every address; see ``check_url``."""
+    if policy.disabled is not None:
+        raise NetworkRefused(
+            f"refused {target.redacted}: the network is off ({policy.disabled})",
+            url=target.url,
+            rule="network disabled",
+            host=target.host,
+        )
     if target.address is not None:
         addresses: list[IPAddress] = [target.address]
     else:

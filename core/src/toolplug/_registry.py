@@ -232,10 +232,14 @@ class Registry:
         contexts: dict[str, ToolContext] = self.__dict__.setdefault("_contexts", {})
         context = contexts.get(name)
         if context is None:
+            network = self.config.network
+            state = self.checker.state("network")
+            if not state.present:  # every request of every tool is refused, whatever it needs
+                network = dataclasses.replace(network, disabled=state.reason or "denied")
             context = ToolContext(
                 tool=name,
                 config=MappingProxyType(self.tool_config(name)),
-                network=self.config.network,
+                network=network,
                 cache_dir=self.config.cache_dir / "tools" / name,
                 state_dir=self.config.state_dir / "tools" / name,
                 env=self._env,
