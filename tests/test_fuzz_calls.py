@@ -87,9 +87,8 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_getaddrinfo(host, *args, **kwargs)
 
     def connect(self: socket.socket, address: Any) -> Any:
-        if isinstance(address, tuple):
-            if not ipaddress.ip_address(address[0]).is_loopback:
-                raise AssertionError(f"a test tried to connect beyond loopback: {address}")
+        if isinstance(address, tuple) and not ipaddress.ip_address(address[0]).is_loopback:
+            raise AssertionError(f"a test tried to connect beyond loopback: {address}")
         return real_connect(self, address)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
