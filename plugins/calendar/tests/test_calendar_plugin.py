@@ -145,3 +145,13 @@ def test_example_output_matches_the_returns_schema() -> None:
     assert outputs
     for output in outputs:
         validator.validate(output)
+
+
+def test_passes_the_contract_kit(tmp_path: Path) -> None:
+    from toolplug.testing import check_plugin
+
+    source = Path(__file__).parent / "data" / "team.ics"
+    check_plugin(
+        "toolplug-calendar",
+        config={"tools": {"calendar": {"sources": [{"name": "team", "path": str(source)}]}}},
+    )

@@ -107,3 +107,9 @@ def test_a_hand_made_context_keeps_the_default_roots_inside_its_directories(
     assert isinstance(result, ToolResult)
     assert result.error is None
     assert (tmp_path / "cache" / "files" / "a.md").read_text(encoding="utf-8") == "x"
+
+
+def test_passes_the_contract_kit() -> None:
+    from toolplug.testing import check_plugin
+
+    check_plugin("toolplug-files")
