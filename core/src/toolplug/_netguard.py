@@ -30,7 +30,7 @@ import socket
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
@@ -83,6 +83,16 @@ _DECIMAL_DIGITS: Final = frozenset("0123456789")
 class NetworkError(OSError):
     """A guarded request could not be made or completed; base of the guard's errors."""
 
+    error_type: ClassVar[str] = "NetworkError"
+    """The ``ToolResult`` error type a tool answers with (``toolplug.http.guard_failure``)."""
+    retry_possible: ClassVar[bool] = True
+    """Whether the same request may succeed later."""
+
+    @property
+    def reason(self) -> str:
+        """What went wrong in a few words, without the URL (which may itself be secret)."""
+        return "the request failed"
+
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
         self.url = url
@@ -107,6 +117,17 @@ def _rebuild_error(cls: type[NetworkError], message: str, state: dict[str, Any])
 
 class NetworkRefused(NetworkError, PermissionError):
     """The policy forbids the URL: its scheme, its form, or an address it leads to."""
+
+    error_type: ClassVar[str] = "PermissionError"
+    retry_possible: ClassVar[bool] = False
+
+    @property
+    def reason(self) -> str:
+        """What went wrong in a few words, without the URL (which may itself be secret)."""
+        text = f"the network guard refused the request ({self.rule})"
+        if self.address is not None:
+            text += "; an address on your own network must be listed in [network] allow"
+        return text
 
     def __init__(
         self,
@@ -145,6 +166,11 @@ class TooManyRedirects(NetworkRefused):
 class NetworkUnreachable(NetworkError):
     """The host did not resolve, or the connection could not be made or broke mid-response."""
 
+    @property
+    def reason(self) -> str:
+        """What went wrong in a few words, without the URL (which may itself be secret)."""
+        return "the host could not be resolved or reached"
+
     def __init__(
         self, message: str, *, url: str, host: str | None = None, address: str | None = None
     ) -> None:
@@ -157,6 +183,13 @@ class NetworkUnreachable(NetworkError):
 
 class NetworkTimeout(NetworkError, TimeoutError):
     """A connect, read, write or pool wait, or the whole fetch, ran past its time limit."""
+
+    error_type: ClassVar[str] = "TimeoutError"
+
+    @property
+    def reason(self) -> str:
+        """What went wrong in a few words, without the URL (which may itself be secret)."""
+        return f"no answer within {self.timeout:g} s ({self.phase})"
 
     def __init__(self, message: str, *, url: str, timeout: float, phase: str) -> None:
         super().__init__(message, url=url)

@@ -92,6 +92,8 @@ if TYPE_CHECKING:
 
     import httpx
 
+    from toolplug._tool import ToolFailure
+
 __all__ = [
     "FetchResult",
     "NetworkError",
@@ -105,6 +107,7 @@ __all__ = [
     "check_url",
     "fetch",
     "fetch_sync",
+    "guard_failure",
     "new_client",
 ]
 
@@ -353,6 +356,26 @@ def _default_ssl_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
+
+
+def guard_failure(exc: NetworkError, message: str | None = None) -> ToolFailure:
+    """The structured error a tool returns for a failed guarded request.
+
+    The error type and whether a retry may help come from the exception's class: a refusal is
+    a ``PermissionError`` (not retryable), a timeout a ``TimeoutError``, anything else a
+    ``NetworkError`` (both retryable). Every network plugin maps guard errors through here.
+
+    Args:
+        exc: What ``fetch`` raised.
+        message: The text for the model; by default the exception's own, which names the
+            URL (credentials removed). Pass ``f"{what}: {exc.reason}"`` when the URL itself
+            must not be shown, and run it through your redaction if it may hold a secret.
+    """
+    from toolplug._tool import ToolFailure
+
+    return ToolFailure(
+        exc.error_type, str(exc) if message is None else message, retry_possible=exc.retry_possible
+    )
 
 
 def new_client(

@@ -294,13 +294,7 @@ async def _fetch(name: str, url: str, context: ToolContext, cap: int) -> bytes:
     A calendar URL often *is* the secret (Google's secret address), so messages name the
     source and the host, never the URL.
     """
-    from toolplug.http import (
-        NetworkError,
-        NetworkRefused,
-        NetworkTimeout,
-        NetworkUnreachable,
-        fetch,
-    )
+    from toolplug.http import NetworkError, fetch, guard_failure
 
     target = http_url(url)
     host = urlsplit(target).hostname or "the calendar host"
@@ -313,28 +307,9 @@ async def _fetch(name: str, url: str, context: ToolContext, cap: int) -> bytes:
             headers={"Accept": "text/calendar, application/calendar+xml;q=0.5, */*;q=0.1"},
             max_bytes=cap,
         )
-    except NetworkRefused as exc:
-        raise ToolFailure(
-            ErrorType.PERMISSION,
-            f"{where}: the network guard refused the request ({exc.rule}); a calendar on a "
-            "private network needs its address in [network] allow",
-        ) from None
-    except NetworkTimeout as exc:
-        raise ToolFailure(
-            ErrorType.TIMEOUT,
-            f"{where}: no answer within {exc.timeout:g} s ({exc.phase})",
-            retry_possible=True,
-        ) from None
-    except NetworkUnreachable:
-        raise ToolFailure(
-            ErrorType.NETWORK,
-            f"{where}: the host could not be resolved or reached",
-            retry_possible=True,
-        ) from None
-    except NetworkError:
-        raise ToolFailure(
-            ErrorType.NETWORK, f"{where}: the request failed", retry_possible=True
-        ) from None
+    except NetworkError as exc:
+        # The reason, not the message: a secret calendar address must not be shown.
+        raise guard_failure(exc, f"{where}: {exc.reason}") from None
     if not 200 <= result.status < 300:
         raise _status_failure(where, result.status)
     if result.truncated:

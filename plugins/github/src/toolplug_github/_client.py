@@ -169,7 +169,7 @@ class GitHub:
             accept: The ``Accept`` header.
             max_bytes: The most body bytes to read; the guard's default when None.
         """
-        from toolplug.http import NetworkRefused, NetworkTimeout, NetworkUnreachable, fetch
+        from toolplug.http import NetworkError, fetch, guard_failure
 
         def on_redirect(_old: str, new: str) -> dict[str, str]:
             # Decide each hop's headers here: the token goes to the API origin and nowhere else.
@@ -185,22 +185,9 @@ class GitHub:
                 client=self._client,
                 on_redirect=on_redirect,
             )
-        except NetworkRefused as exc:
-            raise ToolFailure(
-                ErrorType.PERMISSION,
-                self.scrub.text(f"the network guard refused the request for {what}: {exc}"),
-            ) from None
-        except NetworkTimeout as exc:
-            raise ToolFailure(
-                ErrorType.TIMEOUT,
-                self.scrub.text(f"GitHub did not answer in time for {what}: {exc}"),
-                retry_possible=True,
-            ) from None
-        except NetworkUnreachable as exc:
-            raise ToolFailure(
-                ErrorType.NETWORK,
-                self.scrub.text(f"could not reach GitHub for {what}: {exc}"),
-                retry_possible=True,
+        except NetworkError as exc:
+            raise guard_failure(
+                exc, self.scrub.text(f"GitHub request for {what} failed: {exc}")
             ) from None
         except ValueError:
             # fetch() names the bad header but never its value; say which setting to fix.

@@ -23,6 +23,8 @@ from toolplug_rss_feed._parse import Item, newest_first, parse_feed
 if TYPE_CHECKING:
     import httpx
 
+    from toolplug.http import NetworkError
+
 ACCEPT: Final = (
     "application/rss+xml, application/atom+xml, application/rdf+xml;q=0.9, "
     "application/xml;q=0.8, text/xml;q=0.8, */*;q=0.1"
@@ -69,20 +71,11 @@ def _checked_url(arguments: dict[str, Any]) -> str:
     return url.strip()
 
 
-def network_failure(exc: OSError, url: str) -> ToolFailure:
-    """The result for an error of the network guard (``toolplug.http``)."""
-    from toolplug.http import NetworkRefused, NetworkTimeout
+def network_failure(exc: NetworkError, url: str) -> ToolFailure:
+    """The result for an error of the network guard, naming the feed."""
+    from toolplug.http import guard_failure
 
-    if isinstance(exc, NetworkRefused):
-        return ToolFailure(
-            "PermissionError",
-            f"the network guard refused {url}: {exc}. A feed on your own network must be "
-            "listed in [network] allow.",
-        )
-    if isinstance(exc, NetworkTimeout):
-        return ToolFailure("TimeoutError", f"{url} did not answer in time: {exc}",
-                           retry_possible=True)
-    return ToolFailure("NetworkError", f"{url} could not be reached: {exc}", retry_possible=True)
+    return guard_failure(exc, f"feed {url}: {exc.reason}")
 
 
 def _status_failure(status: int, url: str, headers: dict[str, str]) -> ToolFailure | None:

@@ -21,10 +21,8 @@ from toolplug.http import (
     FetchResult,
     NetworkError,
     NetworkPolicy,
-    NetworkRefused,
-    NetworkTimeout,
-    NetworkUnreachable,
     fetch,
+    guard_failure,
 )
 from toolplug_url_fetch._rules import AuthHeader, Redactor, url_host
 
@@ -125,14 +123,8 @@ async def perform(request: Request, policy: NetworkPolicy) -> FetchResult:
             max_bytes=request.max_bytes,
             on_redirect=on_redirect,
         )
-    except NetworkRefused as exc:
-        raise ToolFailure("PermissionError", redactor.text(str(exc))) from None
-    except NetworkTimeout as exc:
-        raise ToolFailure("TimeoutError", redactor.text(str(exc)), retry_possible=True) from None
-    except NetworkUnreachable as exc:
-        raise ToolFailure("NetworkError", redactor.text(str(exc)), retry_possible=True) from None
-    except NetworkError as exc:  # any other guard error: still a network failure
-        raise ToolFailure("NetworkError", redactor.text(str(exc)), retry_possible=True) from None
+    except NetworkError as exc:
+        raise guard_failure(exc, redactor.text(str(exc))) from None
     except ValueError as exc:
         raise ToolFailure("ValidationError", redactor.text(str(exc))) from None
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolplug import Citation, ToolContext, ToolFailure, ToolResult
 from toolplug_web_search import MAX_RESULTS
+
+if TYPE_CHECKING:
+    from toolplug.http import NetworkError
 
 _SNIPPET_CHARS: Final = 400
 _SPACE: Final = re.compile(r"\s+")
@@ -85,21 +88,11 @@ def check_arguments(arguments: dict[str, Any]) -> Query:
     return Query(clean(text), max(1, min(wanted, MAX_RESULTS)), recency)
 
 
-def network_failure(exc: OSError) -> ToolFailure:
-    """The result for an error of the network guard (``toolplug.http``)."""
-    from toolplug.http import NetworkRefused, NetworkTimeout
+def network_failure(exc: NetworkError) -> ToolFailure:
+    """The result for an error of the network guard, naming the search engine."""
+    from toolplug.http import guard_failure
 
-    if isinstance(exc, NetworkRefused):
-        return ToolFailure(
-            "PermissionError",
-            f"the network guard refused the request: {exc}. If this SearXNG instance is on "
-            "your own network, add its address to [network] allow.",
-        )
-    if isinstance(exc, NetworkTimeout):
-        return ToolFailure("TimeoutError", f"the search engine did not answer in time: {exc}",
-                           retry_possible=True)
-    return ToolFailure("NetworkError", f"the search engine could not be reached: {exc}",
-                       retry_possible=True)
+    return guard_failure(exc, f"the search engine request failed: {exc}")
 
 
 def format_results(query: Query, backend: str, hits: list[Hit]) -> ToolResult:
