@@ -33,19 +33,16 @@ _MISSING: Final = object()
 class DetectContext:
     """What detectors may look at: the environment, the resolved configuration, packages.
 
-    Detectors read through this object (not ``os.environ`` directly) so that toolplug knows
-    which inputs an answer depends on; the metadata cache keys on them.
+    Detectors read through this object (not ``os.environ`` directly): the environment it
+    holds is the one the registry was loaded with, which the CLI's output cache watches.
     """
 
     def __init__(self, env: Mapping[str, str], config: Mapping[str, Any]) -> None:
         self._env = env
         self._config = config
-        self.env_read: set[str] = set()
-        """Names of the environment variables detectors asked for."""
 
     def env(self, name: str) -> str | None:
         """The variable's value, or None when it is unset or empty."""
-        self.env_read.add(name)
         value = self._env.get(name)
         return value or None
 

@@ -125,8 +125,6 @@ class Config:
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Raw per-tool tables; resolve with ``resolve_tool_config``."""
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
-    fingerprint: str = ""
-    """The file's path, size and modification time: part of the metadata cache key."""
 
     @property
     def source(self) -> str:
@@ -197,21 +195,19 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror}", file=str(file)) from None
-    stat = file.stat()
-    fingerprint = f"{file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     if is_pyproject:
         table = document.get("tool", {}).get("toolplug")
         if table is None:
-            return Config(fingerprint=fingerprint)
+            return Config()
         prefix = "tool.toolplug."
     else:
         table = document
         prefix = ""
-    return parse_config(table, file=file, prefix=prefix, fingerprint=fingerprint)
+    return parse_config(table, file=file, prefix=prefix)
 
 
 def parse_config(
-    table: Mapping[str, Any], *, file: Path | None = None, prefix: str = "", fingerprint: str = ""
+    table: Mapping[str, Any], *, file: Path | None = None, prefix: str = ""
 ) -> Config:
     """Check a configuration table (already parsed from TOML) and build a ``Config``."""
     where = str(file) if file else "configuration"
@@ -307,7 +303,6 @@ def parse_config(
         denials=denials,
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
-        fingerprint=fingerprint,
         **dirs,
     )
 
