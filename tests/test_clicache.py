@@ -1,7 +1,7 @@
 """The CLI output cache: used when nothing changed, invalidated by every input that matters.
 
 Files the tests create are back-dated, because an answer that depends on a file modified
-within two seconds of storing it is never trusted (see ``toolplug._clicache``).
+within two seconds of storing it is never trusted (see ``toolplug.cli._cache``).
 """
 
 from __future__ import annotations

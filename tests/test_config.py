@@ -10,7 +10,7 @@ import pytest
 
 import toolplug
 from toolplug import ConfigError, Toolset
-from toolplug._config import load_config
+from toolplug.runtime._config import load_config
 
 LINKS = '[tools.static_links]\nlinks = [{ name = "gh", url = "https://github.com/x" }]\n'
 

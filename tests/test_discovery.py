@@ -328,3 +328,19 @@ def test_entry_points_of_this_workspace_are_all_found() -> None:
 
         dist = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["name"]
         assert dist in found, f"{dist} is not discovered (is it installed? {sys.prefix})"
+
+
+@pytest.mark.usefixtures("no_installed")
+def test_provides_registers_its_items_in_order_under_the_name_it_is_bound_to() -> None:
+    chat = Category(name="chat", description="Talk to people")
+    network = toolplug.Capability(name="pigeons", description="Birds are at hand.")
+
+    class Declared:
+        register_tools = staticmethod(toolplug.provides(chat, Echo))
+        register_capabilities = staticmethod(toolplug.provides(network))
+
+    registry = toolplug.load(plugins=[("declared", Declared())])
+    assert list(registry.tools) == ["echo"]
+    assert registry.tools["echo"].plugin == "declared"
+    assert "pigeons" in registry.capabilities
+    assert registry.problems == []

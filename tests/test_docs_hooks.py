@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolplug import _hooks
+from toolplug.contract import _hooks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 

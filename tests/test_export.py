@@ -29,18 +29,9 @@ from pydantic import TypeAdapter
 
 import toolplug
 from toolplug import Annotations, ToolMetadata
-from toolplug._export import (
-    FORMATS,
-    drop_strict_nulls,
-    dumps,
-    export_tool,
-    export_tools,
-    gemini_schema,
-    mcp_output_schema,
-    strict_problems,
-    strict_schema,
-    structured_content,
-)
+from toolplug.render._export import FORMATS, dumps, export_tool, export_tools
+from toolplug.render._mcp import mcp_output_schema, structured_content
+from toolplug.schema import drop_strict_nulls, gemini_schema, strict_problems, strict_schema
 
 OPENAI_TOOL: TypeAdapter[Any] = TypeAdapter(ChatCompletionToolParam)
 ANTHROPIC_TOOL: TypeAdapter[Any] = TypeAdapter(anthropic.types.ToolParam)
@@ -225,9 +216,16 @@ def test_strict_is_only_for_openai(fmt: str) -> None:
         export_tool(meta(obj({})), fmt, strict=True)
 
 
-def test_export_tools_sorts_by_name() -> None:
+def test_export_tools_of_metadata_still_works_and_warns() -> None:
     tools = [meta(obj({}), name=n) for n in ("zeta", "alpha", "mid")]
-    assert [t["name"] for t in export_tools(tools, "anthropic")] == ["alpha", "mid", "zeta"]
+    with pytest.warns(DeprecationWarning, match=r"pass the registry: export_tools\(toolplug.load"):
+        exported = export_tools(tools, "anthropic")
+    assert [t["name"] for t in exported] == ["alpha", "mid", "zeta"]
+
+
+def test_export_tools_refuses_what_is_neither_registry_nor_metadata() -> None:
+    with pytest.raises(TypeError, match="takes the registry as its first argument"):
+        export_tools(42, "openai")  # type: ignore[arg-type]
 
 
 def test_dumps_is_stable_text() -> None:
@@ -674,13 +672,14 @@ def catalog() -> list[ToolMetadata]:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_catalog_exports_validate(catalog: list[ToolMetadata], fmt: str) -> None:
-    exported = export_tools(catalog, fmt)
+    registry = toolplug.load({})
+    exported = export_tools(registry, fmt, include_unavailable=True)
     assert [t.get("name") or t["function"]["name"] for t in exported] == sorted(
         m.name for m in catalog
     )
     for tool in exported:
         CHECKS[fmt](tool)
-    assert dumps(exported) == dumps(export_tools(catalog, fmt))
+    assert dumps(exported) == dumps(export_tools(registry, fmt, include_unavailable=True))
 
 
 def test_catalog_strict_exports_validate(catalog: list[ToolMetadata]) -> None:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import toolplug
-from toolplug._export import drop_strict_nulls
+from toolplug.schema import drop_strict_nulls
 
 CALLS_PER_TOOL = {"valid": 400, "invalid": 712}
 """Nine catalog tools x 1,112 generated calls: more than 10,000 calls in every CI run."""

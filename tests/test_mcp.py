@@ -30,7 +30,7 @@ from mcp.shared.message import SessionMessage
 
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, UsageError, hookimpl
-from toolplug._mcp import INSTALL_LINE, build_server, parse_address, serve
+from toolplug.serve._server import INSTALL_LINE, build_server, parse_address, serve
 
 TIMEOUT = 60  # seconds for one whole client session, start-up included
 
@@ -441,7 +441,7 @@ def test_missing_sdk_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_importing_the_server_module_does_not_import_mcp() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, toolplug._mcp; print('mcp' in sys.modules)"],
+        [sys.executable, "-c", "import sys, toolplug.serve._server; print('mcp' in sys.modules)"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolplug._netguard import (
+from toolplug.http._guard import (
     DEFAULT_USER_AGENT,
     BoundedBody,
     NetworkError,

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import toolplug
 from toolplug import Guidelines, ToolMetadata
-from toolplug._metadata import BUILTIN_CATEGORIES
-from toolplug._prompt import render_optional_tools
+from toolplug.contract._metadata import BUILTIN_CATEGORIES
+from toolplug.render._prompt import render_optional_tools
 
 
 def tool(name: str, category: str, **extra: Any) -> ToolMetadata:

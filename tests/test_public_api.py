@@ -18,7 +18,7 @@ EXPECTED = {
     "RegisteredTool", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolFailure",
     "ToolMetadata", "ToolResult", "ToolplugError", "Toolset", "UsageError", "__version__",
     "export_tool", "export_tools", "hookimpl", "load", "load_config", "optional_tools_section",
-    "parse_plan", "run_plan", "tool_reference",
+    "parse_plan", "provides", "run_plan", "tool_reference",
 }
 
 
@@ -27,13 +27,18 @@ def test_all_is_exactly_the_public_surface() -> None:
     assert list(toolplug.__all__) == sorted(toolplug.__all__)
 
 
-def test_every_name_resolves_and_lives_in_a_private_module() -> None:
+LAYERS = ("contract", "runtime", "calls", "render")
+
+
+def test_every_name_resolves_and_lives_in_a_private_module_of_a_core_layer() -> None:
     for name in toolplug.__all__:
         value = getattr(toolplug, name)
         assert value is not None, name
-        module = getattr(value, "__module__", "toolplug._x")
+        module = getattr(value, "__module__", "toolplug.contract._x")
         if name != "__version__" and module.startswith("toolplug"):
-            assert module.split(".")[1].startswith("_"), (name, module)
+            parts = module.split(".")
+            assert parts[1] in LAYERS, (name, module)
+            assert parts[-1].startswith("_"), (name, module)
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -37,13 +37,13 @@ from toolplug import (
     ToolResult,
     hookimpl,
 )
-from toolplug._docs import (
+from toolplug.render._docs import (
     GENERATED_MARKER,
     escape_cell,
     markdown_table,
-    render_reference,
+    reference_pages,
+    render_page,
     schema_type,
-    tool_reference,
     write_reference,
 )
 
@@ -65,7 +65,7 @@ def catalog_pages() -> dict[str, str]:
     env = {"TOOLPLUG_PLUGINS": ",".join(workspace_distributions())}
     registry = toolplug.load({}, env=env)
     try:
-        return render_reference(registry)
+        return reference_pages(registry)
     finally:
         registry.close()
 
@@ -112,16 +112,16 @@ def test_pages_do_not_depend_on_environment_or_configuration() -> None:
         },
         env={**selection, "GITHUB_TOKEN": "ghp_docs_must_not_show_this"},
     )
-    assert render_reference(plain) == render_reference(configured)
-    assert "ghp_docs_must_not_show_this" not in "".join(render_reference(configured).values())
+    assert reference_pages(plain) == reference_pages(configured)
+    assert "ghp_docs_must_not_show_this" not in "".join(reference_pages(configured).values())
 
 
 _HASH_SCRIPT = """
 import hashlib, json, sys
 import toolplug
-from toolplug._docs import render_reference
+from toolplug.render._docs import reference_pages
 registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": sys.argv[1]})
-pages = render_reference(registry)
+pages = reference_pages(registry)
 print(hashlib.sha256(json.dumps(pages, sort_keys=False).encode()).hexdigest())
 """
 
@@ -148,8 +148,8 @@ def test_byte_identical_across_processes() -> None:
 _IMPORTS_SCRIPT = """
 import json, sys
 import toolplug
-from toolplug._docs import render_reference
-render_reference(toolplug.load({}, env={"TOOLPLUG_PLUGINS": sys.argv[1]}))
+from toolplug.render._docs import reference_pages
+reference_pages(toolplug.load({}, env={"TOOLPLUG_PLUGINS": sys.argv[1]}))
 print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
 """
 
@@ -360,7 +360,7 @@ def test_schema_type(schema: Any, shown: str) -> None:
 
 
 def test_parameter_table(registry: toolplug.Registry) -> None:
-    page = tool_reference(registry.get("measure").metadata)
+    page = render_page(registry.get("measure").metadata)
     table = section(page, "Parameters")
     assert (
         '| `unit` | `string` | no | `"cm"` | The unit<br>of the result. One of: `cm`, `in\\|ch`. |'
@@ -377,7 +377,7 @@ def test_parameter_table(registry: toolplug.Registry) -> None:
 
 
 def test_page_sections_in_the_seeds_order(registry: toolplug.Registry) -> None:
-    page = tool_reference(registry.get("measure").metadata, capabilities=registry.capabilities)
+    page = render_page(registry.get("measure").metadata, capabilities=registry.capabilities)
     headings = [line for line in page.splitlines() if line.startswith("## ")]
     assert headings == [
         "## When to use",
@@ -395,7 +395,7 @@ def test_page_sections_in_the_seeds_order(registry: toolplug.Registry) -> None:
 
 
 def test_guidance_errors_examples_and_setup(registry: toolplug.Registry) -> None:
-    page = tool_reference(registry.get("measure").metadata, capabilities=registry.capabilities)
+    page = render_page(registry.get("measure").metadata, capabilities=registry.capabilities)
     usage = section(page, "When to use")
     assert "Use when a number is needed.\nNot for estimates." in usage
     assert "**DO use when:**\n\n- The user asks how much\n" in usage
@@ -424,7 +424,7 @@ def test_guidance_errors_examples_and_setup(registry: toolplug.Registry) -> None
 
 
 def test_bare_tool_says_what_is_missing(registry: toolplug.Registry) -> None:
-    page = tool_reference(registry.get("bare").metadata)
+    page = render_page(registry.get("bare").metadata)
     assert "No usage guidance is declared." in page
     assert "The tool takes no parameters: call it with `{}`." in page
     assert "Not declared" in section(page, "Returns")
@@ -455,31 +455,31 @@ def test_returns_table_and_variants() -> None:
             ]
         },
     )
-    returns = section(tool_reference(meta), "Returns")
+    returns = section(render_page(meta), "Returns")
     assert "**Variant 1: when found**" in returns
     assert "| `hits` | `array<string>` | yes | — |" in returns
     assert "**Variant 2: when empty**" in returns
     assert "| `reason` | `string` | no | Why. |" in returns
     scalar = meta.model_copy(update={"returns": {"type": "string", "description": "The text"}})
-    assert "`data` is `string`. The text." in tool_reference(scalar)
+    assert "`data` is `string`. The text." in render_page(scalar)
 
 
 def test_availability_is_shown_only_when_given(registry: toolplug.Registry) -> None:
     meta = registry.get("measure").metadata
-    assert "Availability here" not in tool_reference(meta)
+    assert "Availability here" not in render_page(meta)
     missing = Availability(False, ("capability 'ruler' is missing",), ("export RULER_TOKEN=x",))
-    page = tool_reference(meta, availability=missing)
+    page = render_page(meta, availability=missing)
     assert "## Availability here" in page
     assert "- capability 'ruler' is missing" in page
     assert "export RULER_TOKEN=x" in page
-    assert "Available: the tool is offered" in tool_reference(meta, availability=Availability(True))
+    assert "Available: the tool is offered" in render_page(meta, availability=Availability(True))
 
 
 # -- the whole reference -------------------------------------------------------------------
 
 
 def test_index_groups_by_category_in_the_fixed_order(registry: toolplug.Registry) -> None:
-    index = render_reference(registry)["index.md"]
+    index = reference_pages(registry)["index.md"]
     headings = [line for line in index.splitlines() if line.startswith("## ")]
     assert headings == ["## Utility", "## Gauges"]  # built-in first, declared after
     assert "Measure things." in index
@@ -491,7 +491,7 @@ def test_index_groups_by_category_in_the_fixed_order(registry: toolplug.Registry
 
 def test_unavailable_tools_are_documented_too(registry: toolplug.Registry) -> None:
     assert not registry.availability("measure").available  # RULER_TOKEN is not set
-    assert "measure.md" in render_reference(registry)
+    assert "measure.md" in reference_pages(registry)
 
 
 def test_toolset_limits_the_pages() -> None:
@@ -500,7 +500,7 @@ def test_toolset_limits_the_pages() -> None:
         env={"TOOLPLUG_PLUGINS": ""},
         plugins=[("test-docs", _Plugin())],
     )
-    assert list(render_reference(loaded, "small")) == ["index.md", "bare.md"]
+    assert list(reference_pages(loaded, toolset="small")) == ["index.md", "bare.md"]
 
 
 def test_write_reference_writes_and_prunes_only_generated_pages(
@@ -518,7 +518,7 @@ def test_write_reference_writes_and_prunes_only_generated_pages(
         "measure.md",
         "notes.md",
     ]
-    pages = render_reference(registry)
+    pages = reference_pages(registry)
     for path in written:
         assert path.read_bytes() == pages[path.name].encode("utf-8")
     first = {p.name: p.read_bytes() for p in written}
@@ -536,7 +536,7 @@ def test_output_does_not_depend_on_registration_order() -> None:
 
     one = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("a", _Plugin())])
     other = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("b", Reversed())])
-    assert render_reference(one) == render_reference(other)
+    assert reference_pages(one) == reference_pages(other)
 
 
 def regenerate() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import toolplug
 from toolplug import UsageError
-from toolplug._scaffold import distribution_name, new_plugin, next_steps
+from toolplug.cli._scaffold import distribution_name, new_plugin, next_steps
 from toolplug.testing import check_tool
 
 WORKSPACE = Path(__file__).resolve().parents[1]

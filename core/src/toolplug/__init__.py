@@ -13,50 +13,55 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from toolplug._capabilities import (
-        Availability,
-        Capability,
-        CapabilityChecker,
-        CapabilityState,
-        Check,
-        ConfigKey,
-        DetectContext,
-        EnvVar,
-        Package,
-    )
-    from toolplug._config import Config, Toolset, load_config
-    from toolplug._discovery import LoadProblem, PluginInfo, RegisteredTool
-    from toolplug._errors import ConfigError, MetadataError, PluginError, ToolplugError, UsageError
-    from toolplug._docs import tool_reference
-    from toolplug._export import export_tool, export_tools
-    from toolplug._hooks import hookimpl
-    from toolplug._invoke import ToolCall
-    from toolplug._metadata import (
-        Annotations,
-        Category,
-        ConfigField,
-        ErrorSpec,
-        Example,
-        Guidelines,
-        ToolMetadata,
-    )
-    from toolplug._netguard import NetworkPolicy
-    from toolplug._plan import Plan
-    from toolplug._plan import PlanError
-    from toolplug._plan import PlanResult
-    from toolplug._plan import parse_plan
-    from toolplug._plan import run_plan
-    from toolplug._prompt import optional_tools_section
-    from toolplug._registry import Registry, load
-    from toolplug._tool import (
-        Citation,
-        ErrorType,
-        Tool,
-        ToolContext,
-        ToolError,
-        ToolFailure,
-        ToolResult,
-    )
+    from toolplug.calls._load import load
+    from toolplug.calls._plan import Plan
+    from toolplug.calls._plan import PlanError
+    from toolplug.calls._plan import PlanResult
+    from toolplug.calls._plan import parse_plan
+    from toolplug.calls._plan import run_plan
+    from toolplug.contract._call import ToolCall
+    from toolplug.contract._errors import ConfigError
+    from toolplug.contract._errors import MetadataError
+    from toolplug.contract._errors import PluginError
+    from toolplug.contract._errors import ToolplugError
+    from toolplug.contract._errors import UsageError
+    from toolplug.contract._hooks import hookimpl
+    from toolplug.contract._hooks import provides
+    from toolplug.contract._metadata import Annotations
+    from toolplug.contract._metadata import Category
+    from toolplug.contract._metadata import ConfigField
+    from toolplug.contract._metadata import ErrorSpec
+    from toolplug.contract._metadata import Example
+    from toolplug.contract._metadata import Guidelines
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._network import NetworkPolicy
+    from toolplug.contract._tool import Citation
+    from toolplug.contract._tool import ErrorType
+    from toolplug.contract._tool import Tool
+    from toolplug.contract._tool import ToolContext
+    from toolplug.contract._tool import ToolError
+    from toolplug.contract._tool import ToolFailure
+    from toolplug.contract._tool import ToolResult
+    from toolplug.render._docs import tool_reference
+    from toolplug.render._export import export_tool
+    from toolplug.render._export import export_tools
+    from toolplug.render._prompt import optional_tools_section
+    from toolplug.runtime._capabilities import Availability
+    from toolplug.runtime._capabilities import Capability
+    from toolplug.runtime._capabilities import CapabilityChecker
+    from toolplug.runtime._capabilities import CapabilityState
+    from toolplug.runtime._capabilities import Check
+    from toolplug.runtime._capabilities import ConfigKey
+    from toolplug.runtime._capabilities import DetectContext
+    from toolplug.runtime._capabilities import EnvVar
+    from toolplug.runtime._capabilities import Package
+    from toolplug.runtime._config import Config
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._config import load_config
+    from toolplug.runtime._discovery import LoadProblem
+    from toolplug.runtime._discovery import PluginInfo
+    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._registry import Registry
 
 __all__ = [
     "Annotations",
@@ -106,26 +111,29 @@ __all__ = [
     "load_config",
     "optional_tools_section",
     "parse_plan",
+    "provides",
     "run_plan",
     "tool_reference",
 ]
 
 _HOME = {
-    "_capabilities": "Availability Capability CapabilityChecker CapabilityState Check ConfigKey "
-    "DetectContext EnvVar Package",
-    "_config": "Config Toolset load_config",
-    "_discovery": "LoadProblem PluginInfo RegisteredTool",
-    "_errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
-    "_docs": "tool_reference",
-    "_export": "export_tool export_tools",
-    "_hooks": "hookimpl",
-    "_invoke": "ToolCall",
-    "_metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines ToolMetadata",
-    "_netguard": "NetworkPolicy",
-    "_plan": "Plan PlanError PlanResult parse_plan run_plan",
-    "_prompt": "optional_tools_section",
-    "_registry": "Registry load",
-    "_tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
+    "contract._call": "ToolCall",
+    "contract._errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
+    "contract._hooks": "hookimpl provides",
+    "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
+    "ToolMetadata",
+    "contract._network": "NetworkPolicy",
+    "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
+    "runtime._capabilities": "Availability Capability CapabilityChecker CapabilityState Check "
+    "ConfigKey DetectContext EnvVar Package",
+    "runtime._config": "Config Toolset load_config",
+    "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
+    "runtime._registry": "Registry",
+    "calls._load": "load",
+    "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
+    "render._docs": "tool_reference",
+    "render._export": "export_tool export_tools",
+    "render._prompt": "optional_tools_section",
 }
 _WHERE = {name: module for module, names in _HOME.items() for name in names.split()}
 

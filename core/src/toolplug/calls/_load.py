@@ -1,0 +1,47 @@
+"""``toolplug.load()``: the installed tools with the engine that runs their calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolplug.calls._engine import Invoker
+from toolplug.runtime._registry import assemble
+
+if TYPE_CHECKING:
+    from toolplug.runtime._config import Config
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["load"]
+
+
+def load(
+    config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    grant: Iterable[str] = (),
+    deny: Iterable[str] = (),
+    plugins: Iterable[tuple[str, object]] = (),
+    strict: bool = False,
+) -> Registry:
+    """Discover the installed plugins and build a ``Registry`` that can run calls.
+
+    Args:
+        config: A ``Config``; a mapping shaped like a ``toolplug.toml`` document (checked the
+            same way); or the path of a configuration file. By default the file is found as
+            described in docs/configuration.md.
+        env: The environment detectors and settings read (default ``os.environ``).
+        grant: Capabilities the host declares present, whatever the detectors say.
+        deny: Capabilities the host declares absent; a denial wins over a grant.
+        plugins: ``(name, plugin)`` pairs registered from code after the installed ones
+            (a module, class or object with ``@hookimpl`` functions).
+        strict: Raise ``PluginError`` when anything went wrong while loading.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+        PluginError: ``strict`` is set and a plugin failed.
+    """
+    return assemble(
+        config, env=env, grant=grant, deny=deny, plugins=plugins, strict=strict, engine=Invoker
+    )

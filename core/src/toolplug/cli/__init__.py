@@ -1,0 +1,36 @@
+"""The ``toolplug`` command line (also ``python -m toolplug``).
+
+This module is the console script's entry point and stays tiny on purpose: a command whose
+answer is cached (see ``toolplug.cli._cache``) is printed without importing anything else.
+The commands themselves live in ``toolplug.cli._commands``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    from toolplug.cli import _cache as _clicache
+
+    cacheable = _clicache.enabled(args)
+    if cacheable:
+        hit = _clicache.lookup(args)
+        if hit is not None:
+            code, out = hit
+            sys.stdout.write(out)
+            if os.environ.get("TOOLPLUG_CACHE_DEBUG"):
+                sys.stderr.write("toolplug: answered from the output cache\n")
+            return code
+    from toolplug.cli._commands import run
+
+    return run(args, cache=cacheable)

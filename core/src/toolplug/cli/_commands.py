@@ -1,0 +1,697 @@
+"""The commands of the ``toolplug`` command line.
+
+Exit codes: 0 ok, 1 a tool or plan failed, 2 usage or configuration error. Every error is
+one line on stderr; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["RecordingEnv", "build_parser", "run"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+STRICT_ENV = "TOOLPLUG_STRICT"
+
+
+class _Exit(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Exit(EXIT_USAGE, f"{message} (see '{self.prog} --help')")
+
+
+def _common(*, strict: bool = True) -> _Parser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="configuration file (default: $TOOLPLUG_CONFIG, ./toolplug.toml, "
+        "or [tool.toolplug] in ./pyproject.toml)",
+    )
+    if strict:
+        common.add_argument(
+            "--strict",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=f"treat any plugin load problem as an error, exit 2 (also {STRICT_ENV}=1)",
+        )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with help text for every command."""
+    common = _common()
+    parser = _Parser(
+        prog="toolplug",
+        description="Plugin-based tools for LLM agents: list them, explain them, and render "
+        "what an agent needs.",
+        parents=[common],
+        epilog="Exit codes: 0 ok, 1 a tool or plan failed, 2 usage or configuration error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "list",
+        parents=[common],
+        help="list the available tools",
+        description="List the available tools (all installed ones with --all).",
+    )
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--category", metavar="C", help="only tools of this category")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.set_defaults(handler=_cmd_list)
+
+    p = sub.add_parser(
+        "info",
+        parents=[common],
+        help="everything about one tool",
+        description="Show one tool's metadata, whether it is available and why, "
+        "and how to enable it.",
+    )
+    p.add_argument("name", help="the tool's name")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_cmd_info)
+
+    p = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="explain plugins, capabilities, problems",
+        description="Report every plugin, every capability, every unavailable "
+        "tool with its reasons and setup steps, and every load problem. Exits 0 "
+        "unless --strict.",
+    )
+    p.set_defaults(handler=_cmd_doctor)
+
+    p = sub.add_parser(
+        "plugins",
+        parents=[common],
+        help="installed plugin distributions",
+        description="List installed plugin distributions, their versions, the "
+        "hooks each implements, and load problems.",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_cmd_plugins)
+
+    p = sub.add_parser(
+        "prompt",
+        parents=[common],
+        help="print the optional-tools prompt section",
+        description="Print the optional-tools section of a system prompt "
+        "(Markdown) for the available tools.",
+    )
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--no-guidelines", action="store_true", help="leave out DO / DO NOT guidance")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: keep the tools most relevant to this task")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="keep at most N tools (the most relevant to --task, else by name)")
+    p.set_defaults(handler=_cmd_prompt)
+
+    p = sub.add_parser("schema", parents=[_common(strict=False)],
+                       help="provider tool schemas as JSON",
+                       description="Print the available tools as provider tool definitions: "
+                       "OpenAI Chat Completions functions, Anthropic tools, Gemini function "
+                       "declarations, or MCP tool definitions. Byte-identical on repeated runs.")
+    p.add_argument("--format", required=True, choices=["openai", "anthropic", "gemini", "mcp"],
+                   help="the provider's format")
+    p.add_argument("--strict", dest="strict_schema", action="store_true",
+                   help="OpenAI strict mode: parameters rewritten to what strict mode accepts "
+                   "(for plugin strictness here, use 'toolplug --strict schema' or "
+                   f"{STRICT_ENV}=1)")
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.set_defaults(handler=_cmd_schema)
+
+    p = sub.add_parser("docs", parents=[common], help="write Markdown reference pages",
+                       description="Write one Markdown reference page per installed tool, and "
+                       "an index, in the style of the seeds. Pages do not depend on this "
+                       "machine's environment (availability is not part of them).")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--output", metavar="DIR", default="toolplug-docs",
+                   help="where to write (default ./toolplug-docs)")
+    p.set_defaults(handler=_cmd_docs)
+
+    p = sub.add_parser("new", help="scaffold a new plugin package",
+                       description="Create a plugin package toolplug-NAME with a working example "
+                       "tool, its entry point, a README, and tests that use the contract kit.")
+    p.add_argument("name", help="the new tool's name (lower case, digits, underscores)")
+    p.add_argument("--dir", default=".", metavar="D", help="where to create it (default .)")
+    p.set_defaults(handler=_cmd_new)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the tools over MCP",
+                       description="Expose the available tools (or a toolset) to an MCP host: "
+                       "stdio by default, or streamable HTTP at http://HOST:PORT/mcp. Needs "
+                       'the optional extra: pip install "toolplug[mcp]".')
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.set_defaults(handler=_cmd_serve)
+
+    p = sub.add_parser("call", parents=[common], help="call one tool",
+                       description="Call one tool with arguments given as JSON (--json) and/or "
+                       "key=value pairs (a value is read as JSON when it parses, else as text). "
+                       "Prints the output; exits 1 when the tool returns an error.")
+    p.add_argument("name", help="the tool's name")
+    p.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="arguments")
+    p.add_argument("--json", dest="json_args", metavar="OBJECT", help="arguments as a JSON object")
+    p.add_argument("--result", choices=["text", "json"], default="text",
+                   help="print the output text (default) or the whole result as JSON")
+    p.set_defaults(handler=_cmd_call)
+
+    p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
+                       description="Run a plan: a JSON list of steps {id, action, parameters, "
+                       "dependencies, reasoning} whose parameters may reference earlier results "
+                       "as $stepN.field. Independent steps run concurrently. Prints every "
+                       "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.")
+    p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
+    p.add_argument("--result", choices=["text", "json"], default="text",
+                   help="print a summary (default) or the whole result as JSON")
+    p.set_defaults(handler=_cmd_run)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+class RecordingEnv(Mapping[str, str]):
+    """A read-only view of the environment that remembers which names were asked for.
+
+    The registry reads the environment only through the mapping it is given, so this tells
+    the output cache every variable an answer depended on.
+    """
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return self._environ[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return key in self._environ
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.update(self._environ)  # iterating may depend on any variable
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+
+class _Session:
+    """What the command that is running loaded: for the output cache."""
+
+    env: RecordingEnv | None = None
+    registry: Registry | None = None
+
+
+def _load(args: argparse.Namespace) -> Registry:
+    registry = _load_lenient(args)
+    strict = getattr(args, "strict", False) or os.environ.get(STRICT_ENV, "") not in ("", "0")
+    if strict and registry.problems:
+        for problem in registry.problems:
+            print(registry.redact(f"toolplug: {problem.describe()}"), file=sys.stderr)
+        raise _Exit(EXIT_USAGE, f"strict mode: {len(registry.problems)} plugin load problem(s)")
+    return registry
+
+
+def _emit(registry: Registry | None, text: str) -> None:
+    if registry is not None:
+        text = registry.redact(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
+    )
+
+
+def _tool_record(registry: Registry, name: str) -> dict[str, Any]:
+    tool = registry.get(name)
+    availability = registry.availability(name)
+    return {
+        "name": name,
+        "description": tool.metadata.description,
+        "category": tool.metadata.category,
+        "optionality": tool.metadata.optionality,
+        "available": availability.available,
+        "reasons": list(availability.reasons),
+        "setup": list(availability.setup),
+        "requires_capabilities": list(tool.metadata.requires_capabilities),
+        "plugin": tool.plugin,
+        "distribution": tool.distribution,
+        "version": tool.version,
+    }
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    tools = registry.select(
+        toolset=args.toolset, include_unavailable=args.all, category=args.category
+    )
+    records = [_tool_record(registry, t.name) for t in tools]
+    if args.json:
+        _emit(registry, _dumps(records))
+        return EXIT_OK
+    if not records:
+        _emit(registry, "No tools are available. Run 'toolplug doctor' to see why.")
+        return EXIT_OK
+    header = ["NAME", "CATEGORY", "OPTIONALITY", "DISTRIBUTION"]
+    if args.all:
+        header.append("AVAILABLE")
+    rows = [header]
+    for r in records:
+        row = [r["name"], r["category"], r["optionality"], f"{r['distribution']} {r['version']}"]
+        if args.all:
+            row.append("yes" if r["available"] else "no: " + "; ".join(r["reasons"]))
+        rows.append(row)
+    _emit(registry, _table(rows))
+    return EXIT_OK
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    if args.name not in registry.tools:
+        import difflib
+
+        close = difflib.get_close_matches(args.name, list(registry.tools), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see 'toolplug list --all'"
+        raise _Exit(EXIT_USAGE, f"no installed tool is named {args.name!r}{hint}")
+    tool = registry.get(args.name)
+    meta = tool.metadata
+    record = _tool_record(registry, args.name)
+    if args.json:
+        record["metadata"] = meta.model_dump(mode="json")
+        record["config"] = _shown_config(registry, args.name)
+        _emit(registry, _dumps(record))
+        return EXIT_OK
+    out = [f"{meta.name}: {meta.description}", ""]
+    out.append(f"  category      {meta.category} ({meta.optionality})")
+    out.append(f"  plugin        {tool.distribution} {tool.version} ({tool.plugin})")
+    if meta.requires_capabilities:
+        states = [registry.checker.state(c) for c in meta.requires_capabilities]
+        out.append(
+            "  capabilities  "
+            + ", ".join(f"{s.name} ({'present' if s.present else 'missing'})" for s in states)
+        )
+    out.append("  available     " + ("yes" if record["available"] else "no"))
+    for reason in record["reasons"]:
+        out.append(f"    why not: {reason}")
+    for step in record["setup"]:
+        out.append("    to enable: " + step.strip().replace("\n", "\n      "))
+    if meta.usage_hint:
+        out += ["", "When to use:", _indent(meta.usage_hint.strip())]
+    g = meta.guidelines
+    for heading, items in (
+        ("DO use when:", g.do),
+        ("DO NOT use when:", g.do_not),
+        ("Common mistakes:", g.common_mistakes),
+    ):
+        if items:
+            out += ["", heading] + [f"  - {i}" for i in items]
+    out += ["", "Parameters (JSON Schema):", _indent(_dumps(meta.parameters))]
+    if meta.config_fields:
+        out += ["", f"Configuration ([tools.{meta.name}]):"]
+        for f in meta.config_fields:
+            extra = []
+            if f.env_var:
+                extra.append(f"env {f.env_var}")
+            if f.required:
+                extra.append("required")
+            if f.default is not None:
+                extra.append(f"default {json.dumps(f.default)}")
+            if f.secret:
+                extra.append("secret")
+            suffix = f" ({', '.join(extra)})" if extra else ""
+            out.append(f"  {f.name}: {f.type}{suffix} - {f.description}")
+    if meta.errors:
+        out += ["", "Errors:"]
+        out += [
+            f"  {e.type}: {e.when}{' (retry possible)' if e.retry_possible else ''}"
+            for e in meta.errors
+        ]
+    if meta.examples:
+        out += ["", "Examples:"]
+        for ex in meta.examples:
+            out.append(f"  {ex.description}: {json.dumps(ex.input, sort_keys=True)}")
+    _emit(registry, "\n".join(out))
+    return EXIT_OK
+
+
+def _shown_config(registry: Registry, name: str) -> dict[str, Any]:
+    secrets = {f.name for f in registry.get(name).metadata.config_fields if f.secret}
+    return {k: ("***" if k in secrets else v) for k, v in registry.tool_config(name).items()}
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _load_lenient(args: argparse.Namespace) -> Registry:
+    """Load without applying strict mode (doctor and plugins report problems themselves)."""
+    from toolplug.calls._load import load
+
+    _Session.env = RecordingEnv(os.environ)
+    registry = load(getattr(args, "config", None), env=_Session.env)
+    _Session.registry = registry
+    return registry
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    registry = _load_lenient(args)
+    out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
+    for plugin in registry.plugins:
+        state = "loaded" if plugin.loaded else "FAILED"
+        where = f" ({plugin.entry_point})" if plugin.entry_point else " (built-in)"
+        out.append(
+            f"  {plugin.distribution or plugin.name} {plugin.version or '?'}{where}: {state}"
+        )
+    out += ["", "Capabilities:"]
+    for cap in registry.capability_states():
+        line = f"  {cap.name}: {'present' if cap.present else 'missing'}"
+        if cap.reason:
+            line += f" ({cap.reason})"
+        out.append(line)
+        if not cap.present and cap.setup:
+            out.append(_indent("setup: " + cap.setup.strip(), "    "))
+    unavailable = [t for t in registry.tools if not registry.availability(t).available]
+    out += ["", "Tools:"]
+    for name in registry.tools:
+        mark = "unavailable" if name in unavailable else "available"
+        out.append(f"  {name}: {mark}")
+        availability = registry.availability(name)
+        for reason in availability.reasons:
+            out.append(f"    why: {reason}")
+        for step in availability.setup:
+            out.append(_indent("to enable: " + step.strip(), "    "))
+    problems = registry.problems
+    out += ["", f"Problems: {len(problems) or 'none'}"]
+    out += [f"  {p.describe()}" for p in problems]
+    _emit(registry, "\n".join(out))
+    strict = getattr(args, "strict", False) or os.environ.get(STRICT_ENV, "") not in ("", "0")
+    if strict and problems:
+        raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
+    return EXIT_OK
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    registry = _load_lenient(args)
+    problems = registry.problems
+    records: list[dict[str, Any]] = []
+    for plugin in registry.plugins:
+        records.append(
+            {
+                "name": plugin.name,
+                "distribution": plugin.distribution,
+                "version": plugin.version,
+                "entry_point": plugin.entry_point,
+                "builtin": plugin.builtin,
+                "loaded": plugin.loaded,
+                "hooks": list(plugin.hooks),
+                "tools": sorted(t.name for t in registry.tools.values() if t.plugin == plugin.name),
+                "problems": [p.describe() for p in problems if p.plugin == plugin.name],
+            }
+        )
+    if args.json:
+        _emit(registry, _dumps(records))
+    else:
+        rows = [["DISTRIBUTION", "VERSION", "HOOKS", "TOOLS"]]
+        for r in records:
+            rows.append(
+                [
+                    str(r["distribution"] or r["name"]),
+                    str(r["version"] or "?"),
+                    ",".join(r["hooks"]) or "-",
+                    ",".join(r["tools"]) or ("(failed to load)" if not r["loaded"] else "-"),
+                ]
+            )
+        text = _table(rows)
+        if problems:
+            text += "\n\nProblems:\n" + "\n".join(f"  {p.describe()}" for p in problems)
+        _emit(registry, text)
+    strict = getattr(args, "strict", False) or os.environ.get(STRICT_ENV, "") not in ("", "0")
+    if strict and problems:
+        raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
+    return EXIT_OK
+
+
+def _cmd_prompt(args: argparse.Namespace) -> int:
+    from toolplug.render._prompt import optional_tools_section
+
+    registry = _load(args)
+    text = optional_tools_section(
+        registry,
+        toolset=args.toolset,
+        include_guidelines=not args.no_guidelines,
+        task=args.task,
+        max_tools=args.max_tools,
+    )
+    _emit(registry, text)
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from toolplug.render._export import dumps, export_tools
+
+    registry = _load(args)
+    tools = registry.select(toolset=args.toolset, include_unavailable=args.all)
+    if args.strict_schema and args.format != "openai":
+        raise _Exit(EXIT_USAGE, "--strict applies to --format openai only")
+    exported = export_tools(
+        registry,
+        args.format,
+        strict=args.strict_schema,
+        toolset=args.toolset,
+        include_unavailable=args.all,
+    )
+    if args.strict_schema:
+        from toolplug.schema import strict_problems
+
+        for tool in tools:
+            problems = strict_problems(tool.metadata.parameters)
+            if problems:
+                print(f"toolplug: {tool.name} stays non-strict: {'; '.join(problems)}",
+                      file=sys.stderr)
+    _emit(registry, dumps(exported))
+    return EXIT_OK
+
+
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from toolplug.render._docs import write_reference
+
+    registry = _load(args)
+    written = write_reference(registry, args.output, toolset=args.toolset)
+    _emit(registry, f"wrote {len(written)} page(s) to {args.output}")
+    return EXIT_OK
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    from toolplug.cli._scaffold import new_plugin, next_steps
+
+    path = new_plugin(args.name, args.dir)
+    _emit(None, next_steps(args.name, path))
+    return EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from toolplug.serve._server import serve
+
+    registry = _load(args)
+    serve(registry, toolset=args.toolset, http=args.http)
+    return EXIT_OK
+
+
+def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    if args.json_args is not None:
+        try:
+            parsed = json.loads(args.json_args)
+        except ValueError as exc:
+            raise _Exit(EXIT_USAGE, f"--json is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise _Exit(EXIT_USAGE, "--json must be a JSON object")
+        arguments.update(parsed)
+    for pair in args.pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise _Exit(EXIT_USAGE, f"expected KEY=VALUE, got {pair!r}")
+        try:
+            arguments[key] = json.loads(text)
+        except ValueError:
+            arguments[key] = text
+    return arguments
+
+
+def _progress(done: int, total: int) -> None:
+    """A one-line progress bar on stderr, for tools that report progress."""
+    width = 30
+    filled = width * done // max(total, 1)
+    end = "\n" if done >= total else ""
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+    sys.stderr.flush()
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    arguments = _parse_call_arguments(args)
+    registry = _load(args)
+    host: dict[str, Any] = {"progress": _progress} if sys.stderr.isatty() else {}
+    try:
+        result = registry.call(args.name, arguments, context=host)
+    finally:
+        registry.close()
+    if args.result == "json":
+        _emit(registry, _dumps(result.to_dict()))
+    elif result.ok:
+        _emit(registry, result.for_model())
+    if result.error is not None:
+        if args.result == "text":
+            line = f"{result.error.type}: {result.error.message}"
+            retry = " (retry possible)" if result.error.retry_possible else ""
+            print(registry.redact(f"toolplug: {line}{retry}"), file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from toolplug.calls._plan import parse_plan, run_plan
+
+    try:
+        text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text("utf-8")
+    except OSError as exc:
+        raise _Exit(EXIT_USAGE, f"cannot read {args.plan}: {exc.strerror}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise _Exit(EXIT_USAGE, f"{args.plan} is not valid JSON: {exc}") from None
+    registry = _load(args)
+    plan = parse_plan(document, registry)
+    try:
+        outcome = asyncio.run(run_plan(registry, plan))
+    finally:
+        registry.close()
+    if args.result == "json":
+        _emit(registry, _dumps(outcome.to_dict()))
+    else:
+        lines = []
+        for step in outcome.steps:
+            head = f"step {step.id} {step.action}: {step.status}"
+            if step.status != "skipped":
+                head += f" ({step.elapsed_ms:.0f} ms)"
+            lines.append(head)
+            if step.reason:
+                lines.append(f"  {step.reason}")
+            if step.result is not None:
+                body = step.result.for_model()
+                lines += ["  " + line for line in body.splitlines()]
+        lines.append(f"plan {'succeeded' if outcome.ok else 'failed'} in "
+                     f"{outcome.elapsed_ms:.0f} ms")
+        _emit(registry, "\n".join(lines))
+    return EXIT_OK if outcome.ok else EXIT_FAILED
+
+
+# -- entry point ------------------------------------------------------------------------
+
+
+def run(argv: Sequence[str], *, cache: bool = False) -> int:
+    """Run the command line; returns the exit code.
+
+    With ``cache``, the output of a successful run is stored for ``toolplug.cli._cache``.
+    """
+    argv = list(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        if not cache:
+            return handler(args)
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = handler(args)
+        sys.stdout.write(buffer.getvalue())
+        if code == EXIT_OK and _Session.env is not None and _Session.registry is not None:
+            from toolplug.cli import _cache as _clicache
+
+            registry = _Session.registry
+            watched = list(registry.files_read)
+            for plugin in registry.plugins:
+                if plugin.metadata_dir:
+                    watched += [plugin.metadata_dir, f"{plugin.metadata_dir}/entry_points.txt"]
+            if registry.config.path is not None:
+                watched.append(str(registry.config.path))
+            _clicache.store(
+                argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched
+            )
+        return code
+    except _Exit as stop:
+        if stop.message:
+            print(f"toolplug: error: {stop.message}", file=sys.stderr)
+        return stop.code
+    except KeyboardInterrupt:
+        print("toolplug: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:
+        return _report(exc)
+
+
+def _report(exc: Exception) -> int:
+    from toolplug.contract._errors import ToolplugError
+
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, ToolplugError):
+        print(f"toolplug: error: {first}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"toolplug: internal error: {type(exc).__name__}: {first} "
+        "(please report this with the command you ran)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED

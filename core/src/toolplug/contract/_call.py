@@ -1,0 +1,40 @@
+"""One call as the ``tool_call`` hook sees it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolplug.contract._metadata import ToolMetadata
+from toolplug.contract._tool import ErrorType, ToolContext, ToolResult
+
+__all__ = ["ToolCall"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One call, as the ``tool_call`` hook sees it."""
+
+    tool: str
+    """The tool name the model asked for."""
+    arguments: dict[str, Any]
+    """Validated arguments with defaults filled (as received when the call was rejected)."""
+    metadata: ToolMetadata | None
+    """None when no installed tool has that name."""
+    context: ToolContext | None
+    rejection: ToolResult | None = None
+    """Set when the call cannot run: unknown tool, unavailable, or invalid arguments."""
+    started: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when the call was received."""
+    _run: Callable[[ToolCall], ToolResult] | None = field(default=None, repr=False)
+    """What runs the call: the call engine sets it."""
+
+    def execute(self) -> ToolResult:
+        """Run the tool now (with its policy), or return the rejection."""
+        if self.rejection is not None:
+            return self.rejection
+        if self._run is None:  # pragma: no cover - the engine always sets it
+            return ToolResult.failure(ErrorType.EXECUTION, "this call cannot be executed")
+        return self._run(self)

@@ -1,0 +1,83 @@
+"""Hook specifications: every hook a toolplug plugin can implement.
+
+Plugins import the marker from the package: ``from toolplug import hookimpl``. Each hook
+is documented in ``docs/hooks.md`` with its signature and an example; a test fails when
+a hook here is missing there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import pluggy
+
+if TYPE_CHECKING:
+    from toolplug.contract._call import ToolCall
+    from toolplug.contract._metadata import Category
+    from toolplug.contract._tool import Tool, ToolResult
+    from toolplug.runtime._capabilities import Capability
+
+__all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "provides"]
+
+PROJECT_NAME: Final = "toolplug"
+
+hookspec: Final = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl: Final = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
+    """Register the plugin's tools (and any categories of its own).
+
+    Call ``register(ToolClass)`` once for each tool class, and
+    ``register(Category(name=..., description=...))`` for a category the five built-in ones
+    do not cover. Each item is validated as it arrives; an invalid one is reported against
+    this plugin and skipped, and the plugin's other items are still registered.
+    """
+
+
+@hookspec
+def register_capabilities(register: Callable[[Capability], None]) -> None:
+    """Register capabilities: named preconditions that tools can require.
+
+    Call ``register(Capability(...))`` for each. A capability is evaluated once per run.
+    """
+
+
+@hookspec(firstresult=True)
+def tool_call(call: ToolCall) -> ToolResult | None:
+    """Intercept every call: observe, time, log, persist, redact, or answer it yourself.
+
+    ``call`` carries the tool's name, the validated arguments (defaults filled), the
+    metadata, the context, and ``call.rejection`` when toolplug already knows the call cannot
+    run (unknown tool, unavailable, invalid arguments). The built-in implementation runs
+    last and returns ``call.rejection`` or ``call.execute()`` (the tool, with its time limit,
+    retries, cache and rate limit).
+
+    * A wrapper (``@hookimpl(wrapper=True)``) gets the result of everything inside it from
+      ``yield`` and returns it, or a replacement: time it, log it, persist it, redact it.
+    * A plain implementation that returns a ``ToolResult`` answers the call; the tool does not
+      run (an "intercepted tool"). Returning None passes the call on.
+
+    Implementations run in one thread, synchronously, also for ``acall`` (in a worker
+    thread). An implementation that raises turns the call into an ``ExecutionError`` result.
+    """
+
+
+def provides(*items: object) -> Callable[[Callable[[Any], None]], None]:
+    """A hook implementation that registers ``items``, for a plugin's entry module.
+
+    ``register_tools = provides(ReadFileTool, WriteFileTool)`` is the same as writing a
+    ``@hookimpl def register_tools(register)`` that calls ``register`` once per item; so is
+    ``register_capabilities = provides(TOKEN)``. pluggy matches the hook by the name the
+    result is bound to, so bind it to ``register_tools`` or ``register_capabilities``.
+    """
+    registered = tuple(items)
+
+    @hookimpl
+    def register_items(register: Callable[[Any], None]) -> None:
+        for item in registered:
+            register(item)
+
+    return register_items

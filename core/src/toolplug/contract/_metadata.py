@@ -1,0 +1,259 @@
+"""The tool metadata contract: what every tool declares about itself.
+
+The models are frozen pydantic models. Cheap, local checks (name patterns, non-empty text)
+run when a model is built; the checks that need a JSON Schema validator run once, when the
+tool is registered (``validate_tool_metadata``), so that importing a plugin stays cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolplug.contract._errors import MetadataError
+
+__all__ = [
+    "BUILTIN_CATEGORIES",
+    "POLICY_KEYS",
+    "Annotations",
+    "Category",
+    "ConfigField",
+    "ErrorSpec",
+    "Example",
+    "Guidelines",
+    "ToolMetadata",
+    "validate_tool_metadata",
+]
+
+POLICY_KEYS: Final = {
+    "enabled": "a boolean",
+    "timeout_seconds": "a positive number of seconds",
+    "retries": "a whole number from 0 to 10",
+    "retry_backoff_seconds": "a positive number of seconds",
+    "cache_ttl_seconds": "a number of seconds, 0 to turn the result cache off",
+    "rate_limit": "a table: calls = N, per_seconds = S, wait = true|false",
+}
+"""Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields."""
+
+TOOL_NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
+_CATEGORY_PATTERN: Final = r"^[a-z][a-z0-9_]{0,31}$"
+_ERROR_TYPE_PATTERN: Final = r"^[A-Z][A-Za-z0-9]*Error$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Category(_Frozen):
+    """A group of tools in the optional-tools prompt section."""
+
+    name: str = Field(pattern=_CATEGORY_PATTERN)
+    """Lower-case identifier, such as ``research``."""
+    description: str = Field(min_length=1)
+    """What the tools in this category are for, in one line."""
+
+
+BUILTIN_CATEGORIES: Final[tuple[Category, ...]] = (
+    Category(name="research", description="Gather external information"),
+    Category(name="reference", description="Add citations and links"),
+    Category(name="enhance", description="Improve content quality"),
+    Category(name="publish", description="Distribute content"),
+    Category(name="utility", description="General-purpose helpers"),
+)
+"""The five categories every installation knows, in prompt order."""
+
+
+class Guidelines(_Frozen):
+    """DO / DO NOT guidance that helps a model decide whether to call a tool."""
+
+    do: tuple[str, ...] = ()
+    """Situations in which the tool should be used."""
+    do_not: tuple[str, ...] = ()
+    """Situations in which the tool should not be used."""
+    common_mistakes: tuple[str, ...] = ()
+    """Mistakes models make with this tool, phrased as advice."""
+
+    @property
+    def empty(self) -> bool:
+        """True when no guidance at all is given."""
+        return not (self.do or self.do_not or self.common_mistakes)
+
+
+class ErrorSpec(_Frozen):
+    """An error type a tool can return, and when."""
+
+    type: str = Field(pattern=_ERROR_TYPE_PATTERN)
+    """The ``error_type`` of the result, such as ``NotFoundError``."""
+    when: str = Field(min_length=1)
+    """The situation that produces it."""
+    retry_possible: bool = False
+    """Whether making the same call again later may succeed (what call retries act on)."""
+
+
+class Example(_Frozen):
+    """A worked call: what it is for, the arguments, and optionally the result."""
+
+    description: str = Field(min_length=1)
+    input: dict[str, Any]
+    """Arguments; validated against the tool's ``parameters`` at registration."""
+    output: Any = None
+    """An illustrative result (``data``), if helpful."""
+
+
+ConfigType = Literal["string", "integer", "number", "boolean", "array", "object"]
+
+
+class ConfigField(_Frozen):
+    """A setting the tool reads from its ``[tools.<name>]`` configuration table."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    type: ConfigType
+    description: str = Field(min_length=1)
+    env_var: str | None = None
+    """Environment variable that supplies the value when the config does not."""
+    required: bool = False
+    default: Any = None
+    secret: bool = False
+    """Secrets may come only from the environment or ``{ env = ... }`` / ``{ file = ... }``."""
+    json_schema: dict[str, Any] | None = None
+    """Optional JSON Schema for a finer check than ``type`` (for arrays of tables, say)."""
+
+
+class Annotations(_Frozen):
+    """Behaviour hints, as in MCP's tool annotations."""
+
+    read_only: bool = False
+    """The tool does not change its environment."""
+    destructive: bool = False
+    """The tool may destroy or overwrite data (meaningful only when not read-only)."""
+    idempotent: bool = False
+    """Calling it again with the same arguments has no further effect."""
+    open_world: bool = True
+    """The tool reaches an open world, such as the web, rather than a closed domain."""
+
+
+def _empty_object_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+class ToolMetadata(_Frozen):
+    """Everything a tool declares about itself."""
+
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    """Unique tool name; fits OpenAI, Anthropic, Gemini and MCP alike."""
+    description: str = Field(min_length=1)
+    """One sentence: what the tool does."""
+    category: str = Field(pattern=_CATEGORY_PATTERN)
+    """One of the built-in categories or one a plugin declares."""
+    title: str | None = None
+    """A human-readable title (MCP ``title``); defaults to the name."""
+    optionality: Literal["required", "optional"] = "optional"
+    usage_hint: str = ""
+    """When an agent should reach for the tool: short and imperative."""
+    guidelines: Guidelines = Guidelines()
+    requires_capabilities: tuple[str, ...] = ()
+    """Capabilities that must all be present for the tool to be offered."""
+    produces: tuple[str, ...] = ()
+    """Kinds of output, such as ``search_results`` or ``citations``."""
+    parameters: dict[str, Any] = Field(default_factory=_empty_object_schema)
+    """JSON Schema (2020-12) of the arguments; its top level is an object."""
+    returns: dict[str, Any] | None = None
+    """JSON Schema of ``data`` in a successful result."""
+    errors: tuple[ErrorSpec, ...] = ()
+    examples: tuple[Example, ...] = ()
+    config_fields: tuple[ConfigField, ...] = ()
+    required_packages: tuple[str, ...] = ()
+    """Distributions a user must install to enable the tool."""
+    setup_instructions: str = ""
+    annotations: Annotations = Annotations()
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    """Default time limit of one call; configuration may override it."""
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if "\n" in value.strip():
+            raise ValueError("the description is one sentence on one line")
+        return value.strip()
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("type") != "object":
+            raise ValueError('the parameters schema must have "type": "object" at its top level')
+        return value
+
+    @field_validator("requires_capabilities", "produces")
+    @classmethod
+    def _identifiers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", item):
+                raise ValueError(f"{item!r} is not a lower-case identifier")
+        return value
+
+
+def validate_tool_metadata(
+    metadata: ToolMetadata, *, known_categories: set[str], plugin: str | None = None
+) -> None:
+    """Run the checks that need a JSON Schema validator; raise ``MetadataError`` on the first.
+
+    Args:
+        metadata: The metadata to check.
+        known_categories: Built-in categories plus those declared by plugins.
+        plugin: The plugin registering the tool, named in errors.
+    """
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    def fail(message: str, field: str) -> MetadataError:
+        return MetadataError(message, tool=metadata.name, field=field, plugin=plugin)
+
+    if metadata.category not in known_categories:
+        raise fail(
+            f"unknown category {metadata.category!r}; use one of {sorted(known_categories)} "
+            "or declare it with register(Category(name=..., description=...))",
+            "category",
+        )
+    for field in ("parameters", "returns"):
+        schema = getattr(metadata, field)
+        if schema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+            raise fail(
+                f"not a valid JSON Schema 2020-12 at {where}: {exc.message}", field
+            ) from None
+    validator = Draft202012Validator(metadata.parameters)
+    for index, example in enumerate(metadata.examples):
+        problems = sorted(validator.iter_errors(example.input), key=lambda e: list(e.path))
+        if problems:
+            first = problems[0]
+            where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
+            raise fail(
+                f"example {index} ({example.description!r}) does not match the parameters "
+                f"schema at {where}: {first.message}",
+                f"examples[{index}].input",
+            )
+    names = [f.name for f in metadata.config_fields]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise fail(f"config field(s) declared twice: {', '.join(duplicates)}", "config_fields")
+    reserved = sorted(set(names) & set(POLICY_KEYS))
+    if reserved:
+        raise fail(
+            f"{', '.join(reserved)} is reserved for every tool's call policy "
+            f"({', '.join(sorted(POLICY_KEYS))}); choose another name",
+            "config_fields",
+        )
+    for spec in metadata.config_fields:
+        if spec.json_schema is not None:
+            try:
+                Draft202012Validator.check_schema(spec.json_schema)
+            except SchemaError as exc:
+                raise fail(
+                    f"{spec.name}: invalid json_schema: {exc.message}", "config_fields"
+                ) from None

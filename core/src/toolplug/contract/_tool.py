@@ -1,0 +1,211 @@
+"""The tool base class, what a call receives, and what it returns.
+
+A tool's failure at run time is *returned*, never raised to the host: ``ToolResult.error``
+carries a ``ToolError`` with a type from ``ErrorType`` (or a tool's own ``...Error`` name),
+a message for the model, and whether a retry may help. Inside ``run`` a tool may raise
+``ToolFailure`` to return such an error from deep in its code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from toolplug.contract._metadata import ToolMetadata
+from toolplug.contract._network import NetworkPolicy
+
+__all__ = [
+    "Citation",
+    "ErrorType",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolFailure",
+    "ToolResult",
+]
+
+
+class ErrorType(StrEnum):
+    """The error types every host can rely on; tools may return others named ``...Error``."""
+
+    VALIDATION = "ValidationError"
+    NOT_FOUND = "NotFoundError"
+    PERMISSION = "PermissionError"
+    TIMEOUT = "TimeoutError"
+    RATE_LIMIT = "RateLimitError"
+    UNAVAILABLE = "UnavailableError"
+    EXECUTION = "ExecutionError"
+    NETWORK = "NetworkError"
+    PARSE = "ParseError"
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A source the result came from."""
+
+    title: str
+    url: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The citation as a plain dict."""
+        return {"title": self.title, "url": self.url}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolError:
+    """Why a call failed, in a shape a model can act on."""
+
+    type: str
+    message: str
+    retry_possible: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Structured context (the bad fields, the reset time ...) for hosts; not for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one call: a success with output, or an error."""
+
+    output: str = ""
+    """Text for the model."""
+    data: Any = None
+    """Structured data (JSON-compatible)."""
+    citations: tuple[Citation, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: ToolError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True for a success."""
+        return self.error is None
+
+    @classmethod
+    def success(
+        cls,
+        output: str,
+        data: Any = None,
+        *,
+        citations: tuple[Citation, ...] | list[Citation] = (),
+        warnings: tuple[str, ...] | list[str] = (),
+    ) -> ToolResult:
+        """A successful result."""
+        return cls(output=output, data=data, citations=tuple(citations), warnings=tuple(warnings))
+
+    @classmethod
+    def failure(
+        cls,
+        type: str | ErrorType,
+        message: str,
+        *,
+        retry_possible: bool = False,
+        details: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A failed result."""
+        return cls(
+            error=ToolError(
+                type=str(type),
+                message=message,
+                retry_possible=retry_possible,
+                details=dict(details or {}),
+            )
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-compatible data; errors in the seeds' shape."""
+        if self.error is not None:
+            return {
+                "error": True,
+                "error_type": self.error.type,
+                "error_message": self.error.message,
+                "retry_possible": self.error.retry_possible,
+            }
+        body: dict[str, Any] = {"error": False, "output": self.output, "data": self.data}
+        if self.citations:
+            body["citations"] = [c.to_dict() for c in self.citations]
+        if self.warnings:
+            body["warnings"] = list(self.warnings)
+        return body
+
+    def for_model(self) -> str:
+        """What to hand back to the model: the output, or the error as JSON."""
+        if self.error is not None:
+            return json.dumps(self.to_dict(), ensure_ascii=False)
+        if self.warnings:
+            notes = "\n".join(f"Warning: {w}" for w in self.warnings)
+            return f"{self.output}\n\n{notes}" if self.output else notes
+        return self.output
+
+
+class ToolFailure(Exception):
+    """Raise inside ``run`` to return a structured error result instead of a crash."""
+
+    def __init__(
+        self,
+        type: str | ErrorType,
+        message: str,
+        *,
+        retry_possible: bool = False,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.type = str(type)
+        self.message = message
+        self.retry_possible = retry_possible
+        self.details = dict(details or {})
+
+    def to_result(self) -> ToolResult:
+        """The result this failure stands for."""
+        return ToolResult.failure(
+            self.type, self.message, retry_possible=self.retry_possible, details=self.details
+        )
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool receives besides its arguments."""
+
+    tool: str
+    """The name of the tool being called."""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """The tool's ``[tools.<name>]`` settings: validated, defaults filled, secrets resolved."""
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    """The network guard's policy; every request goes through ``toolplug.http``."""
+    cache_dir: Path = field(default_factory=lambda: Path.cwd() / ".toolplug-cache")
+    """Where the tool may keep caches and downloads."""
+    state_dir: Path = field(default_factory=lambda: Path.cwd() / ".toolplug-state")
+    """Where the tool may keep durable state."""
+    host: Mapping[str, Any] = field(default_factory=dict)
+    """Whatever the host passed as ``context=`` to ``call``."""
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    """The environment the registry was loaded with (``toolplug.load(env=...)``); read
+    secrets a tool resolves at run time from here, not from ``os.environ``."""
+
+
+class Tool:
+    """Base class of every tool: set ``metadata`` and implement ``run``.
+
+    ``run`` may be ``async def`` (run on the event loop) or a plain ``def`` (run in a worker
+    thread). Keep heavy imports inside ``run`` so that listing tools stays cheap.
+
+    Example:
+        >>> class Echo(Tool):
+        ...     metadata = ToolMetadata(
+        ...         name="echo", description="Repeat the text.", category="utility"
+        ...     )
+        ...
+        ...     async def run(self, arguments, context):
+        ...         return ToolResult.success(arguments.get("text", ""))
+    """
+
+    metadata: ClassVar[ToolMetadata]
+
+    def run(
+        self, arguments: dict[str, Any], context: ToolContext
+    ) -> ToolResult | Awaitable[ToolResult]:
+        """Do the work for validated ``arguments``; return a ``ToolResult``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement run()")

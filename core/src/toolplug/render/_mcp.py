@@ -1,0 +1,89 @@
+"""MCP tool definitions, and the structured content of MCP results."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
+
+__all__ = ["mcp_output_schema", "mcp_tool", "structured_content"]
+
+
+def mcp_tool(metadata: ToolMetadata) -> dict[str, Any]:
+    """An MCP ``Tool``: input schema, annotations, and ``outputSchema`` from ``returns``."""
+    title = metadata.title or metadata.name
+    description = metadata.description
+    if metadata.usage_hint.strip():
+        # An MCP host shows the model nothing but this text, so the hint travels with it.
+        description = f"{description}\n\n{metadata.usage_hint.strip()}"
+    hints = metadata.annotations
+    tool: dict[str, Any] = {
+        "name": metadata.name,
+        "title": title,
+        "description": description,
+        "inputSchema": copy.deepcopy(metadata.parameters),
+        "annotations": {
+            "title": title,
+            "readOnlyHint": hints.read_only,
+            "destructiveHint": hints.destructive,
+            "idempotentHint": hints.idempotent,
+            "openWorldHint": hints.open_world,
+        },
+    }
+    output = mcp_output_schema(metadata)
+    if output is not None:
+        tool["outputSchema"] = output
+    return tool
+
+
+def mcp_output_schema(metadata: ToolMetadata) -> dict[str, Any] | None:
+    """The MCP ``outputSchema`` of the tool, or None when it declares no ``returns``.
+
+    MCP wants an object schema at the top. An object ``returns`` is used as it is; one
+    whose top is only ``oneOf``/``anyOf`` of objects gets ``"type": "object"`` beside
+    them (the same meaning). Any other ``returns`` is wrapped as
+    ``{"type": "object", "properties": {"result": <returns>}, "required": ["result"]}``,
+    and ``structured_content`` wraps the data the same way.
+    """
+    return _mcp_output(metadata)[0]
+
+
+def structured_content(metadata: ToolMetadata, data: Any) -> Any:
+    """The MCP ``structuredContent`` for a successful result's ``data``.
+
+    None when the tool declares no ``returns``; ``{"result": data}`` when its
+    ``outputSchema`` is a wrapper (see ``mcp_output_schema``); otherwise ``data``.
+    """
+    schema, wrapped = _mcp_output(metadata)
+    if schema is None:
+        return None
+    return {"result": data} if wrapped else data
+
+
+def _mcp_output(metadata: ToolMetadata) -> tuple[dict[str, Any] | None, bool]:
+    schema = metadata.returns
+    if schema is None:
+        return None, False
+    if schema.get("type") == "object":
+        return copy.deepcopy(schema), False
+    if "type" not in schema and "const" not in schema and "enum" not in schema:
+        branches = [
+            b for key in ("oneOf", "anyOf") for b in schema.get(key) or () if isinstance(b, dict)
+        ]
+        if branches and all(b.get("type") == "object" for b in branches):
+            return {"type": "object", **copy.deepcopy(schema)}, False
+    inner = copy.deepcopy(schema)
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
+        "additionalProperties": False,
+    }
+    # References into $defs keep resolving when the definitions move to the new top.
+    for key in ("$defs", "definitions"):
+        if key in inner:
+            wrapper[key] = inner.pop(key)
+    inner.pop("$schema", None)
+    return wrapper, True

@@ -1,0 +1,103 @@
+"""The optional-tools section of a system prompt, rendered as Markdown.
+
+The output depends only on the tools passed in and the options: categories in their fixed
+order, tools by name, lists in the order the plugin wrote them. No dict or set order leaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from toolplug.contract._metadata import BUILTIN_CATEGORIES, ToolMetadata
+from toolplug.render._select import select_tools
+
+if TYPE_CHECKING:
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["optional_tools_section", "render_optional_tools"]
+
+TITLE = "# Optional Tools"
+INTRO = (
+    "The tools below are available in this session but never required. Call one when it "
+    "clearly improves your answer, and follow its guidance; otherwise answer without it."
+)
+NONE_AVAILABLE = "No optional tools are available in this session."
+_BUILTIN_ORDER = {c.name: i for i, c in enumerate(BUILTIN_CATEGORIES)}
+
+
+def optional_tools_section(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    include_unavailable: bool = False,
+    task: str | None = None,
+    max_tools: int | None = None,
+    include_guidelines: bool = True,
+) -> str:
+    """The Markdown section describing the available optional tools.
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Offer only this toolset's tools.
+        include_unavailable: Also describe optional tools that are not available here
+            (for documentation; a model should be offered only what it can call).
+        task: Keep the tools most relevant to this task (with ``max_tools``).
+        max_tools: Keep at most this many tools (the most relevant to ``task``, when given).
+        include_guidelines: Include each tool's DO / DO NOT guidance and common mistakes.
+    """
+    tools = select_tools(
+        registry,
+        toolset=toolset,
+        include_unavailable=include_unavailable,
+        optional_only=True,
+        task=task,
+        max_tools=max_tools,
+    )
+    return render_optional_tools(tools, include_guidelines=include_guidelines)
+
+
+def category_order(name: str) -> tuple[int, str]:
+    """Sort key of a category: the built-in ones in their fixed order, then others by name."""
+    return (_BUILTIN_ORDER.get(name, len(_BUILTIN_ORDER)), name)
+
+
+def render_optional_tools(
+    tools: Sequence[ToolMetadata], *, include_guidelines: bool = True
+) -> str:
+    """Render the section for exactly these tools (a pure function of its inputs)."""
+    lines = [TITLE, "", INTRO, ""]
+    if not tools:
+        lines += [NONE_AVAILABLE, ""]
+        return "\n".join(lines)
+    by_category: dict[str, list[ToolMetadata]] = {}
+    for meta in tools:
+        by_category.setdefault(meta.category, []).append(meta)
+    for category in sorted(by_category, key=category_order):
+        lines += [f"## {category.replace('_', ' ').title()} Tools", ""]
+        for meta in sorted(by_category[category], key=lambda m: m.name):
+            lines += _render_tool(meta, include_guidelines)
+    return "\n".join(lines)
+
+
+def _render_tool(meta: ToolMetadata, include_guidelines: bool) -> list[str]:
+    lines = [f"### {meta.name}", "", meta.description, ""]
+    if meta.usage_hint.strip():
+        hint = meta.usage_hint.strip()
+        if "\n" in hint:
+            lines += ["**When to use:**", "", hint, ""]
+        else:
+            lines += [f"**When to use:** {hint}", ""]
+    if include_guidelines:
+        sections = (
+            ("DO use when:", meta.guidelines.do),
+            ("DO NOT use when:", meta.guidelines.do_not),
+            ("Common mistakes:", meta.guidelines.common_mistakes),
+        )
+        for heading, items in sections:
+            if items:
+                lines += [f"**{heading}**", ""]
+                lines += [f"- {item.strip()}" for item in items]
+                lines.append("")
+    return lines

@@ -1,0 +1,229 @@
+"""Capabilities: named preconditions that decide whether a tool is offered, and why not.
+
+A capability has detectors (an environment variable, a configuration key, an importable
+package, or a callable). The host may grant or deny capabilities outright; a denial wins.
+``CapabilityChecker`` evaluates each capability once and explains every tool it rules out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
+
+__all__ = [
+    "Availability",
+    "Capability",
+    "CapabilityChecker",
+    "CapabilityState",
+    "Check",
+    "ConfigKey",
+    "DetectContext",
+    "EnvVar",
+    "Package",
+]
+
+_MISSING: Final = object()
+
+
+class DetectContext:
+    """What detectors may look at: the environment, the resolved configuration, packages.
+
+    Detectors read through this object (not ``os.environ`` directly): the environment it
+    holds is the one the registry was loaded with, which the CLI's output cache watches.
+    """
+
+    def __init__(self, env: Mapping[str, str], config: Mapping[str, Any]) -> None:
+        self._env = env
+        self._config = config
+
+    def env(self, name: str) -> str | None:
+        """The variable's value, or None when it is unset or empty."""
+        value = self._env.get(name)
+        return value or None
+
+    def config(self, path: str) -> Any:
+        """The resolved configuration value at a dotted path (``tools.github_api.token``)."""
+        node: Any = self._config
+        for part in path.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def has_package(self, name: str) -> bool:
+        """True when the import name can be imported (without importing it)."""
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """Present when any of the named environment variables is set and not empty."""
+
+    names: tuple[str, ...]
+
+    def __init__(self, *names: str) -> None:
+        object.__setattr__(self, "names", names)
+
+    def problem(self, ctx: DetectContext) -> str | None:
+        """Why the capability is missing, or None."""
+        if any(ctx.env(n) for n in self.names):
+            return None
+        return f"environment variable {' or '.join(self.names)} is not set"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """Present when the configuration value at a dotted path is set and not empty."""
+
+    path: str
+
+    def problem(self, ctx: DetectContext) -> str | None:
+        """Why the capability is missing, or None."""
+        value = ctx.config(self.path)
+        if value is None or value in ("", [], {}, ()):
+            return f"configuration key {self.path} is not set"
+        return None
+
+
+@dataclass(frozen=True)
+class Package:
+    """Present when a Python package can be imported."""
+
+    import_name: str
+    distribution: str | None = None
+    """The name to ``pip install``, when it differs from the import name."""
+
+    def problem(self, ctx: DetectContext) -> str | None:
+        """Why the capability is missing, or None."""
+        if ctx.has_package(self.import_name):
+            return None
+        return f"Python package {self.distribution or self.import_name} is not installed"
+
+
+@dataclass(frozen=True)
+class Check:
+    """Present when a callable finds nothing wrong.
+
+    The callable gets a ``DetectContext`` and returns None when the capability is present,
+    or a short reason when it is not. It must be a pure function of that context.
+    """
+
+    func: Callable[[DetectContext], str | None]
+
+    def problem(self, ctx: DetectContext) -> str | None:
+        """Why the capability is missing, or None."""
+        return self.func(ctx)
+
+
+Detector = EnvVar | ConfigKey | Package | Check
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A named precondition that tools can require."""
+
+    name: str
+    description: str
+    detectors: tuple[Detector, ...] = ()
+    """All must find nothing wrong for the capability to be present; none means present."""
+    setup: str = ""
+    """How a user makes the capability present: shown by ``toolplug doctor`` and ``info``."""
+
+
+@dataclass(frozen=True)
+class CapabilityState:
+    """The outcome of evaluating one capability."""
+
+    name: str
+    present: bool
+    reason: str | None = None
+    """Why it is missing (or why it was granted or denied)."""
+    setup: str = ""
+    source: str = "detected"
+    """``detected``, ``granted``, ``denied`` or ``unknown`` (no plugin provides it)."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a tool is offered, and if not, why not and how to change that."""
+
+    available: bool
+    reasons: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+
+
+@dataclass
+class CapabilityChecker:
+    """Evaluates capabilities once per run and decides tool availability."""
+
+    capabilities: Mapping[str, Capability]
+    context: DetectContext
+    grants: frozenset[str] = frozenset()
+    denials: frozenset[str] = frozenset()
+    _states: dict[str, CapabilityState] = field(default_factory=dict, init=False)
+    errors: list[tuple[str, BaseException]] = field(default_factory=list, init=False)
+    """Detectors that raised: (capability name, exception)."""
+
+    def state(self, name: str) -> CapabilityState:
+        """The state of one capability, evaluated on first use."""
+        if name not in self._states:
+            self._states[name] = self._evaluate(name)
+        return self._states[name]
+
+    def states(self) -> list[CapabilityState]:
+        """Every known, granted or denied capability, sorted by name."""
+        names = set(self.capabilities) | self.grants | self.denials
+        return [self.state(n) for n in sorted(names)]
+
+    def _evaluate(self, name: str) -> CapabilityState:
+        capability = self.capabilities.get(name)
+        setup = capability.setup if capability else ""
+        if name in self.denials:
+            return CapabilityState(name, False, "denied by the host", setup, "denied")
+        if name in self.grants:
+            return CapabilityState(name, True, "granted by the host", setup, "granted")
+        if capability is None:
+            return CapabilityState(
+                name, False, "no installed plugin provides this capability", "", "unknown"
+            )
+        for detector in capability.detectors:
+            try:
+                problem = detector.problem(self.context)
+            except Exception as exc:  # a plugin's detector must not break the run
+                self.errors.append((name, exc))
+                problem = f"its detector failed: {type(exc).__name__}: {exc}"
+            if problem is not None:
+                return CapabilityState(name, False, problem, setup)
+        return CapabilityState(name, True, None, setup)
+
+    def availability(self, metadata: ToolMetadata, *, enabled: bool = True) -> Availability:
+        """Whether the tool is offered; every reason it is not, with setup steps."""
+        reasons: list[str] = []
+        setup: list[str] = []
+        if not enabled:
+            reasons.append("disabled by config")
+            setup.append(f"set enabled = true under [tools.{metadata.name}] (or remove the line)")
+        for name in metadata.requires_capabilities:
+            state = self.state(name)
+            if not state.present:
+                reasons.append(f"capability {name!r} is missing: {state.reason}")
+                if state.setup:
+                    setup.append(state.setup)
+        if reasons and metadata.setup_instructions:
+            setup.append(metadata.setup_instructions)
+        return Availability(not reasons, tuple(reasons), tuple(_unique(setup)))
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item.strip(), None)
+    return [s for s in seen if s]

@@ -1,0 +1,446 @@
+"""Configuration: where it is found, what it may contain, secrets and their redaction.
+
+Sources, first found wins: ``--config PATH`` (or ``TOOLPLUG_CONFIG``), ``toolplug.toml`` in
+the working directory, ``[tool.toolplug]`` in ``pyproject.toml`` in the working directory.
+No file at all is a valid, empty configuration.
+
+Every mistake is a ``ConfigError`` naming the file, the key and what is expected.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from toolplug.contract._errors import ConfigError
+from toolplug.contract._metadata import POLICY_KEYS
+from toolplug.contract._network import NetworkPolicy
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ConfigField, ToolMetadata
+
+__all__ = ["Config", "Redactor", "Toolset", "load_config", "resolve_tool_config"]
+
+CONFIG_ENV: Final = "TOOLPLUG_CONFIG"
+_TOP_KEYS: Final = {
+    "offline": "a boolean: true turns off the built-in network capability",
+    "cache_dir": "a directory path for caches and downloads",
+    "state_dir": "a directory path for durable tool state",
+    "network": "a table: allow, max_redirects, timeout_seconds, max_bytes, user_agent",
+    "capabilities": "a table: grant = [...], deny = [...]",
+    "tools": "a table of per-tool tables: [tools.<name>]",
+    "toolsets": "a table of named toolsets: [toolsets.<name>]",
+}
+_MIN_SECRET_LEN: Final = 4
+
+
+class Redactor:
+    """Replaces known secret values with ``***`` in any text."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+
+    def add(self, secret: str) -> None:
+        """Remember a secret value; values shorter than four characters are not redacted."""
+        if len(secret) >= _MIN_SECRET_LEN:
+            self._secrets.add(secret)
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def redact(self, text: str) -> str:
+        """The text with every known secret replaced by ``***`` (longest first)."""
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """A named selection of tools: include, then exclude, by name, glob or ``category:NAME``."""
+
+    name: str
+    include: tuple[str, ...] = ()
+    """Empty means every tool."""
+    exclude: tuple[str, ...] = ()
+    description: str = ""
+
+    def matches(self, tool: str, category: str) -> bool:
+        """True when the tool belongs to this toolset."""
+
+        def hit(patterns: Iterable[str]) -> bool:
+            for pattern in patterns:
+                if pattern.startswith("category:"):
+                    if fnmatch.fnmatchcase(category, pattern.removeprefix("category:")):
+                        return True
+                elif fnmatch.fnmatchcase(tool, pattern):
+                    return True
+            return False
+
+        return (not self.include or hit(self.include)) and not hit(self.exclude)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded configuration."""
+
+    path: Path | None = None
+    """The file it came from, or None."""
+    offline: bool = False
+    cache_dir: Path = field(default_factory=lambda: _default_dir("cache"))
+    state_dir: Path = field(default_factory=lambda: _default_dir("state"))
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    grants: frozenset[str] = frozenset()
+    denials: frozenset[str] = frozenset()
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Raw per-tool tables; resolve with ``resolve_tool_config``."""
+    toolsets: Mapping[str, Toolset] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """The file name for messages."""
+        return str(self.path) if self.path else "configuration"
+
+    def enabled(self, tool: str) -> bool:
+        """False when ``[tools.<tool>] enabled = false``."""
+        return bool(self.tools.get(tool, {}).get("enabled", True))
+
+
+def _default_dir(kind: str) -> Path:
+    import platformdirs
+
+    if kind == "cache":
+        return Path(platformdirs.user_cache_dir("toolplug"))
+    return Path(platformdirs.user_state_dir("toolplug"))
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, bool] | None:
+    """The configuration file to read and whether it is a ``pyproject.toml``, or None."""
+    chosen = explicit or os.environ.get(CONFIG_ENV) or None
+    if chosen:
+        path = Path(chosen)
+        if not path.is_file():
+            origin = "--config" if explicit else CONFIG_ENV
+            raise ConfigError(
+                "configuration file not found",
+                file=str(path),
+                key=origin,
+                expected="the path of an existing TOML file",
+            )
+        return path, path.name == "pyproject.toml"
+    cwd = Path.cwd()
+    if (cwd / "toolplug.toml").is_file():
+        return cwd / "toolplug.toml", False
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        return pyproject, True
+    return None
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Find, read and check the configuration (without the per-tool field checks)."""
+    found = find_config_file(path)
+    if found is None:
+        return Config()
+    file, is_pyproject = found
+    try:
+        raw = file.read_bytes()
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror}", file=str(file)) from None
+    if is_pyproject:
+        table = document.get("tool", {}).get("toolplug")
+        if table is None:
+            return Config()
+        prefix = "tool.toolplug."
+    else:
+        table = document
+        prefix = ""
+    return parse_config(table, file=file, prefix=prefix)
+
+
+def parse_config(
+    table: Mapping[str, Any], *, file: Path | None = None, prefix: str = ""
+) -> Config:
+    """Check a configuration table (already parsed from TOML) and build a ``Config``."""
+    where = str(file) if file else "configuration"
+    base = file.parent if file else Path.cwd()
+
+    def err(key: str, message: str, expected: str | None = None) -> ConfigError:
+        return ConfigError(message, file=where, key=prefix + key, expected=expected)
+
+    if not isinstance(table, Mapping):
+        raise err("", "must be a table", "a TOML table")
+    for key in table:
+        if key not in _TOP_KEYS:
+            raise err(key, "unknown key", "one of " + ", ".join(sorted(_TOP_KEYS)))
+    offline = table.get("offline", False)
+    if not isinstance(offline, bool):
+        raise err("offline", f"got {offline!r}", _TOP_KEYS["offline"])
+    dirs: dict[str, Path] = {}
+    for key in ("cache_dir", "state_dir"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, str) or not value:
+                raise err(key, f"got {value!r}", _TOP_KEYS[key])
+            dirs[key] = (base / Path(value).expanduser()).resolve()
+    network_table = table.get("network", {})
+    if not isinstance(network_table, Mapping):
+        raise err("network", "must be a table", _TOP_KEYS["network"])
+    try:
+        network = NetworkPolicy.from_mapping(network_table)
+    except ValueError as exc:
+        raise err("network", str(exc)) from None
+    caps = table.get("capabilities", {})
+    if not isinstance(caps, Mapping):
+        raise err("capabilities", "must be a table", _TOP_KEYS["capabilities"])
+    for key in caps:
+        if key not in ("grant", "deny"):
+            raise err(f"capabilities.{key}", "unknown key", "grant or deny")
+    grants = _names(
+        caps.get("grant", []), lambda m: err("capabilities.grant", m, "a list of names")
+    )
+    denials = _names(caps.get("deny", []), lambda m: err("capabilities.deny", m, "a list of names"))
+    tools = table.get("tools", {})
+    if not isinstance(tools, Mapping):
+        raise err("tools", "must be a table", _TOP_KEYS["tools"])
+    for name, tool_table in tools.items():
+        if not isinstance(tool_table, Mapping):
+            raise err(
+                f"tools.{name}", "must be a table", f"[tools.{name}] with the tool's settings"
+            )
+        _check_policy_keys(tool_table, lambda k, m, e, n=name: err(f"tools.{n}.{k}", m, e))
+    toolsets: dict[str, Toolset] = {}
+    raw_sets = table.get("toolsets", {})
+    if not isinstance(raw_sets, Mapping):
+        raise err("toolsets", "must be a table", _TOP_KEYS["toolsets"])
+    for name, spec in sorted(raw_sets.items()):
+        key = f"toolsets.{name}"
+        if not isinstance(spec, Mapping):
+            raise err(key, "must be a table", "include = [...], exclude = [...]")
+        for sub in spec:
+            if sub not in ("include", "exclude", "description"):
+                raise err(f"{key}.{sub}", "unknown key", "include, exclude or description")
+        description = spec.get("description", "")
+        if not isinstance(description, str):
+            raise err(f"{key}.description", f"got {description!r}", "a string")
+        toolsets[name] = Toolset(
+            name=name,
+            include=tuple(
+                sorted(
+                    _names(
+                        spec.get("include", []),
+                        lambda m, k=key: err(
+                            f"{k}.include", m, "a list of tool names, globs or category:NAME"
+                        ),
+                    )
+                )
+            ),
+            exclude=tuple(
+                sorted(
+                    _names(
+                        spec.get("exclude", []),
+                        lambda m, k=key: err(
+                            f"{k}.exclude", m, "a list of tool names, globs or category:NAME"
+                        ),
+                    )
+                )
+            ),
+            description=description,
+        )
+    return Config(
+        path=file,
+        offline=offline,
+        network=network,
+        grants=grants,
+        denials=denials,
+        tools={k: dict(v) for k, v in tools.items()},
+        toolsets=toolsets,
+        **dirs,
+    )
+
+
+def _names(value: Any, fail: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise fail(f"got {value!r}")
+    return frozenset(value)
+
+
+def _check_policy_keys(table: Mapping[str, Any], fail: Any) -> None:
+    def number(key: str, *, positive: bool) -> None:
+        value = table[key]
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or value < 0 or (positive and value == 0):
+            raise fail(key, f"got {value!r}", POLICY_KEYS[key])
+
+    if "enabled" in table and not isinstance(table["enabled"], bool):
+        raise fail("enabled", f"got {table['enabled']!r}", POLICY_KEYS["enabled"])
+    for key in ("timeout_seconds", "retry_backoff_seconds"):
+        if key in table:
+            number(key, positive=True)
+    if "cache_ttl_seconds" in table:
+        number("cache_ttl_seconds", positive=False)
+    if "retries" in table:
+        value = table["retries"]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
+            raise fail("retries", f"got {value!r}", POLICY_KEYS["retries"])
+    if "rate_limit" in table:
+        rate = table["rate_limit"]
+        expected = POLICY_KEYS["rate_limit"]
+        if not isinstance(rate, Mapping) or set(rate) - {"calls", "per_seconds", "wait"}:
+            raise fail("rate_limit", f"got {rate!r}", expected)
+        calls, per, wait = (
+            rate.get("calls", 1),
+            rate.get("per_seconds", 1.0),
+            rate.get("wait", True),
+        )
+        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+            raise fail("rate_limit.calls", f"got {calls!r}", "a whole number of calls, 1 or more")
+        if not isinstance(per, int | float) or isinstance(per, bool) or not per > 0:
+            raise fail("rate_limit.per_seconds", f"got {per!r}", "a positive number of seconds")
+        if not isinstance(wait, bool):
+            raise fail("rate_limit.wait", f"got {wait!r}", "a boolean")
+
+
+_JSON_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def resolve_tool_config(
+    config: Config,
+    metadata: ToolMetadata,
+    *,
+    env: Mapping[str, str],
+    redactor: Redactor,
+    files_read: list[str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Check ``[tools.<name>]`` against the tool's config fields; fill defaults and secrets.
+
+    Values come from the table, then from the field's environment variable, then from its
+    default. ``{ env = "VAR" }`` and ``{ file = "PATH" }`` indirect any value; a secret must
+    use them (or its environment variable). Secrets are handed to ``redactor``. An
+    ``{ env = "VAR" }`` whose variable is unset counts as no value.
+
+    Returns:
+        The resolved values, and the keys of required fields that have no value (which make
+        the tool unavailable rather than the configuration invalid).
+
+    Raises:
+        ConfigError: naming the file, the key and what is expected.
+    """
+    table = config.tools.get(metadata.name, {})
+    fields = {f.name: f for f in metadata.config_fields}
+    key_prefix = "tool.toolplug." if config.path and config.path.name == "pyproject.toml" else ""
+    key_prefix += f"tools.{metadata.name}."
+
+    def err(key: str, message: str, expected: str | None = None) -> ConfigError:
+        return ConfigError(message, file=config.source, key=key_prefix + key, expected=expected)
+
+    for key in table:
+        if key not in fields and key not in POLICY_KEYS:
+            known = sorted(fields) + sorted(POLICY_KEYS)
+            raise err(key, "unknown key", "one of " + ", ".join(known))
+    resolved: dict[str, Any] = {}
+    missing: list[str] = []
+    for name, spec in sorted(fields.items()):
+        value: Any = None
+        if name in table:
+            value = _indirect(table[name], spec, config, env, err, files_read)
+        if value is None and spec.env_var and env.get(spec.env_var):
+            value = _from_env_text(env[spec.env_var], spec)
+        if value is None:
+            value = spec.default
+        if value is None:
+            if spec.required:
+                hint = f" (or the environment variable {spec.env_var})" if spec.env_var else ""
+                missing.append(f"{key_prefix}{name}{hint}")
+            continue
+        _check_type(value, spec, err)
+        if spec.secret and isinstance(value, str):
+            redactor.add(value)
+        resolved[name] = value
+    return resolved, missing
+
+
+def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six
+    value: Any,
+    spec: ConfigField,
+    config: Config,
+    env: Mapping[str, str],
+    err: Any,
+    files_read: list[str] | None,
+) -> Any:
+    if isinstance(value, Mapping) and set(value) in ({"env"}, {"file"}) and spec.type != "object":
+        if "env" in value:
+            name = value["env"]
+            if not isinstance(name, str) or not name:
+                raise err(spec.name, f"got {value!r}", '{ env = "VAR" }')
+            found = env.get(name)
+            return _from_env_text(found, spec) if found else None
+        raw_path = value["file"]
+        if not isinstance(raw_path, str):
+            raise err(spec.name, f"got {value!r}", '{ file = "PATH" }')
+        base = config.path.parent if config.path else Path.cwd()
+        path = base / Path(raw_path).expanduser()
+        if files_read is not None:
+            files_read.append(str(path))
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise err(spec.name, f"cannot read {path}: {exc.strerror}", "a readable file") from None
+    if spec.secret:
+        raise err(
+            spec.name,
+            "secrets may not be written into the configuration file",
+            '{ env = "VAR" } or { file = "PATH" }'
+            + (f", or the environment variable {spec.env_var}" if spec.env_var else ""),
+        )
+    return value
+
+
+def _from_env_text(text: str, spec: ConfigField) -> Any:
+    """An environment value for a field: text, or JSON for numbers, booleans, lists, tables."""
+    if spec.type == "string":
+        return text
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # the type check names the field and what it expects
+
+
+def _describe(spec: ConfigField) -> str:
+    return f"{spec.type}: {spec.description}"
+
+
+def _check_type(value: Any, spec: ConfigField, err: Any) -> None:
+    allowed = _JSON_TYPES[spec.type]
+    bad_bool = isinstance(value, bool) and spec.type in ("integer", "number")
+    shown = "a value that is not shown (secret)" if spec.secret else repr(value)
+    if not isinstance(value, allowed) or bad_bool:
+        raise err(spec.name, f"got {shown} ({type(value).__name__})", _describe(spec))
+    if spec.json_schema is not None:
+        from jsonschema import Draft202012Validator
+
+        problems = list(Draft202012Validator(spec.json_schema).iter_errors(value))
+        if problems:
+            first = min(problems, key=lambda e: list(map(str, e.absolute_path)))
+            where = "".join(f"[{p}]" for p in first.absolute_path)
+            message = f"does not match its {first.validator} rule" if spec.secret else first.message
+            raise err(spec.name + where, message, _describe(spec))

@@ -1,0 +1,334 @@
+"""The registry: installed tools, their configuration, and whether each is available."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol, TypeAlias
+
+from toolplug.contract._errors import PluginError, UsageError
+from toolplug.contract._metadata import Category
+from toolplug.contract._tool import ToolContext, ToolResult
+from toolplug.runtime._capabilities import (
+    Availability,
+    Capability,
+    CapabilityChecker,
+    CapabilityState,
+    DetectContext,
+)
+from toolplug.runtime._config import (
+    Config,
+    Redactor,
+    Toolset,
+    load_config,
+    parse_config,
+    resolve_tool_config,
+)
+from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
+
+__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
+
+
+class CallEngine(Protocol):
+    """What runs a registry's calls; ``toolplug.calls`` provides the one ``load()`` uses.
+
+    The registry knows what is installed and usable; running calls is the layer above it.
+    The registry holds its engine through this protocol so that it never imports that layer.
+    """
+
+    def call(self, name: str, arguments: Any, host: Mapping[str, Any] | None) -> ToolResult:
+        """Run one call and wait for its result."""
+
+    async def acall(self, name: str, arguments: Any, host: Mapping[str, Any] | None) -> ToolResult:
+        """Run one call on the caller's event loop."""
+
+    def close(self) -> None:
+        """Release what the engine holds (worker threads, connections)."""
+
+
+EngineFactory: TypeAlias = "Callable[[Registry], CallEngine]"
+"""Builds the engine of a registry, on its first call."""
+
+
+class Registry:
+    """The installed tools as one process sees them: metadata, config and availability.
+
+    Build one with ``toolplug.load()``. Everything it reports is sorted, so the same
+    installed plugins and configuration always give the same answers in the same order.
+    """
+
+    def __init__(
+        self,
+        loaded: Loaded,
+        config: Config,
+        *,
+        env: Mapping[str, str],
+        grant: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        engine: EngineFactory | None = None,
+    ) -> None:
+        self._loaded = loaded
+        self._engine_factory = engine
+        self._engine_instance: CallEngine | None = None
+        self._env = env
+        self.config = config
+        """The configuration this registry was loaded with."""
+        self.redactor = Redactor()
+        """Knows every secret value; ``redact`` output before showing it."""
+        self._tool_config: dict[str, dict[str, Any]] = {}
+        self._missing: dict[str, list[str]] = {}
+        self.files_read: list[str] = []
+        """Files read for settings (``{ file = ... }``); the CLI's cache watches them."""
+        for name, tool in loaded.tools.items():
+            values, missing = resolve_tool_config(
+                config, tool.metadata, env=env, redactor=self.redactor, files_read=self.files_read
+            )
+            self._tool_config[name] = values
+            self._missing[name] = missing
+        for name, tool in loaded.tools.items():
+            hints = tool.metadata.annotations
+            ttl = config.tools.get(name, {}).get("cache_ttl_seconds", 0)
+            if ttl and not (hints.read_only and hints.idempotent):
+                loaded.problems.append(
+                    LoadProblem(
+                        "config",
+                        name,
+                        f"{config.source}: [tools.{name}] cache_ttl_seconds has no effect: "
+                        "only tools annotated read-only and idempotent are cached",
+                    )
+                )
+        for name in sorted(set(config.tools) - set(loaded.tools)):
+            loaded.problems.append(
+                LoadProblem(
+                    "config",
+                    name,
+                    f"{config.source} configures [tools.{name}], but no installed plugin provides "
+                    f"a tool named {name!r}",
+                )
+            )
+        detect_config: dict[str, Any] = {
+            "offline": config.offline,
+            "tools": {n: dict(v) for n, v in self._tool_config.items()},
+        }
+        self.checker = CapabilityChecker(
+            capabilities=loaded.capabilities,
+            context=DetectContext(env, detect_config),
+            grants=frozenset(grant) | config.grants,
+            denials=frozenset(deny) | config.denials,
+        )
+        self._availability: dict[str, Availability] = {}
+
+    # -- what was loaded -------------------------------------------------------------
+
+    @property
+    def plugins(self) -> list[PluginInfo]:
+        """Every plugin found, the built-in one first, then in sorted order."""
+        return list(self._loaded.plugins)
+
+    @property
+    def problems(self) -> list[LoadProblem]:
+        """Everything that went wrong while loading, in the order it happened."""
+        problems = list(self._loaded.problems)
+        for name, exc in self.checker.errors:
+            plugin = self._loaded.capability_plugins.get(name, "unknown")
+            problems.append(
+                LoadProblem(
+                    "capability",
+                    plugin,
+                    f"the detector of capability {name!r} raised {type(exc).__name__}: {exc}",
+                )
+            )
+        return problems
+
+    @property
+    def categories(self) -> list[Category]:
+        """Built-in categories in their fixed order, then declared ones by name."""
+        return list(self._loaded.categories)
+
+    @property
+    def capabilities(self) -> Mapping[str, Capability]:
+        """Registered capabilities by name."""
+        return dict(sorted(self._loaded.capabilities.items()))
+
+    @property
+    def tools(self) -> Mapping[str, RegisteredTool]:
+        """Every registered tool, available or not, sorted by name."""
+        return self._loaded.tools
+
+    @property
+    def plugin_manager(self) -> Any:
+        """The underlying ``pluggy.PluginManager``."""
+        return self._loaded.manager
+
+    def get(self, name: str) -> RegisteredTool:
+        """The registered tool of that name.
+
+        Raises:
+            UsageError: no installed plugin provides it.
+        """
+        try:
+            return self._loaded.tools[name]
+        except KeyError:
+            raise UsageError(f"no installed tool is named {name!r}") from None
+
+    # -- availability ----------------------------------------------------------------
+
+    def capability_states(self) -> list[CapabilityState]:
+        """Every capability's state, sorted by name (including ones tools require)."""
+        names = {s.name for s in self.checker.states()}
+        for tool in self._loaded.tools.values():
+            names.update(tool.metadata.requires_capabilities)
+        return [self.checker.state(n) for n in sorted(names)]
+
+    def availability(self, name: str) -> Availability:
+        """Whether the tool is offered now, the reasons it is not, and how to fix that."""
+        if name not in self._availability:
+            tool = self.get(name)
+            found = self.checker.availability(tool.metadata, enabled=self.config.enabled(name))
+            missing = self._missing.get(name, [])
+            if missing:
+                found = Availability(
+                    False,
+                    found.reasons + tuple(f"required setting {m} has no value" for m in missing),
+                    found.setup + tuple(f"set {m}" for m in missing),
+                )
+            self._availability[name] = found
+        return self._availability[name]
+
+    def tool_config(self, name: str) -> Mapping[str, Any]:
+        """The tool's resolved settings (defaults filled, secrets resolved)."""
+        self.get(name)
+        return dict(self._tool_config[name])
+
+    # -- selection -------------------------------------------------------------------
+
+    def toolset(self, toolset: str | Toolset) -> Toolset:
+        """A toolset by name from the configuration, or the one given.
+
+        Raises:
+            UsageError: no toolset of that name is configured.
+        """
+        if isinstance(toolset, Toolset):
+            return toolset
+        try:
+            return self.config.toolsets[toolset]
+        except KeyError:
+            known = ", ".join(sorted(self.config.toolsets)) or "none are configured"
+            raise UsageError(
+                f"unknown toolset {toolset!r} (known: {known}); define it under "
+                f"[toolsets.{toolset}] in the configuration"
+            ) from None
+
+    def select(
+        self,
+        *,
+        toolset: str | Toolset | None = None,
+        include_unavailable: bool = False,
+        category: str | None = None,
+        optional_only: bool = False,
+    ) -> list[RegisteredTool]:
+        """Tools sorted by name, filtered by toolset, availability, category, optionality."""
+        chosen = self.toolset(toolset) if toolset is not None else None
+        result = []
+        for name, tool in self._loaded.tools.items():
+            meta = tool.metadata
+            if chosen is not None and not chosen.matches(name, meta.category):
+                continue
+            if category is not None and meta.category != category:
+                continue
+            if optional_only and meta.optionality != "optional":
+                continue
+            if not include_unavailable and not self.availability(name).available:
+                continue
+            result.append(tool)
+        return result
+
+    # -- running ---------------------------------------------------------------------
+
+    def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
+        """The context a call of this tool receives (built once per tool, then reused)."""
+        contexts: dict[str, ToolContext] = self.__dict__.setdefault("_contexts", {})
+        context = contexts.get(name)
+        if context is None:
+            network = self.config.network
+            state = self.checker.state("network")
+            if not state.present:  # every request of every tool is refused, whatever it needs
+                network = dataclasses.replace(network, disabled=state.reason or "denied")
+            context = ToolContext(
+                tool=name,
+                config=MappingProxyType(self.tool_config(name)),
+                network=network,
+                cache_dir=self.config.cache_dir / "tools" / name,
+                state_dir=self.config.state_dir / "tools" / name,
+                env=self._env,
+            )
+            contexts[name] = context
+        if host:
+            return dataclasses.replace(context, host=MappingProxyType(dict(host)))
+        return context
+
+    def redact(self, text: str) -> str:
+        """The text with every configured secret replaced by ``***``."""
+        return self.redactor.redact(text)
+
+    @property
+    def _engine(self) -> CallEngine:
+        engine = self._engine_instance
+        if engine is None:
+            if self._engine_factory is None:
+                raise UsageError(
+                    "this Registry was built without a call engine; build it with toolplug.load()"
+                )
+            engine = self._engine_instance = self._engine_factory(self)
+        return engine
+
+    def call(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        """Call a tool and return its result; never raises for the tool's or caller's fault.
+
+        ``arguments`` is the model's JSON object (a mapping, or the JSON text). It is
+        validated against the tool's ``parameters`` and defaults are filled in before the
+        tool runs. A sync tool runs in this thread; an async tool on an event loop of its own
+        (use ``acall`` from async code). ``context`` reaches the tool as ``context.host``.
+        """
+        return self._engine.call(name, arguments, context)
+
+    async def acall(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        """``call`` for async code: async tools run on this loop, sync tools in a thread."""
+        return await self._engine.acall(name, arguments, context)
+
+    def close(self) -> None:
+        """Release the worker threads of sync tools called through ``acall``."""
+        if self._engine_instance is not None:
+            self._engine_instance.close()
+
+
+def assemble(
+    config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    grant: Iterable[str] = (),
+    deny: Iterable[str] = (),
+    plugins: Iterable[tuple[str, object]] = (),
+    strict: bool = False,
+    engine: EngineFactory | None = None,
+) -> Registry:
+    """Discover the installed plugins and build a ``Registry`` (``toolplug.load`` documents the
+    arguments; ``engine`` builds what runs its calls)."""
+    environment = os.environ if env is None else env
+    if isinstance(config, Mapping):
+        config = parse_config(config)
+    elif not isinstance(config, Config):
+        config = load_config(Path(config) if config is not None else None)
+    loaded = discover(env=environment, extra_plugins=plugins)
+    registry = Registry(loaded, config, env=environment, grant=grant, deny=deny, engine=engine)
+    if strict and registry.problems:
+        lines = "\n".join("  " + p.describe() for p in registry.problems)
+        raise PluginError(f"{len(registry.problems)} problem(s) while loading plugins:\n{lines}")
+    return registry

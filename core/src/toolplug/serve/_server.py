@@ -1,0 +1,298 @@
+"""``toolplug serve``: the available tools as an MCP server, over stdio or streamable HTTP.
+
+Built on the official MCP SDK's low-level ``Server``: the tool list comes from the registry
+at run time, not from decorated functions. Every call goes through ``Registry.acall``, the
+path ``toolplug call`` takes (availability, validation, defaults, time limits, retries and
+the ``tool_call`` hooks), and every failure comes back as an ``isError`` result the model
+can read and act on, never as a protocol error or a crash.
+
+The SDK is optional (``pip install "toolplug[mcp]"``) and imported only when serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from toolplug.contract._errors import UsageError
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
+    from mcp.types import PaginatedRequestParams as PageParams
+
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._tool import ToolResult
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]
+
+log = logging.getLogger("toolplug")
+
+INSTALL_LINE: Final = 'pip install "toolplug[mcp]"'
+"""What to run when the MCP SDK is missing."""
+
+HTTP_PATH: Final = "/mcp"
+"""Where the streamable HTTP endpoint answers."""
+
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+_GRACE_SECONDS: Final = 5
+
+
+def serve(
+    registry: Registry, *, toolset: str | Toolset | None = None, http: str | None = None
+) -> None:
+    """Serve the registry's available tools over MCP until the client or a signal ends it.
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Offer only this toolset's tools.
+        http: ``HOST:PORT`` (or ``PORT``, or ``[IPv6]:PORT``) to serve streamable HTTP at
+            ``http://HOST:PORT/mcp``; stdio when None.
+
+    Raises:
+        UsageError: the MCP SDK is not installed, the toolset is unknown, the address is
+            malformed, or the port cannot be opened.
+    """
+    address = parse_address(http) if http is not None else None
+    server = build_server(registry, toolset=toolset)
+    try:
+        if address is None:
+            import anyio
+
+            anyio.run(_serve_stdio, server)
+        else:
+            _serve_http(server, *address)
+    finally:
+        registry.close()
+
+
+def build_server(registry: Registry, *, toolset: str | Toolset | None = None) -> Server[Any]:
+    """The MCP server for the registry's available tools (optionally one toolset's).
+
+    Raises:
+        UsageError: the MCP SDK is not installed, or the toolset is unknown.
+    """
+    _require_mcp()
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from toolplug.render._export import export_tool
+    from toolplug.render._prompt import optional_tools_section
+
+    chosen = registry.select(toolset=toolset)
+    served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
+    in_toolset = {t.name for t in registry.select(toolset=toolset, include_unavailable=True)}
+    listed = [types.Tool.model_validate(export_tool(meta, "mcp")) for meta in served.values()]
+    checker = _OutputCheck()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: PageParams | None
+    ) -> ListToolsResult:
+        return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        name = params.name
+        try:
+            if name in registry.tools and name not in in_toolset:
+                result = _outside_toolset(name, toolset, served)
+            else:
+                result = await registry.acall(
+                    name, params.arguments or {}, context={"transport": "mcp"}
+                )
+            return _answer(registry, served.get(name), result, checker)
+        except Exception as exc:  # never let one call take the server down
+            log.exception("serving the MCP call of %s failed", name)
+            from toolplug.contract._tool import ErrorType, ToolResult
+
+            failed = ToolResult.failure(
+                ErrorType.EXECUTION, f"{name} failed: {type(exc).__name__}: {exc}"
+            )
+            return _answer(registry, None, failed, checker)
+
+    has_optional = any(meta.optionality == "optional" for meta in served.values())
+    return Server(
+        "toolplug",
+        version=_version(),
+        title="toolplug tools",
+        instructions=optional_tools_section(registry, toolset=toolset) if has_optional else None,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``PORT`` (on 127.0.0.1) as ``(host, port)``.
+
+    Raises:
+        UsageError: the text is not an address with a port from 0 to 65535.
+    """
+    raw = text.strip()
+    if raw.isdigit():
+        host, port = "", raw
+    elif raw.startswith("["):
+        host, found, port = raw[1:].partition("]:")
+        port = port if found else ""
+    else:
+        host, _, port = raw.rpartition(":")
+        if ":" in host:  # a bare IPv6 address: ambiguous without brackets
+            port = ""
+    if not port.isdigit() or int(port) > 65535:
+        raise UsageError(
+            "--http expects HOST:PORT (such as 127.0.0.1:8000), [IPv6]:PORT or a port alone; "
+            f"received {text!r}"
+        )
+    return host or "127.0.0.1", int(port)
+
+
+# -- answers ------------------------------------------------------------------------
+
+
+class _OutputCheck:
+    """Validators of declared output schemas, compiled once per tool."""
+
+    def __init__(self) -> None:
+        self._validators: dict[str, Any] = {}
+
+    def problem(self, metadata: ToolMetadata, schema: dict[str, Any], value: Any) -> str | None:
+        validator = self._validators.get(metadata.name)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+
+            validator = Draft202012Validator(schema)
+            self._validators[metadata.name] = validator
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))
+        if not errors:
+            return None
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        return f"at {where}: {errors[0].message}"
+
+
+def _answer(
+    registry: Registry, metadata: ToolMetadata | None, result: ToolResult, check: _OutputCheck
+) -> CallToolResult:
+    from mcp import types
+
+    from toolplug.contract._tool import ErrorType, ToolResult
+    from toolplug.render._mcp import mcp_output_schema, structured_content
+
+    structured = None
+    if result.ok and metadata is not None:
+        schema = mcp_output_schema(metadata)
+        if schema is not None:
+            structured = _redacted(registry, structured_content(metadata, result.data))
+            problem = check.problem(metadata, schema, structured)
+            if problem is not None:
+                # A client checks structuredContent against outputSchema; a mismatch is the
+                # plugin's bug, reported as such rather than as a protocol violation.
+                log.error(
+                    "%s returned data that breaks its returns schema %s", metadata.name, problem
+                )
+                result = ToolResult.failure(
+                    ErrorType.EXECUTION,
+                    f"{metadata.name} returned data that does not match its declared "
+                    f"returns schema {problem}",
+                )
+                structured = None
+    text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+    if structured is not None:
+        return types.CallToolResult(content=[text], structured_content=structured)
+    return types.CallToolResult(content=[text], is_error=not result.ok)
+
+
+def _outside_toolset(
+    name: str, toolset: str | Toolset | None, served: Mapping[str, ToolMetadata]
+) -> ToolResult:
+    from toolplug.contract._tool import ErrorType, ToolResult
+
+    label = toolset if isinstance(toolset, str) else getattr(toolset, "name", "the chosen one")
+    offered = ", ".join(served) or "none"
+    return ToolResult.failure(
+        ErrorType.NOT_FOUND,
+        f"{name} is not offered by this server (toolset {label}); available tools: {offered}",
+    )
+
+
+def _redacted(registry: Registry, value: Any) -> Any:
+    if isinstance(value, str):
+        return registry.redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(registry, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(registry, v) for v in value]
+    return value
+
+
+# -- transports ---------------------------------------------------------------------
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+
+    listener = _listen(host, port)
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"toolplug: MCP server at http://{shown}:{bound}{HTTP_PATH}", file=sys.stderr)
+    if host not in _LOOPBACK:
+        print(
+            "toolplug: warning: the server has no authentication; anyone who can reach "
+            f"{host} can call these tools",
+            file=sys.stderr,
+        )
+    # Host and Origin checks against DNS rebinding are on when the host is a loopback name.
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=_GRACE_SECONDS,
+        lifespan="on",
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        listener.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket bound here, so a busy port is our error to report, not uvicorn's."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise UsageError(f"cannot serve MCP on {host}:{port}: {exc.strerror or exc}") from None
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _require_mcp() -> None:
+    try:
+        import mcp.server.lowlevel  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"toolplug serve needs the MCP SDK, which could not be imported ({exc}); "
+            f"install it with: {INSTALL_LINE}"
+        ) from None
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolplug")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"
