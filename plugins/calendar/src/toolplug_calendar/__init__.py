@@ -19,14 +19,12 @@ This module imports only toolplug and the standard library; the iCalendar parsin
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from toolplug import (
     Annotations,
     Capability,
-    Category,
     Check,
     ConfigField,
     DetectContext,
@@ -37,7 +35,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = ["CAPABILITY", "CalendarTool", "register_capabilities", "register_tools"]
@@ -367,13 +365,7 @@ class CalendarTool(Tool):
         return await list_events(arguments, context)
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
-    """Register the calendar tool."""
-    register(CalendarTool)
+register_tools = provides(CalendarTool)
 
 
-@hookimpl
-def register_capabilities(register: Callable[[Capability], None]) -> None:
-    """Register the ``calendar`` capability: present when a source is configured."""
-    register(CAPABILITY)
+register_capabilities = provides(CAPABILITY)

@@ -22,12 +22,10 @@ This module imports only toolplug and the standard library; the work is done in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from toolplug import (
     Annotations,
-    Category,
     ConfigField,
     ErrorSpec,
     Example,
@@ -36,7 +34,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = ["ReadFileTool", "WriteFileTool", "register_tools"]
@@ -298,8 +296,4 @@ class WriteFileTool(Tool):
         return write_file(arguments, context)
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
-    """Register read_file and write_file."""
-    register(ReadFileTool)
-    register(WriteFileTool)
+register_tools = provides(ReadFileTool, WriteFileTool)

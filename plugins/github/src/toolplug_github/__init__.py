@@ -7,7 +7,6 @@ in ``toolplug_github._actions`` and is imported when the tool runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from toolplug import (
@@ -23,7 +22,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = ["GITHUB_TOKEN", "GitHubApiTool", "register_capabilities", "register_tools"]
@@ -422,13 +421,7 @@ class GitHubApiTool(Tool):
         return await run_action(arguments, context)
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool]], None]) -> None:
-    """Register the ``github_api`` tool."""
-    register(GitHubApiTool)
+register_tools = provides(GitHubApiTool)
 
 
-@hookimpl
-def register_capabilities(register: Callable[[Capability], None]) -> None:
-    """Register the ``github_token`` capability."""
-    register(_CAPABILITY)
+register_capabilities = provides(_CAPABILITY)

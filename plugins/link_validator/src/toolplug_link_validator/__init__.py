@@ -6,16 +6,11 @@ prompting never pay for the HTTP client; the checker is imported when the tool r
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from toolplug import Tool, hookimpl
+from toolplug import provides
 from toolplug_link_validator._progress import ProgressBar, progress_bar
 from toolplug_link_validator._tool import LinkValidator
 
 __all__ = ["LinkValidator", "ProgressBar", "progress_bar", "register_tools"]
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool]], None]) -> None:
-    """Register the ``link_validator`` tool."""
-    register(LinkValidator)
+register_tools = provides(LinkValidator)

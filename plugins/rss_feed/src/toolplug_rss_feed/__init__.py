@@ -11,12 +11,10 @@ cheap; fetching and parsing live in ``_feeds`` and are imported when the tool ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from toolplug import (
     Annotations,
-    Category,
     ConfigField,
     ErrorSpec,
     Example,
@@ -25,7 +23,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = ["MAX_LIMIT", "RssFeedTool", "register_tools"]
@@ -224,7 +222,4 @@ class RssFeedTool(Tool):
         return await run(arguments, context)
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
-    """Register ``rss_feed``."""
-    register(RssFeedTool)
+register_tools = provides(RssFeedTool)

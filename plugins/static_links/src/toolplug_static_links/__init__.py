@@ -10,13 +10,11 @@ The links live in configuration, so the tool is offered only when some are confi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from toolplug import (
     Annotations,
     Capability,
-    Category,
     Citation,
     ConfigField,
     ConfigKey,
@@ -27,7 +25,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = ["CAPABILITY", "StaticLinksTool", "register_capabilities", "register_tools"]
@@ -168,13 +166,7 @@ class StaticLinksTool(Tool):
         )
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
-    """Register ``static_links``."""
-    register(StaticLinksTool)
+register_tools = provides(StaticLinksTool)
 
 
-@hookimpl
-def register_capabilities(register: Callable[[Capability], None]) -> None:
-    """Register the ``static_links`` capability: links are configured."""
-    register(CAPABILITY)
+register_capabilities = provides(CAPABILITY)

@@ -12,13 +12,11 @@ cheap; the search itself lives in ``_search`` and is imported when the tool runs
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from toolplug import (
     Annotations,
     Capability,
-    Category,
     Check,
     ConfigField,
     DetectContext,
@@ -29,7 +27,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
-    hookimpl,
+    provides,
 )
 
 __all__ = [
@@ -256,13 +254,7 @@ class WebSearchTool(Tool):
         return await search(arguments, context)
 
 
-@hookimpl
-def register_tools(register: Callable[[type[Tool] | Category], None]) -> None:
-    """Register ``web_search``."""
-    register(WebSearchTool)
+register_tools = provides(WebSearchTool)
 
 
-@hookimpl
-def register_capabilities(register: Callable[[Capability], None]) -> None:
-    """Register ``web_search_backend``: the configured backend can work."""
-    register(BACKEND_CAPABILITY)
+register_capabilities = provides(BACKEND_CAPABILITY)
