@@ -154,7 +154,7 @@ def test_disabled_tool_is_unavailable_and_says_so(cli: Callable[..., Any]) -> No
 
 
 def test_without_network_every_request_is_refused_by_the_guard() -> None:
-    from toolplug.http._guard import NetworkRefused, check_url
+    from toolplug.http import NetworkRefused, check_url
 
     links = {"links": [{"name": "gh", "url": "https://github.com/x"}]}
     for registry in (

@@ -18,23 +18,29 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolplug.http._guard import (
+from toolplug.contract._network import (
     DEFAULT_USER_AGENT,
-    BoundedBody,
-    NetworkError,
     NetworkPolicy,
+)
+from toolplug.http._errors import (
+    NetworkError,
     NetworkRefused,
     NetworkTimeout,
     NetworkUnreachable,
     TooManyRedirects,
-    basic_auth,
+)
+from toolplug.http._guard import (
     check_url,
     classify_address,
-    parse_content_type,
     parse_url,
     redact_url,
-    redirect_method,
     resolve_host,
+)
+from toolplug.http._wire import (
+    BoundedBody,
+    basic_auth,
+    parse_content_type,
+    redirect_method,
     without_headers,
 )
 

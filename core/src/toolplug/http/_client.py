@@ -17,24 +17,30 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urljoin
 
-from toolplug.http._guard import (
-    SENSITIVE_HEADERS,
-    BoundedBody,
-    NetworkError,
+from toolplug.contract._network import (
     NetworkPolicy,
+)
+from toolplug.http._errors import (
+    NetworkError,
     NetworkRefused,
     NetworkTimeout,
     NetworkUnreachable,
+    TooManyRedirects,
+)
+from toolplug.http._guard import (
+    SENSITIVE_HEADERS,
     Resolver,
     Target,
-    TooManyRedirects,
-    basic_auth,
     check_target,
     check_url,
-    known_charset,
-    parse_content_type,
     parse_url,
     redact_url,
+)
+from toolplug.http._wire import (
+    BoundedBody,
+    basic_auth,
+    known_charset,
+    parse_content_type,
     redirect_method,
     without_headers,
 )

@@ -9,28 +9,17 @@ can connect to exactly those and nothing a later DNS answer says (DNS rebinding)
 This module is pure standard library on purpose: configuration loading and the capability
 checker import it, and neither may pay for importing an HTTP client.
 
-Error tree (every class is an ``OSError``, so code that already handles socket errors keeps
-working; each is also raised by ``toolplug.http``)::
-
-    OSError
-    └── NetworkError              a guarded request could not be made or completed
-        ├── NetworkRefused        (also PermissionError) the policy forbids the URL or an address
-        │   └── TooManyRedirects  more redirects than [network] max_redirects, or a loop
-        ├── NetworkUnreachable    the host did not resolve, or the connection failed or broke
-        └── NetworkTimeout        (also TimeoutError) one phase or the whole fetch took too long
+Its errors are in ``_errors.py``; the small HTTP helpers the client needs in ``_wire.py``.
 """
 
 from __future__ import annotations
 
-import base64
-import codecs
 import ipaddress
 import re
 import socket
-import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, TypeAlias
+from typing import Final, TypeAlias
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from toolplug.contract._network import (
@@ -39,30 +28,20 @@ from toolplug.contract._network import (
     NetworkPolicy,
     canonical_host,
 )
+from toolplug.http._errors import NetworkError, NetworkRefused, NetworkUnreachable
 
 __all__ = [
     "DEFAULT_USER_AGENT",
     "SENSITIVE_HEADERS",
-    "BoundedBody",
-    "NetworkError",
     "NetworkPolicy",
-    "NetworkRefused",
-    "NetworkTimeout",
-    "NetworkUnreachable",
     "Resolver",
     "Target",
-    "TooManyRedirects",
-    "basic_auth",
     "check_target",
     "check_url",
     "classify_address",
-    "known_charset",
-    "parse_content_type",
     "parse_url",
     "redact_url",
-    "redirect_method",
     "resolve_host",
-    "without_headers",
 ]
 
 Resolver: TypeAlias = Callable[[str, int], list[str]]
@@ -76,128 +55,6 @@ _MAX_MESSAGE_URL: Final = 200
 _HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
 _OCTAL_DIGITS: Final = frozenset("01234567")
 _DECIMAL_DIGITS: Final = frozenset("0123456789")
-
-
-# --- errors -------------------------------------------------------------------------------
-
-
-class NetworkError(OSError):
-    """A guarded request could not be made or completed; base of the guard's errors."""
-
-    error_type: ClassVar[str] = "NetworkError"
-    """The ``ToolResult`` error type a tool answers with (``toolplug.http.guard_failure``)."""
-    retry_possible: ClassVar[bool] = True
-    """Whether the same request may succeed later."""
-
-    @property
-    def reason(self) -> str:
-        """What went wrong in a few words, without the URL (which may itself be secret)."""
-        return "the request failed"
-
-    def __init__(self, message: str, *, url: str) -> None:
-        super().__init__(message)
-        self.url = url
-        """The URL concerned, with any user name and password removed."""
-
-    def __str__(self) -> str:
-        # OSError's own __str__ would print "[Errno None] ..." style text for some arguments.
-        return str(self.args[0])
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The constructors take keyword-only context, which the default pickling (class
-        # called with self.args) would lose; rebuild from the message and the attributes.
-        return (_rebuild_error, (type(self), str(self), dict(self.__dict__)))
-
-
-def _rebuild_error(cls: type[NetworkError], message: str, state: dict[str, Any]) -> NetworkError:
-    error = cls.__new__(cls, message)
-    OSError.__init__(error, message)
-    error.__dict__.update(state)
-    return error
-
-
-class NetworkRefused(NetworkError, PermissionError):
-    """The policy forbids the URL: its scheme, its form, or an address it leads to."""
-
-    error_type: ClassVar[str] = "PermissionError"
-    retry_possible: ClassVar[bool] = False
-
-    @property
-    def reason(self) -> str:
-        """What went wrong in a few words, without the URL (which may itself be secret)."""
-        text = f"the network guard refused the request ({self.rule})"
-        if self.address is not None:
-            text += "; an address on your own network must be listed in [network] allow"
-        return text
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        url: str,
-        rule: str,
-        host: str | None = None,
-        address: str | None = None,
-    ) -> None:
-        super().__init__(message, url=url)
-        self.rule = rule
-        """Short reason, e.g. ``"loopback address"`` or ``"scheme not allowed"``."""
-        self.host = host
-        """The host as parsed from the URL (canonical form), when there was one."""
-        self.address = address
-        """The refused address, when an address was the reason."""
-
-
-class TooManyRedirects(NetworkRefused):
-    """The redirects went past ``[network] max_redirects``, or came back to an earlier URL."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        url: str,
-        rule: str,
-        redirects: Sequence[tuple[int, str]],
-    ) -> None:
-        super().__init__(message, url=url, rule=rule)
-        self.redirects = list(redirects)
-        """``(status, location)`` of every redirect seen, the offending one last."""
-
-
-class NetworkUnreachable(NetworkError):
-    """The host did not resolve, or the connection could not be made or broke mid-response."""
-
-    @property
-    def reason(self) -> str:
-        """What went wrong in a few words, without the URL (which may itself be secret)."""
-        return "the host could not be resolved or reached"
-
-    def __init__(
-        self, message: str, *, url: str, host: str | None = None, address: str | None = None
-    ) -> None:
-        super().__init__(message, url=url)
-        self.host = host
-        """The host that could not be resolved or reached."""
-        self.address = address
-        """The address a connection was tried to, when it got that far."""
-
-
-class NetworkTimeout(NetworkError, TimeoutError):
-    """A connect, read, write or pool wait, or the whole fetch, ran past its time limit."""
-
-    error_type: ClassVar[str] = "TimeoutError"
-
-    @property
-    def reason(self) -> str:
-        """What went wrong in a few words, without the URL (which may itself be secret)."""
-        return f"no answer within {self.timeout:g} s ({self.phase})"
-
-    def __init__(self, message: str, *, url: str, timeout: float, phase: str) -> None:
-        super().__init__(message, url=url)
-        self.timeout = timeout
-        """The limit that was exceeded, in seconds."""
-        self.phase = phase
-        """``"connect"``, ``"read"``, ``"write"``, ``"pool"`` or ``"total"``."""
 
 
 # --- URL parsing --------------------------------------------------------------------------
@@ -659,146 +516,3 @@ def check_url(url: str, policy: NetworkPolicy, *, resolve: Resolver | None = Non
         ['10.1.2.3']
     """
     return check_target(parse_url(url), policy, resolve=resolve)
-
-
-# --- small HTTP helpers -------------------------------------------------------------------
-
-
-def redirect_method(status: int, method: str) -> str:
-    """The method for the request after a redirect, as browsers choose it.
-
-    303 turns anything but HEAD into GET; 301 and 302 turn POST into GET; 307 and 308 keep it.
-    """
-    if status == 303 and method != "HEAD":
-        return "GET"
-    if status in (301, 302) and method == "POST":
-        return "GET"
-    return method
-
-
-def without_headers(headers: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
-    """A copy of ``headers`` without the given names (compared case-insensitively)."""
-    drop = {name.lower() for name in names}
-    return {name: value for name, value in headers.items() if name.lower() not in drop}
-
-
-def basic_auth(username: str, password: str | None) -> str:
-    """The ``Authorization`` value for HTTP Basic authentication with these credentials."""
-    token = f"{username}:{password or ''}".encode()
-    return "Basic " + base64.b64encode(token).decode("ascii")
-
-
-def parse_content_type(value: str | None) -> tuple[str | None, dict[str, str]]:
-    """Media type (lower case, no parameters) and parameters of a ``Content-Type`` value."""
-    if not value:
-        return None, {}
-    media, *rest = value.split(";")
-    params: dict[str, str] = {}
-    for item in rest:
-        key, eq, val = item.partition("=")
-        if eq:
-            params[key.strip().lower()] = val.strip().strip('"')
-    return (media.strip().lower() or None), params
-
-
-def known_charset(name: str | None) -> str | None:
-    """``name`` when Python has a codec for it, else ``None``."""
-    if not name:
-        return None
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return None
-
-
-class BoundedBody:
-    """Collects a response body up to a byte cap, never holding more than the cap plus a chunk.
-
-    ``gzip`` and ``deflate`` bodies are decoded here, in steps that never inflate past the
-    cap, so a small compressed body cannot expand to gigabytes in memory (decompression bomb).
-    Other content codings are kept as received.
-
-    Example:
-        >>> body = BoundedBody(4)
-        >>> body.feed(b"abcdef")
-        False
-        >>> body.content, body.truncated
-        (b'abcd', True)
-    """
-
-    def __init__(self, cap: int, content_encoding: str | None = None) -> None:
-        self.cap = cap
-        self.truncated = False
-        """True when the body had more than ``cap`` bytes and was cut."""
-        self._buffer = bytearray()
-        coding = (content_encoding or "").strip().lower()
-        self.decoded = coding in ("gzip", "x-gzip", "deflate")
-        """True when the body was gzip- or deflate-decoded."""
-        self._coding = coding
-        self._inflater: zlib._Decompress | None = None
-        if coding in ("gzip", "x-gzip"):
-            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif coding == "deflate":
-            self._inflater = zlib.decompressobj(zlib.MAX_WBITS)
-        self._started = False
-        self._members = 0
-        self._ended = False
-
-    @property
-    def content(self) -> bytes:
-        """The body so far, at most ``cap`` bytes."""
-        return bytes(self._buffer)
-
-    def feed(self, chunk: bytes) -> bool:
-        """Add a chunk as received; returns False once the cap is passed (stop reading).
-
-        Raises:
-            zlib.error: The body is not valid for its declared content coding.
-        """
-        if self.truncated:
-            return False
-        if self._inflater is None:
-            self._append(chunk)
-            return not self.truncated
-        data = chunk
-        while data and not self.truncated and not self._ended:
-            # One byte past the room left is enough to know that the body goes on.
-            room = self.cap - len(self._buffer) + 1
-            try:
-                out = self._inflater.decompress(data, room)
-            except zlib.error:
-                if self._members:
-                    # Bytes after a complete gzip member that are no member: padding some
-                    # servers add. Browsers ignore them, and so does this.
-                    self._ended = True
-                    break
-                if self._coding != "deflate" or self._started:
-                    raise
-                # Some servers send raw deflate without the zlib header that RFC 9110 asks for.
-                self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-                out = self._inflater.decompress(data, room)
-            self._started = True
-            self._append(out)
-            data = self._inflater.unconsumed_tail
-            if not data and self._inflater.eof:
-                self._members += 1
-                if self._coding == "deflate":
-                    self._ended = True  # anything after a deflate stream is ignored
-                    break
-                # A gzip body may hold several members one after the other.
-                data = self._inflater.unused_data
-                self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        return not self.truncated
-
-    def finish(self) -> None:
-        """Flush what the decoder still holds (little: at most its window)."""
-        if self._inflater is not None and not self.truncated:
-            self._append(self._inflater.flush())
-
-    def _append(self, data: bytes) -> None:
-        room = self.cap - len(self._buffer)
-        if len(data) > room:
-            self._buffer += data[:room]
-            self.truncated = True
-        else:
-            self._buffer += data
