@@ -366,6 +366,4 @@ class CalendarTool(Tool):
 
 
 register_tools = provides(CalendarTool)
-
-
 register_capabilities = provides(CAPABILITY)

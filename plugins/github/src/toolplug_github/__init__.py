@@ -422,6 +422,4 @@ class GitHubApiTool(Tool):
 
 
 register_tools = provides(GitHubApiTool)
-
-
 register_capabilities = provides(_CAPABILITY)

@@ -167,6 +167,4 @@ class StaticLinksTool(Tool):
 
 
 register_tools = provides(StaticLinksTool)
-
-
 register_capabilities = provides(CAPABILITY)

@@ -255,6 +255,4 @@ class WebSearchTool(Tool):
 
 
 register_tools = provides(WebSearchTool)
-
-
 register_capabilities = provides(BACKEND_CAPABILITY)
