@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from toolplug.render._export import export_tool
     from toolplug.render._export import export_tools
     from toolplug.render._prompt import optional_tools_section
+    from toolplug.render._search import ToolSearch
     from toolplug.runtime._capabilities import Availability
     from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._capabilities import CapabilityChecker
@@ -101,6 +102,7 @@ __all__ = [
     "ToolFailure",
     "ToolMetadata",
     "ToolResult",
+    "ToolSearch",
     "ToolplugError",
     "Toolset",
     "UsageError",
@@ -136,6 +138,7 @@ _HOME = {
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
     "render._prompt": "optional_tools_section",
+    "render._search": "ToolSearch",
 }
 _WHERE = {name: module for module, names in _HOME.items() for name in names.split()}
 

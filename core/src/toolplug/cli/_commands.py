@@ -145,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="instead of the schemas, list every keyword the export drops, moves "
                    "into a description, or rewrites, with its JSON path")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: the tools most relevant to this task come in full")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="at most N tools in full; the others are deferred to the provider's "
+                   "tool search, or to a search_tools tool the host answers")
     p.add_argument("--all", action="store_true", help="include unavailable tools")
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.set_defaults(handler=_cmd_schema)
@@ -171,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
                        'the optional extra: pip install "toolplug[mcp]".')
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="list at most N tools and a search_tools tool that adds the others "
+                   "to the session's list as they are found")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: list the tools most relevant to this task first")
     p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser("call", parents=[common], help="call one tool",
@@ -543,6 +553,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
     if args.strict_schema is not None and args.format not in STRICT_DEFAULTS:
         raise _Exit(EXIT_USAGE, f"--strict applies to {', '.join(STRICT_DEFAULTS)} only")
+    if args.task is not None and args.max_tools is None:
+        raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools come in full)")
     registry = _load(args)
     if args.explain:
         report = explain_export(
@@ -560,6 +572,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         strict=args.strict_schema,
         toolset=args.toolset,
         include_unavailable=args.all,
+        task=args.task,
+        max_tools=args.max_tools,
     )
     _emit(registry, dumps(exported))
     return EXIT_OK
@@ -603,8 +617,12 @@ def _cmd_new(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from toolplug.serve._server import serve
 
+    if args.task is not None and args.max_tools is None:
+        raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools to list at first)")
     registry = _load(args)
-    serve(registry, toolset=args.toolset, http=args.http)
+    serve(
+        registry, toolset=args.toolset, http=args.http, max_tools=args.max_tools, task=args.task
+    )
     return EXIT_OK
 
 

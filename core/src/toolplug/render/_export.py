@@ -19,6 +19,7 @@ the ``parameters`` schema::
 
 The rewrites themselves live in ``toolplug.schema``, shared with the call path, which
 undoes what they ask of the model; ``explain_export`` lists what each one changed.
+``max_tools`` defers the tools beyond the most relevant ones (render/_search.py).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def export_tool(
             ``toolplug.schema.strict_schema``). None: the format's default, which is on for
             ``openai-responses`` only.
         defer_loading: Mark the tool for the provider's own tool search (``anthropic`` and
-            ``openai-responses``).
+            ``openai-responses``); ``export_tools`` sets it for you with ``max_tools``.
 
     Raises:
         ValueError: an unknown format, ``strict`` with a format that has no strict mode, or
@@ -106,15 +107,22 @@ def export_tools(
 ) -> list[dict[str, Any]]:
     """The definitions of the registry's tools, sorted by name (see ``export_tool``).
 
+    With ``max_tools``, the tools beyond the ``max_tools`` most relevant to ``task`` are
+    deferred: ``anthropic`` and ``openai-responses`` list them marked ``defer_loading``
+    (in namespaces by category, for OpenAI) and add the provider's tool search tool; the
+    other formats list only the ``max_tools`` tools and add ``search_tools``, which the
+    host answers with a ``ToolSearch`` (docs/schemas.md shows all three).
+
     Args:
         registry: The loaded tools (``toolplug.load()``). An iterable of ``ToolMetadata``
-            still works for this release, with a ``DeprecationWarning``.
+            still works for this release, with a ``DeprecationWarning`` (and no deferring).
         fmt: One of ``FORMATS``.
         strict: Strict mode (see ``export_tool``).
         toolset: Only this toolset's tools.
         include_unavailable: Also the tools that are not available here.
-        task: With ``max_tools``: keep the tools most relevant to this task.
-        max_tools: Keep at most this many tools.
+        task: With ``max_tools``: the tools most relevant to this task come in full.
+        max_tools: At most this many tools in full (the most relevant to ``task``, else the
+            first by name); the others are deferred.
 
     Raises:
         ValueError: an unknown format, or ``strict`` with a format that has no strict mode.
@@ -122,13 +130,20 @@ def export_tools(
     check_format(fmt, strict)
     chosen = metadata_of(registry, "export_tools")
     if chosen is None:
-        chosen = select_tools(
-            registry,  # type: ignore[arg-type]
-            toolset=toolset,
-            include_unavailable=include_unavailable,
-            task=task,
-            max_tools=max_tools,
-        )
+        real: Registry = registry  # type: ignore[assignment]
+        chosen = select_tools(real, toolset=toolset, include_unavailable=include_unavailable)
+        if max_tools is not None and len(chosen) > max_tools:
+            from toolplug.render._search import deferred_export
+
+            return deferred_export(
+                real,
+                fmt,
+                strict=strict,
+                toolset=toolset,
+                include_unavailable=include_unavailable,
+                task=task,
+                max_tools=max_tools,
+            )
     return [export_tool(meta, fmt, strict=strict) for meta in sorted(chosen, key=lambda m: m.name)]
 
 
