@@ -110,9 +110,10 @@ class ToolSearch:
     Made for a format without native tool search (``export_tools`` makes one for
     ``openai``, ``gemini``, ``gemini-openapi`` and ``mcp`` when ``max_tools`` leaves tools
     out; ``toolplug serve --max-tools`` makes one per MCP session). Give the model
-    ``definitions()``; when it calls ``search_tools``, return ``answer(arguments)`` as that
-    call's result and send ``definitions()`` again with the next request: the tools it
-    found are in it from then on. Any format works, native search or not.
+    ``definitions()``; route each of its tool calls through ``call(name, arguments)``
+    (``search_tools`` is answered here, any other tool goes to ``registry.call``), and send
+    ``definitions()`` again with the next request: the tools it found are in it from then
+    on. Any format works, native search or not.
 
     Args:
         registry: The loaded tools.
@@ -148,7 +149,10 @@ class ToolSearch:
         self._pool: dict[str, ToolMetadata] = {m.name: m for m in tools}
         ranked = rank(tools, task or "", max(max_tools, 0))
         self._loaded: dict[str, None] = {m.name: None for m in ranked}
-        self._redact = registry.redact
+        self._registry = registry
+
+    name: Final = SEARCH_TOOLS
+    """The name of the search tool in ``definitions()``."""
 
     @property
     def loaded(self) -> list[str]:
@@ -197,7 +201,19 @@ class ToolSearch:
                 + json.dumps(definitions, indent=2, sort_keys=True, ensure_ascii=False)
             )
         data = {"query": query, "tools": definitions, "added": added}
-        return ToolResult.success(self._redact(text), data)
+        return ToolResult.success(self._registry.redact(text), data)
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> ToolResult:
+        """A tool call of the model: ``search_tools`` answered here, any other tool run."""
+        if name == SEARCH_TOOLS:
+            return self.answer(arguments)
+        return self._registry.call(name, arguments)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | str | None) -> ToolResult:
+        """``call`` for async hosts: other tools run through ``registry.acall``."""
+        if name == SEARCH_TOOLS:
+            return self.answer(arguments)
+        return await self._registry.acall(name, arguments)
 
     def _definition(self, metadata: ToolMetadata) -> dict[str, Any]:
         return self._export(metadata, self.fmt, strict=self.strict)
