@@ -1,9 +1,9 @@
 """Provider schema exports, checked against the providers' own SDK request types.
 
 Three layers: worked examples with exact expected output; every installed catalog tool in
-every format; and Hypothesis over generated JSON Schemas (nested objects, arrays, mixed
-enums, optional and nullable properties, const, oneOf/allOf, $ref/$defs, defaults and
-constraints) for the invariants each format promises.
+every format, strict and not; and Hypothesis over generated JSON Schemas (nested objects,
+arrays, mixed enums, optional and nullable properties, const, oneOf/allOf, $ref/$defs,
+defaults and constraints) for the invariants each format promises.
 """
 
 from __future__ import annotations
@@ -24,16 +24,25 @@ from openai.types.chat import ChatCompletionToolParam
 from openai.types.chat.chat_completion_function_tool_param import (
     ChatCompletionFunctionToolParam,
 )
+from openai.types.responses import FunctionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
 
 import toolplug
-from toolplug import Annotations, ToolMetadata
+from toolplug import Annotations, Example, ToolMetadata
 from toolplug.render._export import FORMATS, dumps, export_tool, export_tools
 from toolplug.render._mcp import mcp_output_schema, structured_content
-from toolplug.schema import drop_strict_nulls, gemini_schema, strict_problems, strict_schema
+from toolplug.schema import (
+    drop_strict_nulls,
+    gemini_schema,
+    restore_strict_arguments,
+    strict_arguments,
+    strict_schema,
+)
+from toolplug.schema._strict import Dialect
 
 OPENAI_TOOL: TypeAdapter[Any] = TypeAdapter(ChatCompletionToolParam)
+RESPONSES_TOOL: TypeAdapter[Any] = TypeAdapter(FunctionToolParam)
 ANTHROPIC_TOOL: TypeAdapter[Any] = TypeAdapter(anthropic.types.ToolParam)
 
 # What strict mode keeps (see docs/schemas.md); anything else must have been folded away.
@@ -57,6 +66,11 @@ STRICT_KEYWORDS = {
 }
 STRICT_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6"}
 STRICT_FORMATS |= {"uuid"}
+# What Anthropic's strict tool use keeps: no numeric bounds, no maxItems, minItems 0 or 1.
+ANTHROPIC_STRICT_KEYWORDS = (STRICT_KEYWORDS - {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "maxItems"
+}) | {"title"}
+ANTHROPIC_FORMATS = STRICT_FORMATS | {"uri"}
 GEMINI_FORBIDDEN = {
     "$ref",
     "$defs",
@@ -106,21 +120,66 @@ def obj(
 
 # -- SDK checks -----------------------------------------------------------------------
 
+JSON_TEXT_OBJECT = {
+    "type": "object",
+    "properties": {
+        "json_text": {"type": "string", "description": "An array or object, as JSON text"}
+    },
+    "required": ["json_text"],
+    "additionalProperties": False,
+}
+# What strict mode asks for where any value is accepted.
+ANY = [
+    {"type": "string"},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+    JSON_TEXT_OBJECT,
+]
+
 
 def check_openai(tool: dict[str, Any]) -> None:
     OPENAI_TOOL.validate_python(tool)
     assert set(tool) <= set(ChatCompletionFunctionToolParam.__annotations__)
     assert set(tool["function"]) <= set(FunctionDefinition.__annotations__)
     Draft202012Validator.check_schema(tool["function"]["parameters"])
+    if tool["function"].get("strict"):
+        check_strict_invariants(tool["function"]["parameters"])
+
+
+def check_openai_responses(tool: dict[str, Any]) -> None:
+    RESPONSES_TOOL.validate_python(tool)
+    assert set(tool) <= set(FunctionToolParam.__annotations__)
+    assert tool["type"] == "function"
+    assert isinstance(tool["strict"], bool)
+    Draft202012Validator.check_schema(tool["parameters"])
+    if tool["strict"]:
+        check_strict_invariants(tool["parameters"])
 
 
 def check_anthropic(tool: dict[str, Any]) -> None:
     ANTHROPIC_TOOL.validate_python(tool)
     assert set(tool) <= set(anthropic.types.ToolParam.__annotations__)
     assert tool["input_schema"]["type"] == "object"
+    Draft202012Validator.check_schema(tool["input_schema"])
+    # Anthropic checks every example against the input schema: so do we.
+    validator = Draft202012Validator(tool["input_schema"])
+    for example in tool.get("input_examples", []):
+        assert not list(validator.iter_errors(example)), (tool["name"], example)
+    if tool.get("strict"):
+        check_anthropic_strict_invariants(tool["input_schema"])
 
 
 def check_gemini(declaration: dict[str, Any]) -> None:
+    # Unknown fields anywhere are rejected (extra="forbid").
+    gemini_types.FunctionDeclaration.model_validate(declaration)
+    assert "parameters" not in declaration
+    Draft202012Validator.check_schema(declaration["parametersJsonSchema"])
+    if "responseJsonSchema" in declaration:
+        Draft202012Validator.check_schema(declaration["responseJsonSchema"])
+
+
+def check_gemini_openapi(declaration: dict[str, Any]) -> None:
     # Unknown fields anywhere are rejected (extra="forbid"); an unknown type is a warning,
     # which the test configuration turns into an error.
     gemini_types.FunctionDeclaration.model_validate(declaration)
@@ -140,10 +199,13 @@ def check_mcp(tool: dict[str, Any]) -> None:
 
 CHECKS = {
     "openai": check_openai,
+    "openai-responses": check_openai_responses,
     "anthropic": check_anthropic,
     "gemini": check_gemini,
+    "gemini-openapi": check_gemini_openapi,
     "mcp": check_mcp,
 }
+STRICT_FORMATS_NAMES = ("openai", "openai-responses", "anthropic")
 
 
 def nodes(schema: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -177,6 +239,24 @@ def check_strict_invariants(schema: Mapping[str, Any]) -> None:
     Draft202012Validator.check_schema(schema)
 
 
+def check_anthropic_strict_invariants(schema: Mapping[str, Any]) -> None:
+    assert schema["type"] == "object"
+    for node in nodes(schema):
+        assert set(node) <= ANTHROPIC_STRICT_KEYWORDS, sorted(set(node) - ANTHROPIC_STRICT_KEYWORDS)
+        assert "type" in node or "anyOf" in node, node
+        types = node.get("type")
+        if types == "object" or (isinstance(types, list) and "object" in types):
+            assert node["additionalProperties"] is False
+            assert set(node["required"]) <= set(node["properties"])
+        if "format" in node:
+            assert node["format"] in ANTHROPIC_FORMATS
+        if "minItems" in node:
+            assert node["minItems"] in (0, 1)
+        if "enum" in node:
+            assert all(isinstance(v, str | int | float | bool | type(None)) for v in node["enum"])
+    Draft202012Validator.check_schema(schema)
+
+
 def check_gemini_invariants(schema: Mapping[str, Any]) -> None:
     for node in nodes(schema):
         assert not (set(node) & GEMINI_FORBIDDEN), sorted(set(node) & GEMINI_FORBIDDEN)
@@ -200,20 +280,27 @@ def check_gemini_invariants(schema: Mapping[str, Any]) -> None:
 
 
 def test_formats() -> None:
-    assert FORMATS == ("openai", "anthropic", "gemini", "mcp")
+    assert FORMATS == ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
 
 
 def test_unknown_format_names_the_formats() -> None:
-    with pytest.raises(ValueError, match="openai, anthropic, gemini, mcp"):
+    with pytest.raises(ValueError, match="openai, openai-responses, anthropic, gemini, "):
         export_tool(meta(obj({})), "langchain")
     with pytest.raises(ValueError, match="unknown schema format 'xml'"):
         export_tools([], "xml")
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "gemini", "mcp"])
-def test_strict_is_only_for_openai(fmt: str) -> None:
-    with pytest.raises(ValueError, match="strict mode applies only to the openai format"):
+@pytest.mark.parametrize("fmt", ["gemini", "gemini-openapi", "mcp"])
+def test_strict_is_only_for_formats_that_have_it(fmt: str) -> None:
+    with pytest.raises(ValueError, match="strict mode applies to openai, openai-responses, "):
         export_tool(meta(obj({})), fmt, strict=True)
+    assert export_tool(meta(obj({})), fmt, strict=False) == export_tool(meta(obj({})), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "gemini", "mcp"])
+def test_defer_loading_is_only_for_formats_with_native_search(fmt: str) -> None:
+    with pytest.raises(ValueError, match="defer_loading applies to anthropic and openai-responses"):
+        export_tool(meta(obj({})), fmt, defer_loading=True)
 
 
 def test_export_tools_of_metadata_still_works_and_warns() -> None:
@@ -269,6 +356,69 @@ def test_anthropic_passes_the_schema_through() -> None:
     tool = export_tool(meta(SEARCH), "anthropic")
     assert tool == {"name": "probe", "description": "Probe the schema.", "input_schema": SEARCH}
     check_anthropic(tool)
+
+
+def test_openai_responses_is_a_flat_function_strict_by_default() -> None:
+    tool = export_tool(meta(SEARCH), "openai-responses")
+    check_openai_responses(tool)
+    chat = export_tool(meta(SEARCH), "openai", strict=True)["function"]
+    assert tool == {"type": "function", **chat}
+    loose = export_tool(meta(SEARCH), "openai-responses", strict=False)
+    check_openai_responses(loose)
+    assert loose == {
+        "type": "function",
+        "name": "probe",
+        "description": "Probe the schema.",
+        "parameters": SEARCH,
+        "strict": False,
+    }
+
+
+EXAMPLES = (
+    Example(description="Plain", input={"query": "llm tools"}),
+    Example(description="Everything", input={"query": "x", "limit": 3, "mode": "deep"}),
+)
+
+
+def test_anthropic_input_examples_come_from_the_examples() -> None:
+    tool = export_tool(meta(SEARCH, examples=EXAMPLES), "anthropic")
+    check_anthropic(tool)
+    assert tool["input_examples"] == [e.input for e in EXAMPLES]
+    assert "strict" not in tool
+
+
+def test_anthropic_strict_rewrites_for_strict_tool_use() -> None:
+    headers = {"type": "object", "additionalProperties": {"type": "string"}}
+    schema = obj({**SEARCH["properties"], "headers": headers}, ["query"])
+    example = Example(description="Headers", input={"query": "q", "headers": {"Accept": "x"}})
+    tool = export_tool(meta(schema, examples=(*EXAMPLES, example)), "anthropic", strict=True)
+    check_anthropic(tool)
+    assert tool["strict"] is True
+    properties = tool["input_schema"]["properties"]
+    # Optional properties stay optional: Anthropic does not need every one required.
+    assert tool["input_schema"]["required"] == ["query"]
+    assert properties["limit"] == {"type": "integer", "description": "1 to 20; default: 5"}
+    assert properties["site"]["format"] == "uri"  # a format Anthropic's strict mode keeps
+    assert properties["headers"]["type"] == "array"
+    # The examples come in the shape the strict schema asks for.
+    assert tool["input_examples"][-1] == {
+        "query": "q",
+        "headers": [{"key": "Accept", "value": "x"}],
+    }
+    assert restore_strict_arguments(schema, tool["input_examples"][-1]) == example.input
+
+
+def test_gemini_takes_json_schema_and_the_returns() -> None:
+    returns = obj({"hits": {"type": "array", "items": {"type": "string"}}})
+    declaration = export_tool(meta(SEARCH, returns=returns), "gemini")
+    check_gemini(declaration)
+    assert declaration == {
+        "name": "probe",
+        "description": "Probe the schema.",
+        "parametersJsonSchema": SEARCH,
+        "responseJsonSchema": returns,
+    }
+    assert "responseJsonSchema" not in export_tool(meta(SEARCH), "gemini")
 
 
 def test_openai_strict_rewrites_the_parameters() -> None:
@@ -363,30 +513,25 @@ def test_strict_optional_complex_property_becomes_any_of_with_null() -> None:
                 ]
             },
         ),
-        # any value: the primitive types only
-        (
-            {"description": "Anything"},
-            {
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "number"},
-                    {"type": "boolean"},
-                    {"type": "null"},
-                ],
-                "description": "Anything (any value; arrays and objects cannot be given in "
-                "strict mode)",
-            },
-        ),
-        # a map has no strict-mode form: it is closed, and says so
+        # any value: scalars as they are, arrays and objects as JSON text
+        ({"description": "Anything"}, {"anyOf": ANY, "description": "Anything"}),
+        # a map becomes a list of key/value items
         (
             {"type": "object", "additionalProperties": {"type": "string"}},
             {
-                "type": "object",
-                "properties": {},
-                "required": [],
-                "additionalProperties": False,
-                "description": "free-form object: strict mode accepts only an empty one",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string"}, "value": {"type": "string"}},
+                    "required": ["key", "value"],
+                    "additionalProperties": False,
+                },
             },
+        ),
+        # a map beside an array alternative is JSON text: a list would be ambiguous
+        (
+            {"type": ["object", "array"], "items": {"type": "integer"}},
+            {"anyOf": [JSON_TEXT_OBJECT, {"type": "array", "items": {"type": "integer"}}]},
         ),
         # array keywords: counts stay, uniqueness is described, missing items become any
         (
@@ -394,32 +539,12 @@ def test_strict_optional_complex_property_becomes_any_of_with_null() -> None:
             {
                 "type": "array",
                 "minItems": 1,
-                "items": {
-                    "anyOf": [
-                        {"type": "string"},
-                        {"type": "number"},
-                        {"type": "boolean"},
-                        {"type": "null"},
-                    ],
-                    "description": "any value; arrays and objects cannot be given in strict mode",
-                },
+                "items": {"anyOf": ANY},
                 "description": "no duplicate items",
             },
         ),
         # a recursive reference is cut to "any value" and named
-        (
-            {"$ref": "#"},
-            {
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "number"},
-                    {"type": "boolean"},
-                    {"type": "null"},
-                ],
-                "description": "recursive reference #; any value; arrays and objects cannot "
-                "be given in strict mode",
-            },
-        ),
+        ({"$ref": "#"}, {"anyOf": ANY, "description": "recursive reference #"}),
     ],
 )
 def test_strict_cases(schema: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -428,7 +553,8 @@ def test_strict_cases(schema: dict[str, Any], expected: dict[str, Any]) -> None:
     assert out["properties"]["p"] == expected
 
 
-def test_strict_falls_back_when_it_would_refuse_valid_arguments() -> None:
+def test_every_schema_is_strict_and_the_call_shape_comes_back() -> None:
+    # What made a tool non-strict before: maps, any-type values, recursion, other keys.
     schema = obj(
         {
             "url": {"type": "string"},
@@ -436,23 +562,42 @@ def test_strict_falls_back_when_it_would_refuse_valid_arguments() -> None:
             "body": {"type": ["string", "object", "null"]},
             "tree": {"$ref": "#"},
             "rows": {"type": "array", "items": {}},
+            "labels": obj({"main": {"type": "string"}}, additionalProperties={"type": "integer"}),
         },
         ["url"],
     )
-    assert strict_problems(schema) == [
-        "headers: a free-form object",
-        "body: a free-form object",
-        "tree: recursive reference #",
-        "tree: accepts a value of any type",
-        "rows[]: accepts a value of any type",
-    ]
     tool = export_tool(meta(schema), "openai", strict=True)
     check_openai(tool)
-    assert tool["function"]["strict"] is False
-    assert tool["function"]["parameters"] == schema
-    # The rewrite itself is still available, lossy as it is.
-    check_strict_invariants(strict_schema(schema))
-    assert strict_problems(SEARCH) == []
+    assert tool["function"]["strict"] is True
+    labels = tool["function"]["parameters"]["properties"]["labels"]
+    assert list(labels["properties"]) == ["main", "additional_properties"]
+    arguments = {
+        "url": "https://example.org",
+        "headers": {"Accept": "text/html", "X-Trace": "1"},
+        "body": {"title": "t", "tags": ["a"]},
+        "tree": {"url": "nested", "rows": [[1, {"x": None}]]},
+        "rows": [1, "two", [3], {"four": 4}],
+        "labels": {"main": "m", "extra": 2},
+    }
+    shaped = strict_arguments(schema, arguments)
+    assert shaped["headers"] == [
+        {"key": "Accept", "value": "text/html"},
+        {"key": "X-Trace", "value": "1"},
+    ]
+    # No array is accepted beside the object: a key/value list, whose values may be anything.
+    assert shaped["body"] == [
+        {"key": "title", "value": "t"},
+        {"key": "tags", "value": {"json_text": '["a"]'}},
+    ]
+    assert shaped["rows"][2] == {"json_text": "[3]"}
+    assert shaped["labels"] == {
+        "main": "m",
+        "additional_properties": [{"key": "extra", "value": 2}],
+    }
+    assert not list(Draft202012Validator(tool["function"]["parameters"]).iter_errors(shaped))
+    assert restore_strict_arguments(schema, shaped) == arguments
+    # Arguments already in the declared shape pass through.
+    assert restore_strict_arguments(schema, arguments) == arguments
 
 
 def test_strict_object_alternatives_are_merged_at_the_top() -> None:
@@ -500,7 +645,7 @@ def test_drop_strict_nulls(arguments: Any, expected: Any) -> None:
     assert drop_strict_nulls(schema, arguments) == expected
 
 
-def test_gemini_uses_the_openapi_subset() -> None:
+def test_gemini_openapi_uses_the_openapi_subset() -> None:
     schema = obj(
         {
             "q": {"type": "string", "minLength": 1, "format": "uri", "title": "Query"},
@@ -516,8 +661,8 @@ def test_gemini_uses_the_openapi_subset() -> None:
         additionalProperties=False,
         **{"$defs": {"tag": {"type": "string", "enum": ["a", "b"]}}},
     )
-    declaration = export_tool(meta(schema), "gemini")
-    check_gemini(declaration)
+    declaration = export_tool(meta(schema), "gemini-openapi")
+    check_gemini_openapi(declaration)
     assert declaration["parameters"] == {
         "type": "object",
         "required": ["q"],  # a required name without a property is left out
@@ -542,10 +687,10 @@ def test_gemini_uses_the_openapi_subset() -> None:
     }
 
 
-def test_gemini_tool_without_arguments_has_no_parameters() -> None:
-    declaration = export_tool(meta(obj({})), "gemini")
+def test_gemini_openapi_tool_without_arguments_has_no_parameters() -> None:
+    declaration = export_tool(meta(obj({})), "gemini-openapi")
     assert declaration == {"name": "probe", "description": "Probe the schema."}
-    check_gemini(declaration)
+    check_gemini_openapi(declaration)
 
 
 def test_gemini_single_alternative_with_null_collapses() -> None:
@@ -654,7 +799,8 @@ def test_exports_do_not_change_the_metadata() -> None:
     metadata = meta(schema, returns={"type": "string"})
     for fmt in FORMATS:
         export_tool(metadata, fmt)
-    export_tool(metadata, "openai", strict=True)
+    for fmt in STRICT_FORMATS_NAMES:
+        export_tool(metadata, fmt, strict=True)
     assert metadata.parameters == SEARCH
     assert metadata.returns == {"type": "string"}
 
@@ -682,32 +828,35 @@ def test_catalog_exports_validate(catalog: list[ToolMetadata], fmt: str) -> None
     assert dumps(exported) == dumps(export_tools(registry, fmt, include_unavailable=True))
 
 
-def test_catalog_strict_exports_validate(catalog: list[ToolMetadata]) -> None:
-    strict = set()
+@pytest.mark.parametrize("fmt", STRICT_FORMATS_NAMES)
+def test_catalog_exports_strict(catalog: list[ToolMetadata], fmt: str) -> None:
     for metadata in catalog:
-        tool = export_tool(metadata, "openai", strict=True)
-        check_openai(tool)
-        parameters = tool["function"]["parameters"]
-        if not tool["function"]["strict"]:
-            assert strict_problems(metadata.parameters)
-            assert parameters == metadata.parameters
-            continue
-        strict.add(metadata.name)
-        check_strict_invariants(parameters)
-        # An example call, with null for what it leaves out, fits the strict schema, and
-        # dropping those nulls gives the example back (a null the tool's own schema
-        # accepts stays: it cannot be told apart from one the model meant).
+        tool = export_tool(metadata, fmt, strict=True)
+        CHECKS[fmt](tool)
+        assert (tool.get("function") or tool)["strict"] is True, metadata.name
+        parameters = (tool.get("function") or tool).get("parameters") or tool["input_schema"]
+        # Every example, in the strict shape, fits the strict schema, and the call path
+        # turns it back into the example (a null the tool's own schema accepts stays: it
+        # cannot be told apart from one the model meant).
         validator = Draft202012Validator(parameters)
+        dialect: Dialect = "anthropic" if fmt == "anthropic" else "openai"
         for example in metadata.examples:
-            filled = {name: example.input.get(name) for name in parameters["properties"]}
-            assert not list(validator.iter_errors(filled)), (metadata.name, example.input)
-            dropped = drop_strict_nulls(metadata.parameters, filled)
-            kept = {k: v for k, v in dropped.items() if k in example.input}
-            assert kept == example.input
-            for name in set(dropped) - set(example.input):
-                assert dropped[name] is None
+            shaped = strict_arguments(metadata.parameters, example.input, dialect=dialect)
+            assert not list(validator.iter_errors(shaped)), (metadata.name, example.input)
+            back = restore_strict_arguments(metadata.parameters, shaped)
+            assert {k: v for k, v in back.items() if k in example.input} == example.input
+            for name in set(back) - set(example.input):
+                assert back[name] is None
                 assert Draft202012Validator(metadata.parameters["properties"][name]).is_valid(None)
-    assert {"calendar", "github_api", "rss_feed", "static_links", "web_search"} <= strict
+
+
+def test_url_fetch_headers_are_strict_key_value_items(catalog: list[ToolMetadata]) -> None:
+    url_fetch = next(m for m in catalog if m.name == "url_fetch")
+    tool = export_tool(url_fetch, "openai-responses")
+    assert tool["strict"] is True
+    headers = tool["parameters"]["properties"]["headers"]
+    assert headers["type"] == ["array", "null"]
+    assert headers["items"]["required"] == ["key", "value"]
 
 
 # -- generated schemas ----------------------------------------------------------------
@@ -856,15 +1005,38 @@ def test_generated_schemas_export_to_every_format(schema: dict[str, Any]) -> Non
         CHECKS[fmt](tool)
         # (d) deterministic, and the input is left alone
         assert dumps(tool) == dumps(export_tool(metadata, fmt))
-    strict = export_tool(metadata, "openai", strict=True)
-    check_openai(strict)
-    assert dumps(strict) == dumps(export_tool(metadata, "openai", strict=True))
-    if strict["function"]["strict"]:
-        check_strict_invariants(strict["function"]["parameters"])
-    else:  # the fallback: unchanged parameters, and the reasons are known
-        assert strict["function"]["parameters"] == schema
-        assert strict_problems(schema)
+    for fmt in STRICT_FORMATS_NAMES:
+        strict = export_tool(metadata, fmt, strict=True)
+        CHECKS[fmt](strict)  # strict, always: every schema has a strict form
+        assert (strict.get("function") or strict)["strict"] is True
+        assert dumps(strict) == dumps(export_tool(metadata, fmt, strict=True))
     assert schema == before
+
+
+@SETTINGS
+@given(parameter_schemas())
+def test_generated_anthropic_strict_invariants(schema: dict[str, Any]) -> None:
+    out = strict_schema(schema, dialect="anthropic")
+    check_anthropic_strict_invariants(out)
+    # Anthropic's own SDK helper accepts it, and finds nothing to move into descriptions.
+    from anthropic.lib._parse._transform import transform_schema
+
+    assert descriptions(transform_schema(out)) == descriptions(out)
+
+
+def descriptions(schema: Any) -> list[str]:
+    """Every description in a schema, sorted."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                found.append(value)
+            else:
+                found += descriptions(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found += descriptions(value)
+    return sorted(found)
 
 
 @SETTINGS

@@ -303,6 +303,85 @@ def test_stdio_toolset_limits_what_is_offered(tmp_path: Path) -> None:
     assert seen.init.instructions is None
 
 
+# -- serve --max-tools ------------------------------------------------------------------
+
+
+@dataclass
+class Grown:
+    """What a session under --max-tools saw: the first list, the search, the second list."""
+
+    init: types.InitializeResult | None = None
+    first: list[str] = field(default_factory=list)
+    search: types.CallToolResult | None = None
+    changed: int = 0
+    second: list[str] = field(default_factory=list)
+    echo: types.CallToolResult | None = None
+
+
+async def grow(
+    transport: AbstractAsyncContextManager[
+        tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+    ],
+) -> Grown:
+    grown = Grown()
+    notified = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            grown.changed += 1
+            notified.set()
+
+    with anyio.fail_after(TIMEOUT):
+        async with transport as (read, write), ClientSession(
+            read, write, message_handler=on_message
+        ) as session:
+            grown.init = await session.initialize()
+            grown.first = [t.name for t in (await session.list_tools()).tools]
+            grown.search = await session.call_tool("search_tools", {"query": "repeat the text"})
+            await notified.wait()
+            grown.second = [t.name for t in (await session.list_tools()).tools]
+            grown.echo = await session.call_tool("echo", {"text": "found"})
+    return grown
+
+
+def check_grown(grown: Grown) -> None:
+    assert grown.init is not None
+    assert grown.init.capabilities.tools is not None
+    assert grown.init.capabilities.tools.list_changed is True
+    assert grown.init.instructions is not None
+    assert "call search_tools with what you need" in grown.init.instructions
+    # The one tool most relevant to the task, and the search tool.
+    assert grown.first == ["add", "search_tools"]
+    assert grown.search is not None
+    assert not grown.search.is_error
+    assert '"name": "echo"' in text_of(grown.search)
+    assert grown.changed == 1
+    assert grown.second == ["add", "echo", "search_tools"]
+    assert grown.echo is not None
+    assert text_of(grown.echo) == "found"
+
+
+def test_stdio_max_tools_grows_the_list_by_search(tmp_path: Path) -> None:
+    options = ("--max-tools", "1", "--task", "add two integers")
+    errors = tmp_path / "server-stderr.txt"
+    with errors.open("w", encoding="utf-8") as errlog:
+        grown = anyio.run(grow, stdio_client(stdio_params(tmp_path, *options), errlog=errlog))
+    check_grown(grown)
+
+
+def test_max_tools_needs_no_search_when_everything_fits() -> None:
+    server = build_server(ping_registry(), max_tools=5)
+    options = server.create_initialization_options()
+    assert options.capabilities.tools is not None
+    assert not options.capabilities.tools.list_changed
+
+
+def test_task_without_max_tools_is_a_usage_error(cli: Any) -> None:
+    done = cli("serve", "--task", "anything")
+    assert done.code == 2
+    assert "--task needs --max-tools" in done.err
+
+
 # -- streamable HTTP ------------------------------------------------------------------
 
 
@@ -314,12 +393,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+def http_server(
+    tmp_path: Path, port: int, *options: str
+) -> Iterator[subprocess.Popen[bytes]]:
     """The server in a subprocess on 127.0.0.1:port, ready to answer; always ended."""
     errors = tmp_path / "http-stderr.txt"
     with errors.open("wb") as errlog:
         process = subprocess.Popen(
-            [sys.executable, "-m", "toolplug", "serve", "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "toolplug", "serve", "--http", f"127.0.0.1:{port}", *options],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,
@@ -349,6 +430,17 @@ def http_server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=15)
+
+
+def test_streamable_http_max_tools_grows_each_session(tmp_path: Path) -> None:
+    port = free_port()
+    options = ("--max-tools", "1", "--task", "add two integers")
+    with http_server(tmp_path, port, *options):
+        url = f"http://127.0.0.1:{port}/mcp"
+        check_grown(anyio.run(grow, streamable_http_client(url)))
+        # A new session starts from the short list again.
+        fresh = anyio.run(converse, streamable_http_client(url), {})
+    assert [t.name for t in fresh.listed] == ["add", "search_tools"]
 
 
 def test_streamable_http_round_trip(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ EXPECTED = {
     "MetadataError", "NetworkPolicy", "Package", "Plan", "PlanError",
     "PlanResult", "PluginError", "PluginInfo", "Registry",
     "RegisteredTool", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolFailure",
-    "ToolMetadata", "ToolResult", "ToolplugError", "Toolset", "UsageError", "__version__",
-    "export_tool", "export_tools", "hookimpl", "load", "load_config", "optional_tools_section",
+    "ToolMetadata", "ToolResult", "ToolSearch", "ToolplugError", "Toolset", "UsageError",
+    "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
+    "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference",
 }
 

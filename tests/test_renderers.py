@@ -16,7 +16,7 @@ import pytest
 
 import toolplug
 from tests.conftest import Run
-from toolplug.render._export import dumps
+from toolplug.render._export import FORMATS, dumps
 
 LINKS = {"links": [{"name": "blog", "url": "https://blog.example.org"}]}
 CONFIG: dict[str, Any] = {
@@ -35,7 +35,12 @@ def _names_in_section(text: str) -> list[str]:
 
 
 def _names_exported(tools: list[dict[str, Any]]) -> list[str]:
-    return [t.get("name") or t["function"]["name"] for t in tools]
+    """The tools exported in full: not deferred, and not a provider's tool search tool."""
+    return [
+        t.get("name") or t["function"]["name"]
+        for t in tools
+        if not t.get("defer_loading") and not str(t.get("type", "")).startswith("tool_search")
+    ]
 
 
 RENDERERS: dict[str, Callable[..., list[str]]] = {
@@ -85,7 +90,7 @@ def test_reference_pages_take_the_same_options(registry: toolplug.Registry) -> N
     assert list(ranked) == ["index.md", "rss_feed.md"]
 
 
-@pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini", "mcp"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_export_tools_of_the_registry_is_what_the_cli_prints(
     fmt: str, tmp_path: Path, cli: Callable[..., Run]
 ) -> None:

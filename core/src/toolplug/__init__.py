@@ -43,9 +43,11 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import ToolFailure
     from toolplug.contract._tool import ToolResult
     from toolplug.render._docs import tool_reference
+    from toolplug.render._export import explain_export
     from toolplug.render._export import export_tool
     from toolplug.render._export import export_tools
     from toolplug.render._prompt import optional_tools_section
+    from toolplug.render._search import ToolSearch
     from toolplug.runtime._capabilities import Availability
     from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._capabilities import CapabilityChecker
@@ -100,10 +102,12 @@ __all__ = [
     "ToolFailure",
     "ToolMetadata",
     "ToolResult",
+    "ToolSearch",
     "ToolplugError",
     "Toolset",
     "UsageError",
     "__version__",
+    "explain_export",
     "export_tool",
     "export_tools",
     "hookimpl",
@@ -132,8 +136,9 @@ _HOME = {
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
     "render._docs": "tool_reference",
-    "render._export": "export_tool export_tools",
+    "render._export": "explain_export export_tool export_tools",
     "render._prompt": "optional_tools_section",
+    "render._search": "ToolSearch",
 }
 _WHERE = {name: module for module, names in _HOME.items() for name in names.split()}
 

@@ -337,6 +337,10 @@ class Invoker:
             from toolplug.schema import drop_strict_nulls
 
             arguments = drop_strict_nulls(meta.parameters, arguments)
+        # Strict-mode shapes (key/value lists for maps, JSON text) back to the declared ones.
+        from toolplug.schema import restore_strict_arguments
+
+        arguments = restore_strict_arguments(meta.parameters, arguments)
         if compiled.fast is not None:
             try:
                 # fastjsonschema fills defaults into the dict it is given: a fresh copy here

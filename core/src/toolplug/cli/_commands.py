@@ -131,14 +131,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", parents=[_common(strict=False)],
                        help="provider tool schemas as JSON",
                        description="Print the available tools as provider tool definitions: "
-                       "OpenAI Chat Completions functions, Anthropic tools, Gemini function "
-                       "declarations, or MCP tool definitions. Byte-identical on repeated runs.")
-    p.add_argument("--format", required=True, choices=["openai", "anthropic", "gemini", "mcp"],
+                       "OpenAI Chat Completions or Responses functions, Anthropic tools, Gemini "
+                       "function declarations (JSON Schema, or the older OpenAPI subset), or MCP "
+                       "tool definitions. Byte-identical on repeated runs.")
+    p.add_argument("--format", required=True, choices=list(_formats()),
                    help="the provider's format")
-    p.add_argument("--strict", dest="strict_schema", action="store_true",
-                   help="OpenAI strict mode: parameters rewritten to what strict mode accepts "
-                   "(for plugin strictness here, use 'toolplug --strict schema' or "
-                   f"{STRICT_ENV}=1)")
+    p.add_argument("--strict", dest="strict_schema", action=argparse.BooleanOptionalAction,
+                   default=None,
+                   help="strict mode (openai, openai-responses, anthropic): parameters rewritten "
+                   "to what the provider's strict mode accepts; on by default for "
+                   "openai-responses (for plugin strictness here, use 'toolplug --strict "
+                   f"schema' or {STRICT_ENV}=1)")
+    p.add_argument("--explain", action="store_true",
+                   help="instead of the schemas, list every keyword the export drops, moves "
+                   "into a description, or rewrites, with its JSON path")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: the tools most relevant to this task come in full")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="at most N tools in full; the others are deferred to the provider's "
+                   "tool search, or to a search_tools tool the host answers")
     p.add_argument("--all", action="store_true", help="include unavailable tools")
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.set_defaults(handler=_cmd_schema)
@@ -165,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
                        'the optional extra: pip install "toolplug[mcp]".')
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="list at most N tools and a search_tools tool that adds the others "
+                   "to the session's list as they are found")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: list the tools most relevant to this task first")
     p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser("call", parents=[common], help="call one tool",
@@ -188,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print a summary (default) or the whole result as JSON")
     p.set_defaults(handler=_cmd_run)
     return parser
+
+
+def _formats() -> tuple[str, ...]:
+    # The names only: importing the exporters here would slow every command's start.
+    return ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
 
 
 def _positive_int(text: str) -> int:
@@ -426,6 +447,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             out.append(f"    why: {reason}")
         for step in availability.setup:
             out.append(_indent("to enable: " + step.strip(), "    "))
+    out += ["", "Schema exports:"]
+    warnings = _schema_warnings(registry)
+    quiet = ["  no export loses a pattern, enum or required"]
+    out += [f"  warning: {w}" for w in warnings] or quiet
     problems = registry.problems
     out += ["", f"Problems: {len(problems) or 'none'}"]
     out += [f"  {p.describe()}" for p in problems]
@@ -434,6 +459,37 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if strict and problems:
         raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
     return EXIT_OK
+
+
+# What a provider should enforce and an export may lose: doctor warns about these.
+_VALIDATION_THAT_MATTERS = ("pattern", "enum", "required")
+_EXPORTS_CHECKED = (
+    ("openai", True),
+    ("openai-responses", True),
+    ("anthropic", True),
+    ("gemini-openapi", None),
+)
+
+
+def _schema_warnings(registry: Registry) -> list[str]:
+    """One line per available tool and keyword whose export a provider no longer enforces."""
+    from toolplug.render._export import explain_tool
+
+    warnings = []
+    for tool in registry.select():
+        found: dict[tuple[str, str, str], list[str]] = {}
+        for fmt, strict in _EXPORTS_CHECKED:
+            label = f"{fmt} strict" if strict else fmt
+            for loss in explain_tool(tool.metadata, fmt, strict=strict):
+                if loss.keyword in _VALIDATION_THAT_MATTERS and loss.action != "rewritten":
+                    key = (loss.path or "/", loss.keyword, loss.action)
+                    found.setdefault(key, []).append(label)
+        for (path, keyword, action), labels in found.items():
+            warnings.append(
+                f"{tool.name}: {keyword} at {path} is {action} in {', '.join(labels)} exports "
+                "(the provider does not enforce it; toolplug still checks each call)"
+            )
+    return warnings
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -493,29 +549,52 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from toolplug.render._export import dumps, export_tools
+    from toolplug.render._export import STRICT_DEFAULTS, dumps, explain_export, export_tools
 
+    if args.strict_schema is not None and args.format not in STRICT_DEFAULTS:
+        raise _Exit(EXIT_USAGE, f"--strict applies to {', '.join(STRICT_DEFAULTS)} only")
+    if args.task is not None and args.max_tools is None:
+        raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools come in full)")
     registry = _load(args)
-    tools = registry.select(toolset=args.toolset, include_unavailable=args.all)
-    if args.strict_schema and args.format != "openai":
-        raise _Exit(EXIT_USAGE, "--strict applies to --format openai only")
+    if args.explain:
+        report = explain_export(
+            registry,
+            args.format,
+            strict=args.strict_schema,
+            toolset=args.toolset,
+            include_unavailable=args.all,
+        )
+        _emit(registry, _explained(args.format, args.strict_schema, report))
+        return EXIT_OK
     exported = export_tools(
         registry,
         args.format,
         strict=args.strict_schema,
         toolset=args.toolset,
         include_unavailable=args.all,
+        task=args.task,
+        max_tools=args.max_tools,
     )
-    if args.strict_schema:
-        from toolplug.schema import strict_problems
-
-        for tool in tools:
-            problems = strict_problems(tool.metadata.parameters)
-            if problems:
-                print(f"toolplug: {tool.name} stays non-strict: {'; '.join(problems)}",
-                      file=sys.stderr)
     _emit(registry, dumps(exported))
     return EXIT_OK
+
+
+def _explained(fmt: str, strict: bool | None, report: Mapping[str, Sequence[Any]]) -> str:
+    from toolplug.render._export import STRICT_DEFAULTS, is_strict
+
+    label = fmt
+    if fmt in STRICT_DEFAULTS:
+        label += ", strict" if is_strict(fmt, strict) else ", not strict"
+    if not report:
+        return f"{label}: no tools selected"
+    lines = []
+    for name, losses in report.items():
+        if not losses:
+            lines.append(f"{name} ({label}): passed through unchanged")
+            continue
+        lines.append(f"{name} ({label}): {len(losses)} change(s)")
+        lines += [f"  {loss.line()}" for loss in losses]
+    return "\n".join(lines)
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
@@ -538,8 +617,12 @@ def _cmd_new(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from toolplug.serve._server import serve
 
+    if args.task is not None and args.max_tools is None:
+        raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools to list at first)")
     registry = _load(args)
-    serve(registry, toolset=args.toolset, http=args.http)
+    serve(
+        registry, toolset=args.toolset, http=args.http, max_tools=args.max_tools, task=args.task
+    )
     return EXIT_OK
 
 

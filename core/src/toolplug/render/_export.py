@@ -4,20 +4,22 @@ Pure functions of ``ToolMetadata``: no provider SDK is imported, and the same me
 always gives the same output, byte for byte through ``dumps``. What each format does with
 the ``parameters`` schema::
 
-    openai      passed through unchanged                          (render/_openai.py)
-    openai +    rewritten for Structured Outputs (``strict=True``): every object closed and
-      strict    fully required, optional properties made nullable, unsupported keywords
-                folded into the description; a tool strict mode cannot express without
-                refusing valid arguments stays as it is, with ``"strict": false``
-    anthropic   passed through unchanged                          (render/_anthropic.py)
-    gemini      rewritten to the OpenAPI subset Gemini reads: no $ref, oneOf, allOf,
-                additionalProperties or const; one type per node with ``nullable``
-                                                                  (render/_gemini.py)
-    mcp         passed through unchanged; ``returns`` becomes the ``outputSchema``
-                                                                  (render/_mcp.py)
+    openai            Chat Completions: passed through unchanged  (render/_openai.py)
+    openai + strict   rewritten for Structured Outputs: every object closed and fully
+                      required, optional properties nullable, maps as key/value lists,
+                      unsupported keywords folded into the description
+    openai-responses  the Responses API's flat function tool; strict by default
+    anthropic         passed through unchanged, with ``input_examples`` (render/_anthropic.py);
+                      strict: rewritten for Anthropic's strict tool use
+    gemini            passed through unchanged as ``parametersJsonSchema``; ``returns`` as
+                      ``responseJsonSchema``                        (render/_gemini.py)
+    gemini-openapi    rewritten to the OpenAPI subset older Gemini SDKs read (``parameters``)
+    mcp               passed through unchanged; ``returns`` becomes the ``outputSchema``
+                                                                    (render/_mcp.py)
 
 The rewrites themselves live in ``toolplug.schema``, shared with the call path, which
-undoes what they ask of the model. docs/schemas.md lists exactly what each one loses.
+undoes what they ask of the model; ``explain_export`` lists what each one changed.
+``max_tools`` defers the tools beyond the most relevant ones (render/_search.py).
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.render._anthropic import anthropic_tool
-from toolplug.render._gemini import gemini_tool
+from toolplug.render._gemini import gemini_openapi_tool, gemini_tool
 from toolplug.render._mcp import mcp_tool
-from toolplug.render._openai import openai_tool
+from toolplug.render._openai import openai_responses_tool, openai_tool
 from toolplug.render._select import metadata_of, select_tools
 
 if TYPE_CHECKING:
@@ -37,34 +39,59 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
+    from toolplug.schema import SchemaLoss
 
-__all__ = ["FORMATS", "dumps", "export_tool", "export_tools"]
+__all__ = [
+    "FORMATS",
+    "STRICT_DEFAULTS",
+    "check_format",
+    "dumps",
+    "explain_export",
+    "explain_tool",
+    "export_tool",
+    "export_tools",
+    "is_strict",
+]
 
-FORMATS: Final = ("openai", "anthropic", "gemini", "mcp")
+FORMATS: Final = ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
 """The schema formats ``export_tool`` writes, in the order the CLI lists them."""
+STRICT_DEFAULTS: Final = {"openai": False, "openai-responses": True, "anthropic": False}
+"""The formats with a strict mode, and whether it is on when ``strict`` is not given."""
 
 
-def export_tool(metadata: ToolMetadata, fmt: str, *, strict: bool = False) -> dict[str, Any]:
+def export_tool(
+    metadata: ToolMetadata, fmt: str, *, strict: bool | None = None, defer_loading: bool = False
+) -> dict[str, Any]:
     """One tool's definition in a provider's format.
 
     Args:
         metadata: The tool's metadata.
         fmt: One of ``FORMATS``.
-        strict: OpenAI only: mark the function strict and rewrite its parameters for
-            Structured Outputs (see ``toolplug.schema.strict_schema``); when
-            ``strict_problems`` finds arguments strict mode could not carry,
-            ``"strict": false`` and the parameters unchanged instead.
+        strict: Strict mode (``openai``, ``openai-responses``, ``anthropic``): the
+            parameters rewritten for what the provider's strict mode accepts (see
+            ``toolplug.schema.strict_schema``). None: the format's default, which is on for
+            ``openai-responses`` only.
+        defer_loading: Mark the tool for the provider's own tool search (``anthropic`` and
+            ``openai-responses``); ``export_tools`` sets it for you with ``max_tools``.
 
     Raises:
-        ValueError: an unknown format, or ``strict`` with a format other than openai.
+        ValueError: an unknown format, ``strict`` with a format that has no strict mode, or
+            ``defer_loading`` with one whose provider has no tool search.
     """
-    _check_format(fmt, strict)
+    check_format(fmt, strict)
+    on = is_strict(fmt, strict)
+    if defer_loading and fmt not in ("anthropic", "openai-responses"):
+        raise ValueError(f"defer_loading applies to anthropic and openai-responses, not {fmt!r}")
     if fmt == "openai":
-        return openai_tool(metadata, strict)
+        return openai_tool(metadata, on)
+    if fmt == "openai-responses":
+        return openai_responses_tool(metadata, on, defer_loading=defer_loading)
     if fmt == "anthropic":
-        return anthropic_tool(metadata)
+        return anthropic_tool(metadata, on, defer_loading=defer_loading)
     if fmt == "gemini":
         return gemini_tool(metadata)
+    if fmt == "gemini-openapi":
+        return gemini_openapi_tool(metadata)
     return mcp_tool(metadata)
 
 
@@ -72,7 +99,7 @@ def export_tools(
     registry: Registry | Iterable[ToolMetadata],
     fmt: str,
     *,
-    strict: bool = False,
+    strict: bool | None = None,
     toolset: str | Toolset | None = None,
     include_unavailable: bool = False,
     task: str | None = None,
@@ -80,30 +107,87 @@ def export_tools(
 ) -> list[dict[str, Any]]:
     """The definitions of the registry's tools, sorted by name (see ``export_tool``).
 
+    With ``max_tools``, the tools beyond the ``max_tools`` most relevant to ``task`` are
+    deferred: ``anthropic`` and ``openai-responses`` list them marked ``defer_loading``
+    (in namespaces by category, for OpenAI) and add the provider's tool search tool; the
+    other formats list only the ``max_tools`` tools and add ``search_tools``, which the
+    host answers with a ``ToolSearch`` (docs/schemas.md shows all three).
+
     Args:
         registry: The loaded tools (``toolplug.load()``). An iterable of ``ToolMetadata``
-            still works for this release, with a ``DeprecationWarning``.
+            still works for this release, with a ``DeprecationWarning`` (and no deferring).
         fmt: One of ``FORMATS``.
-        strict: OpenAI strict mode (see ``export_tool``).
+        strict: Strict mode (see ``export_tool``).
         toolset: Only this toolset's tools.
         include_unavailable: Also the tools that are not available here.
-        task: With ``max_tools``: keep the tools most relevant to this task.
-        max_tools: Keep at most this many tools.
+        task: With ``max_tools``: the tools most relevant to this task come in full.
+        max_tools: At most this many tools in full (the most relevant to ``task``, else the
+            first by name); the others are deferred.
 
     Raises:
-        ValueError: an unknown format, or ``strict`` with a format other than openai.
+        ValueError: an unknown format, or ``strict`` with a format that has no strict mode.
     """
-    _check_format(fmt, strict)
+    check_format(fmt, strict)
     chosen = metadata_of(registry, "export_tools")
     if chosen is None:
-        chosen = select_tools(
-            registry,  # type: ignore[arg-type]
-            toolset=toolset,
-            include_unavailable=include_unavailable,
-            task=task,
-            max_tools=max_tools,
-        )
+        real: Registry = registry  # type: ignore[assignment]
+        chosen = select_tools(real, toolset=toolset, include_unavailable=include_unavailable)
+        if max_tools is not None and len(chosen) > max_tools:
+            from toolplug.render._search import deferred_export
+
+            return deferred_export(
+                real,
+                fmt,
+                strict=strict,
+                toolset=toolset,
+                include_unavailable=include_unavailable,
+                task=task,
+                max_tools=max_tools,
+            )
     return [export_tool(meta, fmt, strict=strict) for meta in sorted(chosen, key=lambda m: m.name)]
+
+
+def explain_tool(
+    metadata: ToolMetadata, fmt: str, *, strict: bool | None = None
+) -> list[SchemaLoss]:
+    """Every keyword of the tool's ``parameters`` that the export does not pass through as
+    it is: where it is (a JSON Pointer), and whether it was dropped, moved into a
+    description, or rewritten. Empty for a format that passes the schema through.
+
+    Raises:
+        ValueError: as ``export_tool``.
+    """
+    check_format(fmt, strict)
+    from toolplug.schema import gemini_losses, strict_losses
+
+    if fmt == "gemini-openapi":
+        return gemini_losses(metadata.parameters)
+    if is_strict(fmt, strict):
+        if fmt == "anthropic":
+            return strict_losses(metadata.parameters, dialect="anthropic")
+        return strict_losses(metadata.parameters, dialect="openai")
+    return []
+
+
+def explain_export(
+    registry: Registry,
+    fmt: str,
+    *,
+    strict: bool | None = None,
+    toolset: str | Toolset | None = None,
+    include_unavailable: bool = False,
+) -> dict[str, list[SchemaLoss]]:
+    """The loss report of an export: ``explain_tool`` for each selected tool, by name.
+
+    This is what ``toolplug schema --format FORMAT --explain`` prints. Every tool is a key,
+    with an empty list when its export loses nothing.
+    """
+    check_format(fmt, strict)
+    chosen = select_tools(registry, toolset=toolset, include_unavailable=include_unavailable)
+    return {
+        meta.name: explain_tool(meta, fmt, strict=strict)
+        for meta in sorted(chosen, key=lambda m: m.name)
+    }
 
 
 def dumps(obj: Any) -> str:
@@ -111,11 +195,17 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _check_format(fmt: str, strict: bool) -> None:
+def is_strict(fmt: str, strict: bool | None) -> bool:
+    """Whether an export in ``fmt`` is strict, given the ``strict`` asked for (None: default)."""
+    return STRICT_DEFAULTS.get(fmt, False) if strict is None else strict
+
+
+def check_format(fmt: str, strict: bool | None) -> None:
+    """Raise ``ValueError`` for an unknown format, or ``strict`` where it does not apply."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown schema format {fmt!r}; use one of: {', '.join(FORMATS)}")
-    if strict and fmt != "openai":
+    if strict and fmt not in STRICT_DEFAULTS:
         raise ValueError(
-            f"strict mode applies only to the openai format, not {fmt!r}; "
-            "drop strict or use the openai format"
+            f"strict mode applies to {', '.join(STRICT_DEFAULTS)}, not {fmt!r}; "
+            "drop strict or use one of those formats"
         )

@@ -8,7 +8,7 @@ mean the same thing wherever they appear.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
-__all__ = ["metadata_of", "select_tools"]
+__all__ = ["metadata_of", "rank", "search", "select_tools"]
 
 
 def select_tools(
@@ -45,10 +45,31 @@ def select_tools(
         )
     ]
     if task is not None or max_tools is not None:
-        from toolplug.render._rank import rank_tools
-
-        tools = rank_tools(tools, task or "", limit=max_tools)
+        tools = rank(tools, task or "", max_tools)
     return tools
+
+
+# The two functions below are the only place renderers rank: swap the ranking here.
+
+
+def rank(tools: Sequence[ToolMetadata], task: str, limit: int | None = None) -> list[ToolMetadata]:
+    """The tools, the most relevant to ``task`` first (by name among equals), at most ``limit``.
+
+    With an empty task the order is by name. Every tool is kept (up to ``limit``), whether
+    it matches or not.
+    """
+    from toolplug.render._rank import rank_tools
+
+    return rank_tools(tools, task, limit=limit)
+
+
+def search(tools: Sequence[ToolMetadata], query: str, limit: int) -> list[ToolMetadata]:
+    """The tools that match ``query``, best first, at most ``limit``; none for no match."""
+    from toolplug.render._rank import rank_tools, score_tools
+
+    scores = score_tools(tools, query)
+    matching = [meta for meta in tools if scores.get(meta.name, 0.0) > 0]
+    return rank_tools(matching, query, limit=limit)
 
 
 def metadata_of(source: Any, function: str) -> list[ToolMetadata] | None:

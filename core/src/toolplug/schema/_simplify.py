@@ -11,15 +11,33 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from toolplug.schema._losses import Report, pointer
+
 _NOTES: Final = "$toolplug:notes"
 """Key under which the simplified schema carries notes for the description."""
+_PATH: Final = "$toolplug:path"
+"""Key under which each simplified node carries its JSON Pointer in the original schema."""
+_CUT: Final = "$toolplug:cut"
+"""Marks where a recursive (or unresolved) ``$ref`` was cut: any value here, as far as the
+simplified schema can tell, but not a ``null`` the call path should keep."""
 
 _MAX_REF_DEPTH: Final = 16
 
 # Keywords that describe a value without constraining it; they stay on the outer node
 # when a node is split into alternatives.
 _ANNOTATIONS: Final = frozenset(
-    {"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly", _NOTES}
+    {
+        "description",
+        "title",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        _NOTES,
+        _PATH,
+        _CUT,
+    }
 )
 
 # What the simplified schema keeps; everything else is dropped (see docs/schemas.md).
@@ -49,6 +67,9 @@ _UNDERSTOOD: Final = _ANNOTATIONS | frozenset(
         "anyOf",
     }
 )
+# Restructured by the simplification itself (and reported there).
+_RESTRUCTURED: Final = frozenset({"const", "oneOf", "$ref", "allOf", "$defs", "definitions"})
+_CHECKED_ON_CALL: Final = "toolplug still checks it when the call arrives"
 
 _NUMERIC: Final = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"}
@@ -100,156 +121,225 @@ class _Resolver:
         return node
 
 
-def _simplify_root(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return _simplify(schema, _Resolver(schema), ("#",))  # the top is being expanded already
+def _simplify_root(schema: Mapping[str, Any], report: Report | None = None) -> dict[str, Any]:
+    """The simplified schema; what the simplification changes goes into ``report``."""
+    simplifier = _Simplifier(_Resolver(schema), report or Report())
+    return simplifier.simplify(schema, ("#",), "")  # the top is being expanded already
 
 
-def _simplify(schema: Any, resolver: _Resolver, stack: tuple[str, ...]) -> dict[str, Any]:
-    """The schema with refs inlined, allOf merged, oneOf as anyOf and const as enum.
+class _Simplifier:
+    def __init__(self, resolver: _Resolver, report: Report) -> None:
+        self.resolver = resolver
+        self.report = report
 
-    The result keeps only the keywords in ``_UNDERSTOOD``, and an ``anyOf`` never sits
-    beside type constraints: those are distributed into its branches, or, on an object
-    with properties, the branches' properties are merged into it.
-    """
-    if not isinstance(schema, Mapping):
-        return {}  # true (or a non-schema): any value
-    node: dict[str, Any] = {}
-    notes: list[str] = []
-    for key, value in schema.items():
-        if key in _UNDERSTOOD and key != _NOTES:
-            node[key] = value
-    if "const" in schema:
-        const = schema["const"]
-        node["enum"] = [v for v in node.get("enum", [const]) if _same(v, const)]
-    one_of = schema.get("oneOf")
-    if isinstance(one_of, list) and one_of:
-        if "anyOf" in node:
-            notes.append("must also match one of several further shapes")
+    def simplify(self, schema: Any, stack: tuple[str, ...], path: str) -> dict[str, Any]:
+        """The schema with refs inlined, allOf merged, oneOf as anyOf and const as enum.
+
+        The result keeps only the keywords in ``_UNDERSTOOD``, and an ``anyOf`` never sits
+        beside type constraints: those are distributed into its branches, or, on an object
+        with properties, the branches' properties are merged into it. Every node carries
+        its path in the original schema (``_PATH``).
+        """
+        report = self.report
+        if not isinstance(schema, Mapping):
+            return {_PATH: path}  # true (or a non-schema): any value
+        node: dict[str, Any] = {}
+        notes: list[str] = []
+        for key, value in schema.items():
+            if key in _UNDERSTOOD and key not in (_NOTES, _PATH, _CUT):
+                node[key] = value
+            elif key in ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor"):
+                report.add(path, key, "dropped", "an identifier or comment; nothing to check")
+            elif key not in _RESTRUCTURED:
+                report.add(path, key, "dropped", f"not expressible here; {_CHECKED_ON_CALL}")
+        node[_PATH] = path
+        for key in ("$defs", "definitions"):
+            if isinstance(schema.get(key), Mapping) and schema[key]:
+                report.add(path, key, "rewritten", "each definition inlined where it is used")
+        if "const" in schema:
+            const = schema["const"]
+            node["enum"] = [v for v in node.get("enum", [const]) if _same(v, const)]
+            report.add(path, "const", "rewritten", "a one-value enum")
+        one_of = schema.get("oneOf")
+        if isinstance(one_of, list) and one_of:
+            if "anyOf" in node:
+                notes.append("must also match one of several further shapes")
+                report.add(path, "oneOf", "described", "beside anyOf: only mentioned")
+            else:
+                node["anyOf"] = one_of
+                report.add(path, "oneOf", "rewritten", 'anyOf: "exactly one" read as "any"')
+        if notes:
+            node[_NOTES] = notes
+
+        # Children first, so that merging below works on simplified parts.
+        if isinstance(node.get("properties"), Mapping):
+            properties = {}
+            for name, sub in node["properties"].items():
+                where = pointer(path, "properties", name)
+                if sub is False:  # a property that must be absent is simply not offered
+                    report.add(where, "false", "dropped", "a property that must be absent")
+                    continue
+                properties[name] = self.simplify(sub, stack, where)
+            node["properties"] = properties
         else:
-            node["anyOf"] = one_of
-    if notes:
-        node[_NOTES] = notes
-
-    # Children first, so that merging below works on simplified parts.
-    if isinstance(node.get("properties"), Mapping):
-        node["properties"] = {
-            name: _simplify(sub, resolver, stack)
-            for name, sub in node["properties"].items()
-            if sub is not False  # a property that must be absent is simply not offered
-        }
-    else:
-        node.pop("properties", None)
-    if isinstance(node.get("required"), list):
-        node["required"] = [r for r in node["required"] if isinstance(r, str)]
-    else:
-        node.pop("required", None)
-    items = node.get("items")
-    if isinstance(items, list):  # draft 7 tuple form
-        node["prefixItems"] = items
-        node.pop("items")
-    elif "items" in node:
-        node["items"] = _simplify(items, resolver, stack) if items is not False else {}
-        if items is False:
+            node.pop("properties", None)
+        if isinstance(node.get("required"), list):
+            node["required"] = [r for r in node["required"] if isinstance(r, str)]
+        else:
+            node.pop("required", None)
+        items = node.get("items")
+        if isinstance(items, list):  # draft 7 tuple form
+            node["prefixItems"] = items
+            node.pop("items")
+            report.add(path, "items", "rewritten", "a list of item schemas read as prefixItems")
+        elif items is False:
             node["maxItems"] = min(node.get("maxItems", 0), 0)
             node.pop("items")
-    if isinstance(node.get("additionalProperties"), Mapping):
-        node["additionalProperties"] = _simplify(node["additionalProperties"], resolver, stack)
-    if "anyOf" in node:
-        branches = node["anyOf"] if isinstance(node["anyOf"], list) else []
-        node["anyOf"] = [_simplify(b, resolver, stack) for b in branches if b is not False]
-        if not node["anyOf"]:
-            node.pop("anyOf")
-
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = resolver.lookup(ref)
-        if target is None or ref in stack or len(stack) >= _MAX_REF_DEPTH:
-            what = "recursive" if ref in stack else "unresolved"
-            base: dict[str, Any] = {_NOTES: [f"{what} reference {ref}"]}
-        else:
-            base = _simplify(target, resolver, (*stack, ref))
-        node = _merge(node, base)
-    all_of = schema.get("allOf")
-    if isinstance(all_of, list):
-        for branch in all_of:
-            if branch is not False:
-                node = _merge(node, _simplify(branch, resolver, stack))
-    return _settle_any_of(node)
-
-
-def _settle_any_of(node: dict[str, Any]) -> dict[str, Any]:
-    """Keep ``anyOf`` only on a node without type constraints of its own."""
-    branches = node.get("anyOf")
-    if not branches:
-        return node
-    flat: list[dict[str, Any]] = []
-    for branch in branches:  # a bare anyOf inside an anyOf: one level
-        inner = branch.get("anyOf")
-        if inner and set(branch) == {"anyOf"}:
-            flat.extend(inner)
-        else:
-            flat.append(branch)
-    node["anyOf"] = flat
-    own = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k != "anyOf"}
-    if not own:
-        return node
-    if _types_of(own) == ["object"] and ("properties" in own or own.get("type") == "object"):
-        # An object with alternatives ("give a or b"): offer every property of every branch.
-        merged = {k: v for k, v in node.items() if k != "anyOf"}
-        properties = dict(merged.get("properties", {}))
-        needs: list[str] = []
-        for branch in flat:
-            for name, sub in (branch.get("properties") or {}).items():
-                properties[name] = _merge(properties[name], sub) if name in properties else sub
-            required = [
-                r for r in branch.get("required", []) if r not in merged.get("required", [])
+            report.add(path, "items", "rewritten", "false: maxItems 0")
+        elif "items" in node:
+            node["items"] = self.simplify(items, stack, pointer(path, "items"))
+        if isinstance(node.get("additionalProperties"), Mapping):
+            node["additionalProperties"] = self.simplify(
+                node["additionalProperties"], stack, pointer(path, "additionalProperties")
+            )
+        if "anyOf" in node:
+            key = "anyOf" if "anyOf" in schema else "oneOf"
+            branches = node["anyOf"] if isinstance(node["anyOf"], list) else []
+            node["anyOf"] = [
+                self.simplify(b, stack, pointer(path, key, i))
+                for i, b in enumerate(branches)
+                if b is not False
             ]
-            if required:
-                needs.append(" and ".join(required))
-        merged["properties"] = properties
-        if needs:
-            _note(merged, "requires " + " or ".join(needs))
-        return merged
-    # Distribute the node's own constraints into every branch: A and (B or C).
-    outer = {k: v for k, v in node.items() if k in _ANNOTATIONS}
-    outer["anyOf"] = [_merge(own, branch) for branch in flat]
-    return outer
+            if not node["anyOf"]:
+                node.pop("anyOf")
+
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = self.resolver.lookup(ref)
+            if target is None or ref in stack or len(stack) >= _MAX_REF_DEPTH:
+                what = "recursive" if ref in stack else "unresolved"
+                base: dict[str, Any] = {
+                    _NOTES: [f"{what} reference {ref}"],
+                    _PATH: path,
+                    _CUT: True,
+                }
+                report.add(path, "$ref", "rewritten", f"{what} {ref}: cut here, any value")
+            else:
+                base = self.simplify(target, (*stack, ref), path)
+                report.add(path, "$ref", "rewritten", f"{ref} inlined")
+            node = self.merge(node, base)
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            report.add(path, "allOf", "rewritten", "merged into one schema")
+            for i, branch in enumerate(all_of):
+                if branch is not False:
+                    node = self.merge(node, self.simplify(branch, stack, pointer(path, "allOf", i)))
+        return self.settle_any_of(node)
+
+    def settle_any_of(self, node: dict[str, Any]) -> dict[str, Any]:
+        """Keep ``anyOf`` only on a node without type constraints of its own."""
+        branches = node.get("anyOf")
+        if not branches:
+            return node
+        flat: list[dict[str, Any]] = []
+        for branch in branches:  # a bare anyOf inside an anyOf: one level
+            inner = branch.get("anyOf")
+            if inner and set(branch) <= {"anyOf", _PATH}:
+                flat.extend(inner)
+                where = branch.get(_PATH, node.get(_PATH, ""))
+                self.report.add(where, "anyOf", "rewritten", "lifted into the enclosing anyOf")
+                self.report.add(
+                    node.get(_PATH, ""), "anyOf", "rewritten", "nested alternatives lifted"
+                )
+            else:
+                flat.append(branch)
+        node["anyOf"] = flat
+        own = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k != "anyOf"}
+        if not own:
+            return node
+        path = node.get(_PATH, "")
+        if _types_of(own) == ["object"] and ("properties" in own or own.get("type") == "object"):
+            # An object with alternatives ("give a or b"): offer every property of every branch.
+            merged = {k: v for k, v in node.items() if k != "anyOf"}
+            properties = dict(merged.get("properties", {}))
+            needs: list[str] = []
+            for branch in flat:
+                for name, sub in (branch.get("properties") or {}).items():
+                    properties[name] = (
+                        self.merge(properties[name], sub) if name in properties else sub
+                    )
+                required = [
+                    r for r in branch.get("required", []) if r not in merged.get("required", [])
+                ]
+                if required:
+                    needs.append(" and ".join(required))
+                for key in set(branch) - {"properties", "required", "type", *_ANNOTATIONS}:
+                    self.report.add(
+                        branch.get(_PATH, path), key, "dropped", "inside merged alternatives"
+                    )
+            merged["properties"] = properties
+            if needs:
+                _note(merged, "requires " + " or ".join(needs))
+            self.report.add(
+                path, "anyOf", "rewritten", "alternatives of one object: every property offered"
+            )
+            return merged
+        # Distribute the node's own constraints into every branch: A and (B or C).
+        outer = {k: v for k, v in node.items() if k in _ANNOTATIONS}
+        outer["anyOf"] = [self.merge(own, branch) for branch in flat]
+        self.report.add(path, "anyOf", "rewritten", "the node's constraints copied into each")
+        return outer
+
+    def merge(self, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+        """Both schemas at once (allOf); where they disagree and cannot combine, ``first`` wins."""
+        out = dict(first)
+        lost = second.get(_PATH, first.get(_PATH, ""))
+        for key, value in second.items():
+            if key not in out:
+                out[key] = value
+                continue
+            mine = out[key]
+            if key == "properties":
+                combined = dict(mine)
+                for name, sub in value.items():
+                    combined[name] = self.merge(combined[name], sub) if name in combined else sub
+                out[key] = combined
+            elif key == "required":
+                out[key] = [*mine, *(r for r in value if r not in mine)]
+            elif key == "type":
+                out[key] = _intersect_types(mine, value)
+                if not _overlap(mine, value):
+                    self.report.add(lost, "type", "dropped", "contradicts an earlier type")
+            elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
+                both = [v for v in mine if any(_same(v, w) for w in value)]
+                out[key] = both or mine
+                if not both:
+                    self.report.add(lost, "enum", "dropped", "no value in common with another")
+            elif key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
+                out[key] = max(mine, value) if _numbers(mine, value) else mine
+            elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
+                out[key] = min(mine, value) if _numbers(mine, value) else mine
+            elif key in ("items", "additionalProperties"):
+                if isinstance(mine, dict) and isinstance(value, dict):
+                    out[key] = self.merge(mine, value)
+                elif value is False:
+                    out[key] = False
+            elif key == _NOTES:
+                out[key] = [*mine, *(n for n in value if n not in mine)]
+            elif key == "anyOf":
+                _note(out, "must also match one of several further shapes")
+                self.report.add(lost, "anyOf", "described", "a second set of alternatives")
+            elif key in (_PATH, "description", "title"):
+                continue  # the first one's place and words stand for both
+            elif _key(mine) != _key(value):
+                self.report.add(lost, key, "dropped", f"an earlier {key} takes precedence")
+        return out
 
 
-def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Both schemas at once (allOf); where they disagree and cannot combine, ``first`` wins."""
-    out = dict(first)
-    for key, value in second.items():
-        if key not in out:
-            out[key] = value
-            continue
-        mine = out[key]
-        if key == "properties":
-            combined = dict(mine)
-            for name, sub in value.items():
-                combined[name] = _merge(combined[name], sub) if name in combined else sub
-            out[key] = combined
-        elif key == "required":
-            out[key] = [*mine, *(r for r in value if r not in mine)]
-        elif key == "type":
-            out[key] = _intersect_types(mine, value)
-        elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
-            both = [v for v in mine if any(_same(v, w) for w in value)]
-            out[key] = both or mine
-        elif key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
-            out[key] = max(mine, value) if _numbers(mine, value) else mine
-        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
-            out[key] = min(mine, value) if _numbers(mine, value) else mine
-        elif key in ("items", "additionalProperties"):
-            if isinstance(mine, dict) and isinstance(value, dict):
-                out[key] = _merge(mine, value)
-            elif value is False:
-                out[key] = False
-        elif key == _NOTES:
-            out[key] = [*mine, *(n for n in value if n not in mine)]
-        elif key == "anyOf":
-            _note(out, "must also match one of several further shapes")
-    return out
+def _overlap(first: Any, second: Any) -> bool:
+    a = {first} if isinstance(first, str) else set(first or [])
+    b = {second} if isinstance(second, str) else set(second or [])
+    return bool(a & b) or ("number" in a | b and "integer" in a | b)
 
 
 def _numbers(*values: Any) -> bool:
@@ -324,6 +414,8 @@ def _split(node: Mapping[str, Any], types: list[str]) -> list[dict[str, Any]]:
     branches = []
     for type_ in types:
         branch: dict[str, Any] = {"type": type_}
+        if _PATH in node:
+            branch[_PATH] = node[_PATH]
         branch.update({k: node[k] for k in _APPLIES[type_] if k in node})
         if isinstance(node.get("enum"), list):
             values = [v for v in node["enum"] if _matches_type(v, type_)]
@@ -421,6 +513,7 @@ def _described(out: dict[str, Any], description: Any, notes: list[str]) -> dict[
 
 _ANY_BRANCHES: Final = ("string", "number", "boolean")
 
+
 def _flat(branches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Alternatives with bare ``anyOf`` branches lifted into the list."""
     flat: list[dict[str, Any]] = []
@@ -430,3 +523,28 @@ def _flat(branches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             flat.append(branch)
     return flat
+
+
+def _fold(node: Mapping[str, Any], keys: Iterable[str], report: Report) -> list[str]:
+    """``_folded`` for the keywords in ``keys`` the node has, each reported as described."""
+    path = node.get(_PATH, "")
+    present = [key for key in keys if key in node]
+    for key in present:
+        if key == "uniqueItems" and node[key] is not True:
+            report.add(path, key, "dropped", "false: no constraint")
+        else:
+            report.add(path, key, "described", f"in the description; {_CHECKED_ON_CALL}")
+    return _folded(node, present)
+
+
+def _annotate(node: Mapping[str, Any], report: Report, *, keep_title: bool) -> list[str]:
+    """``_annotation_notes`` with each annotation reported (described, or dropped)."""
+    path = node.get(_PATH, "")
+    for key in ("default", "examples", "deprecated"):
+        if key in node:
+            report.add(path, key, "described", "in the description")
+    dropped = ("readOnly", "writeOnly") if keep_title else ("title", "readOnly", "writeOnly")
+    for key in dropped:
+        if key in node:
+            report.add(path, key, "dropped", "an annotation the target does not take")
+    return _annotation_notes(node)

@@ -45,7 +45,12 @@ _GRACE_SECONDS: Final = 5
 
 
 def serve(
-    registry: Registry, *, toolset: str | Toolset | None = None, http: str | None = None
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    http: str | None = None,
+    max_tools: int | None = None,
+    task: str | None = None,
 ) -> None:
     """Serve the registry's available tools over MCP until the client or a signal ends it.
 
@@ -54,13 +59,16 @@ def serve(
         toolset: Offer only this toolset's tools.
         http: ``HOST:PORT`` (or ``PORT``, or ``[IPv6]:PORT``) to serve streamable HTTP at
             ``http://HOST:PORT/mcp``; stdio when None.
+        max_tools: List at most this many tools, and ``search_tools``, which adds the tools
+            it finds to the session's list (see ``build_server``).
+        task: With ``max_tools``: list the tools most relevant to this task first.
 
     Raises:
         UsageError: the MCP SDK is not installed, the toolset is unknown, the address is
             malformed, or the port cannot be opened.
     """
     address = parse_address(http) if http is not None else None
-    server = build_server(registry, toolset=toolset)
+    server = build_server(registry, toolset=toolset, max_tools=max_tools, task=task)
     try:
         if address is None:
             import anyio
@@ -72,8 +80,19 @@ def serve(
         registry.close()
 
 
-def build_server(registry: Registry, *, toolset: str | Toolset | None = None) -> Server[Any]:
+def build_server(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    max_tools: int | None = None,
+    task: str | None = None,
+) -> Server[Any]:
     """The MCP server for the registry's available tools (optionally one toolset's).
+
+    With ``max_tools``, each session's ``tools/list`` starts with the ``max_tools`` tools
+    most relevant to ``task`` and ``search_tools``; a search adds the tools it finds to that
+    session's list and sends ``notifications/tools/list_changed``. Every available tool can
+    be called at any time, listed or not.
 
     Raises:
         UsageError: the MCP SDK is not installed, or the toolset is unknown.
@@ -90,10 +109,17 @@ def build_server(registry: Registry, *, toolset: str | Toolset | None = None) ->
     in_toolset = {t.name for t in registry.select(toolset=toolset, include_unavailable=True)}
     listed = [types.Tool.model_validate(export_tool(meta, "mcp")) for meta in served.values()]
     checker = _OutputCheck()
+    deferred = (
+        _DeferredTools(registry, toolset, task, max_tools, served)
+        if max_tools is not None and len(served) > max_tools
+        else None
+    )
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: PageParams | None
     ) -> ListToolsResult:
+        if deferred is not None:
+            return types.ListToolsResult(tools=deferred.listed(ctx))
         return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
 
     async def call_tool(
@@ -101,7 +127,9 @@ def build_server(registry: Registry, *, toolset: str | Toolset | None = None) ->
     ) -> CallToolResult:
         name = params.name
         try:
-            if name in registry.tools and name not in in_toolset:
+            if deferred is not None and name == deferred.name:
+                result = await deferred.answer(ctx, params.arguments)
+            elif name in registry.tools and name not in in_toolset:
                 result = _outside_toolset(name, toolset, served)
             else:
                 result = await registry.acall(
@@ -118,11 +146,16 @@ def build_server(registry: Registry, *, toolset: str | Toolset | None = None) ->
             return _answer(registry, None, failed, checker)
 
     has_optional = any(meta.optionality == "optional" for meta in served.values())
-    return Server(
+    instructions = optional_tools_section(registry, toolset=toolset) if has_optional else None
+    server_class = Server
+    if deferred is not None:
+        server_class = _announcing_list_changes(Server)
+        instructions = deferred.instructions()
+    return server_class(
         "toolplug",
         version=_version(),
         title="toolplug tools",
-        instructions=optional_tools_section(registry, toolset=toolset) if has_optional else None,
+        instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -150,6 +183,100 @@ def parse_address(text: str) -> tuple[str, int]:
             f"received {text!r}"
         )
     return host or "127.0.0.1", int(port)
+
+
+# -- serve --max-tools: a short list per session, grown by search_tools ----------------
+
+
+class _DeferredTools:
+    """Each session's tool list under ``--max-tools``, and the ``search_tools`` that grows it.
+
+    A session is the ``Mcp-Session-Id`` of a streamable HTTP client; over stdio the one
+    client of the process is the one session.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        toolset: str | Toolset | None,
+        task: str | None,
+        max_tools: int,
+        served: Mapping[str, ToolMetadata],
+    ) -> None:
+        from toolplug.render._search import SEARCH_TOOLS
+
+        if SEARCH_TOOLS in served:
+            raise UsageError(
+                f"--max-tools adds a tool named {SEARCH_TOOLS}, and an installed tool has that "
+                "name already; serve without --max-tools, or leave that tool out of the toolset"
+            )
+        self.name = SEARCH_TOOLS
+        self._registry = registry
+        self._options: dict[str, Any] = {"task": task, "max_tools": max_tools, "toolset": toolset}
+        self._sessions: dict[str, Any] = {}
+
+    def instructions(self) -> str:
+        """The optional-tools section of the tools listed at first, and where the rest are."""
+        from toolplug.render._prompt import optional_tools_section
+
+        section = optional_tools_section(self._registry, **self._options)
+        return (
+            f"{section.rstrip()}\n\nMore tools are installed than listed: call {self.name} "
+            "with what you need a tool for, and the tools it finds join your list."
+        ).lstrip()
+
+    def _search(self, ctx: ServerRequestContext[Any]) -> Any:
+        from toolplug.render._search import ToolSearch
+
+        key = _session_key(ctx)
+        session = self._sessions.get(key)
+        if session is None:
+            if len(self._sessions) >= _MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))  # the oldest
+            session = self._sessions[key] = ToolSearch(self._registry, "mcp", **self._options)
+        return session
+
+    def listed(self, ctx: ServerRequestContext[Any]) -> list[Any]:
+        from mcp import types
+
+        return [types.Tool.model_validate(tool) for tool in self._search(ctx).definitions()]
+
+    async def answer(self, ctx: ServerRequestContext[Any], arguments: Any) -> ToolResult:
+        result: ToolResult = self._search(ctx).answer(arguments)
+        if result.ok and isinstance(result.data, dict) and result.data.get("added"):
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:  # the search still answers; the client can list again itself
+                log.warning("could not send notifications/tools/list_changed", exc_info=True)
+        return result
+
+
+_MAX_SESSIONS: Final = 1024
+
+
+def _session_key(ctx: ServerRequestContext[Any]) -> str:
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return str(session_id) if session_id else "stdio"
+
+
+def _announcing_list_changes(server: type[Server[Any]]) -> type[Server[Any]]:
+    """The server class, declaring ``tools.listChanged`` in its capabilities."""
+    from mcp.server.lowlevel import NotificationOptions
+
+    class Announcing(server):  # type: ignore[valid-type, misc]
+        def create_initialization_options(
+            self,
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> Any:
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(
+                options, experimental_capabilities, extensions
+            )
+
+    return Announcing
 
 
 # -- answers ------------------------------------------------------------------------

@@ -175,14 +175,28 @@ def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[
 
 
 def _export_problems(meta: Any) -> list[str]:
-    from toolplug.render._export import FORMATS, export_tool
+    from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
+    from toolplug.schema import restore_strict_arguments, strict_arguments
 
     problems = []
-    for fmt in FORMATS:
+    variants = [(fmt, None) for fmt in FORMATS] + [(fmt, True) for fmt in STRICT_DEFAULTS]
+    for fmt, strict in variants:
         try:
-            export_tool(meta, fmt)
+            export_tool(meta, fmt, strict=strict)
         except Exception as exc:
-            problems.append(f"does not export to {fmt}: {type(exc).__name__}: {exc}")
+            label = f"{fmt} (strict)" if strict else fmt
+            problems.append(f"does not export to {label}: {type(exc).__name__}: {exc}")
+    # A model that follows the strict schema must call the tool as it declared.
+    for example in meta.examples:
+        for dialect in ("openai", "anthropic"):
+            shaped = strict_arguments(meta.parameters, example.input, dialect=dialect)
+            back = restore_strict_arguments(meta.parameters, shaped)
+            kept = {k: v for k, v in back.items() if k in example.input or v is not None}
+            if kept != example.input:
+                problems.append(
+                    f"example {example.description!r} does not come back from the {dialect} "
+                    f"strict shape: {kept!r}"
+                )
     return problems
 
 
