@@ -271,15 +271,18 @@ class Invoker:
         if tool is None:
             return ToolCall(str(name), raw, None, None, rejection=self._unknown(name))
         meta = tool.metadata
+        availability = registry.availability(name)
+        details = {"reasons": list(availability.reasons), "setup": list(availability.setup)}
         if not registry.config.enabled(name):
             return ToolCall(
                 name,
                 raw,
                 meta,
                 None,
-                rejection=ToolResult.failure(ErrorType.UNAVAILABLE, f"{name} tool is disabled"),
+                rejection=ToolResult.failure(
+                    ErrorType.UNAVAILABLE, f"{name} tool is disabled", details=details
+                ),
             )
-        availability = registry.availability(name)
         if not availability.available:
             return ToolCall(
                 name,
@@ -289,10 +292,7 @@ class Invoker:
                 rejection=ToolResult.failure(
                     ErrorType.UNAVAILABLE,
                     f"{name} is not available: " + "; ".join(availability.reasons),
-                    details={
-                        "reasons": list(availability.reasons),
-                        "setup": list(availability.setup),
-                    },
+                    details=details,
                 ),
             )
         if isinstance(arguments, str | bytes):
