@@ -70,8 +70,9 @@ class Keyed(Tool):
         "keyed",
         requires_capabilities=("fx_key",),
         config_fields=(
-            ConfigField(name="api_key", type="string", description="k", env_var="FX_KEY",
-                        secret=True),
+            ConfigField(
+                name="api_key", type="string", description="k", env_var="FX_KEY", secret=True
+            ),
         ),
     )
 
@@ -114,9 +115,10 @@ class NeedsEnvVar(Tool):
 def test_an_env_var_detector_sees_only_env(monkeypatch: pytest.MonkeyPatch) -> None:
     token = Capability("token", "t", (EnvVar("KIT_TOKEN"),))
     monkeypatch.setenv("KIT_TOKEN", "set-in-the-process")
-    assert "environment variable KIT_TOKEN is not set" in problems(
-        NeedsEnvVar, capabilities=[token]
-    )[0]
+    assert (
+        "environment variable KIT_TOKEN is not set"
+        in problems(NeedsEnvVar, capabilities=[token])[0]
+    )
     assert problems(NeedsEnvVar, capabilities=[token], env={"KIT_TOKEN": "x"}) == []
 
 
@@ -144,20 +146,38 @@ def counting(output: Any, data: Any, **extra: Any) -> type[Tool]:
         # right, and illustrative values are fine
         ({"total": 3}, {"total": 7, "items": []}, []),
         # the declared output breaks returns, whatever the tool does
-        ({"total": "3"}, {"total": 3},
-         ["example 'count': output does not match returns at total: '3' is not of type "
-          "'integer'"]),
+        (
+            {"total": "3"},
+            {"total": 3},
+            [
+                "example 'count': output does not match returns at total: '3' is not of type "
+                "'integer'"
+            ],
+        ),
         # the declared output shows a key the tool never returns
-        ({"total": 3, "count": 3}, {"total": 3},
-         ["example 'count': output.count is in the example's output, not in the data"]),
+        (
+            {"total": 3, "count": 3},
+            {"total": 3},
+            ["example 'count': output.count is in the example's output, not in the data"],
+        ),
         # the same key with another JSON type, inside a list
-        ({"total": 1, "items": [{"id": 1}]}, {"total": 1, "items": [{"id": "a"}]},
-         ["example 'count': output.items[0].id is number in the example's output, but the tool "
-          "returned string"]),
+        (
+            {"total": 1, "items": [{"id": 1}]},
+            {"total": 1, "items": [{"id": "a"}]},
+            [
+                "example 'count': output.items[0].id is number in the example's output, but the "
+                "tool returned string"
+            ],
+        ),
         # the data itself breaks returns
-        (None, {"total": None},
-         ["example 'count': data does not match returns at total: None is not of type "
-          "'integer'"]),
+        (
+            None,
+            {"total": None},
+            [
+                "example 'count': data does not match returns at total: None is not of type "
+                "'integer'"
+            ],
+        ),
     ],
 )
 def test_example_outputs_are_checked(output: Any, data: Any, expected: list[str]) -> None:
@@ -241,8 +261,9 @@ class Fetches(Tool):
         from toolplug.http import NetworkError, fetch, guard_failure
 
         try:
-            response = await fetch("GET", context.config["base_url"] + "/v1/ping",
-                                   policy=context.network)
+            response = await fetch(
+                "GET", context.config["base_url"] + "/v1/ping", policy=context.network
+            )
         except NetworkError as exc:
             return guard_failure(exc).to_result()
         return ToolResult.success(response.text())
