@@ -200,9 +200,13 @@ def evaluate_console(source: str) -> str | None:
 
 
 def _lines_in_order(block: str, text: str) -> str | None:
-    lines = text.splitlines()
+    """The first line of ``block`` not found in ``text`` after the ones before it, or None.
+
+    Indentation is not compared: a fragment shows a function's body from its own margin.
+    """
+    lines = [line.strip() for line in text.splitlines()]
     index = 0
-    for wanted in (line for line in block.splitlines() if line.strip()):
+    for wanted in (line.strip() for line in block.splitlines() if line.strip()):
         while index < len(lines) and lines[index] != wanted:
             index += 1
         if index == len(lines):
