@@ -29,6 +29,7 @@ another major, is reported when it loads (an error under ``strict``)."""
 
 hookspec: Final = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl: Final = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a plugin's hook implementation: ``@hookimpl``, or ``@hookimpl(wrapper=True)``."""
 
 
 @hookspec
