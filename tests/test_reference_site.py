@@ -125,8 +125,9 @@ def test_the_site_builds_and_a_broken_link_fails_it(tmp_path: Path) -> None:
     # the same site with one broken link among docs/
     docs = tmp_path / "docs"
     shutil.copytree(ROOT / "docs", docs)
-    page = docs / "concepts.md"
-    page.write_text(page.read_text("utf-8") + "\nSee [nowhere](no-such-page.md).\n", "utf-8")
+    concepts = docs / "concepts.md"
+    broken_link = "\nSee [nowhere](no-such-page.md).\n"
+    concepts.write_text(concepts.read_text("utf-8") + broken_link, "utf-8")
     config = tmp_path / "mkdocs.yml"
     text = (ROOT / "mkdocs.yml").read_text("utf-8")
     text = text.replace("docs_dir: docs", f"docs_dir: {docs}")
