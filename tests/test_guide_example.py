@@ -123,3 +123,24 @@ def test_the_example_passes_ruff_and_strict_mypy(tmp_path: Path) -> None:
         ],
         cwd=WORKSPACE,  # the workspace's mypy settings, with the example's src on mypy_path
     )
+
+
+def test_the_guide_shows_the_prompt_section_the_example_renders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from toolplug.render._prompt import render_optional_tools
+
+    init = EXAMPLE / "src" / "toolplug_weather" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("toolplug_weather", init)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "toolplug_weather", module)
+    spec.loader.exec_module(module)
+    rendered = render_optional_tools([module.WeatherForecastTool.metadata])
+    guide = (WORKSPACE / "guidelines" / "README.md").read_text("utf-8")
+    shown = guide.split("```markdown\n", 1)[1].split("\n```\n", 1)[0]
+    assert shown.startswith("### weather_forecast\n")
+    assert shown in rendered
