@@ -48,11 +48,11 @@ def checker(
         (ConfigKey("tools.x.url"), {}, {"tools": {"x": {"url": "u"}}}, True, None),
         # an empty list counts as unset
         (ConfigKey("tools.x.items"), {}, {"tools": {"x": {"items": []}}}, False,
-         "configuration key tools.x.items is not set"),
+         "configuration key tools.x.items is not set: set tools.x.items in the configuration"),
         # an importable package
         (Package("json"), {}, {}, True, None),
         (Package("no_such_pkg_qq", "no-such-pkg"), {}, {}, False,
-         "Python package no-such-pkg is not installed"),
+         "Python package no-such-pkg is not installed: pip install no-such-pkg"),
         # a callable
         (Check(lambda ctx: None if ctx.env("MODE") == "on" else "MODE is not on"), {"MODE": "on"},
          {}, True, None),
@@ -167,3 +167,127 @@ def test_without_network_every_request_is_refused_by_the_guard() -> None:
             check_url("http://127.0.0.1/", policy, resolve=lambda host, port: ["127.0.0.1"])
     online = toolplug.load({"tools": {"static_links": links}}).context_for("static_links")
     assert online.network.disabled is None
+
+
+# -- availability text names every way out (issue 15) ---------------------------------------
+
+
+class Convert(toolplug.Tool):
+    """A tool with a key (a ConfigKey capability) and a required setting."""
+
+    metadata = ToolMetadata(
+        name="currency_convert",
+        description="Convert an amount between currencies.",
+        category="utility",
+        requires_capabilities=("fx_key",),
+        config_fields=(
+            toolplug.ConfigField(
+                name="api_key", type="string", description="key", env_var="FX_API_KEY",
+                secret=True,
+            ),
+            toolplug.ConfigField(
+                name="region", type="string", description="region", env_var="FX_REGION",
+                required=True,
+            ),
+        ),
+        setup_instructions="pip install toolplug-fx, then see its README.",
+    )
+
+    def run(self, arguments: dict[str, Any], context: toolplug.ToolContext) -> toolplug.ToolResult:
+        return toolplug.ToolResult.success("1")
+
+
+class FxPlugin:
+    @staticmethod
+    @toolplug.hookimpl
+    def register_tools(register: Callable[[Any], None]) -> None:
+        register(Convert)
+
+    @staticmethod
+    @toolplug.hookimpl
+    def register_capabilities(register: Callable[[Any], None]) -> None:
+        register(Capability("fx_key", "key", (ConfigKey("tools.currency_convert.api_key"),)))
+
+
+def fx_registry(env: dict[str, str], config: dict[str, Any] | None = None) -> toolplug.Registry:
+    return toolplug.load(
+        config or {}, env={"TOOLPLUG_PLUGINS": "", **env}, plugins=[("fx", FxPlugin)]
+    )
+
+
+def test_a_config_key_reason_names_the_setting_its_variable_and_the_file_form() -> None:
+    availability = fx_registry({"FX_REGION": "eu"}).availability("currency_convert")
+    assert availability.reasons == (
+        "capability 'fx_key' is missing: configuration key tools.currency_convert.api_key is "
+        'not set: set [tools.currency_convert] api_key = { env = "VAR" } or { file = "PATH" }, '
+        "or the environment variable FX_API_KEY",
+    )
+
+
+def test_a_missing_required_setting_names_every_way_and_keeps_the_setup_instructions() -> None:
+    registry = fx_registry({"FX_API_KEY": "k-123456"})
+    availability = registry.availability("currency_convert")
+    assert availability.reasons == (
+        "required setting tools.currency_convert.region has no value: set "
+        '[tools.currency_convert] region (a value, { env = "VAR" } or { file = "PATH" }), '
+        "or the environment variable FX_REGION",
+    )
+    # the tool's own setup_instructions are there whatever made it unavailable
+    assert availability.setup[-1] == "pip install toolplug-fx, then see its README."
+    result = registry.call("currency_convert", {})
+    assert result.error is not None
+    assert result.error.details["setup"] == list(availability.setup)
+
+
+def test_a_disabled_tool_gives_its_reasons_and_setup_in_the_error_details() -> None:
+    config = {"tools": {"currency_convert": {"enabled": False}}}
+    registry = fx_registry({"FX_API_KEY": "k-123456", "FX_REGION": "eu"}, config)
+    error = registry.call("currency_convert", {}).error
+    assert error is not None
+    assert error.message == "currency_convert tool is disabled"
+    assert error.details["reasons"] == ["disabled by config"]
+    assert "pip install toolplug-fx, then see its README." in error.details["setup"]
+
+
+FX_MODULE = """
+from toolplug import Capability, ConfigField, ConfigKey, Tool, ToolMetadata, ToolResult, provides
+
+TOOLPLUG_CONTRACT = "1.0"
+
+
+class Convert(Tool):
+    metadata = ToolMetadata(
+        name="currency_convert",
+        description="Convert an amount between currencies.",
+        category="utility",
+        requires_capabilities=("fx_key",),
+        config_fields=(
+            ConfigField(name="api_key", type="string", description="key", env_var="FX_API_KEY",
+                        secret=True),
+            ConfigField(name="region", type="string", description="region", required=True),
+        ),
+        setup_instructions="pip install toolplug-fx, then see its README.",
+    )
+
+    def run(self, arguments, context):
+        return ToolResult.success("1")
+
+
+register_tools = provides(Convert)
+register_capabilities = provides(
+    Capability("fx_key", "key", (ConfigKey("tools.currency_convert.api_key"),))
+)
+"""
+
+
+def test_info_and_doctor_show_the_setup_instructions_of_a_tool_missing_a_setting(
+    site: Any, cli: Callable[..., Any]
+) -> None:
+    site.add("toolplug-fx", entry_points={"fx": "toolplug_fx"}, modules={"toolplug_fx": FX_MODULE})
+    env = site.env(TOOLPLUG_PLUGINS="toolplug-fx", FX_API_KEY="k-123456", TOOLPLUG_NO_CACHE="1")
+    info = cli("info", "currency_convert", env=env)
+    assert "why not: required setting tools.currency_convert.region has no value" in info.out
+    assert "to enable: pip install toolplug-fx, then see its README." in info.out
+    doctor = cli("doctor", env=env)
+    assert "    to enable: pip install toolplug-fx, then see its README." in doctor.out
+    assert "Problems: none" in doctor.out

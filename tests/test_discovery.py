@@ -344,3 +344,49 @@ def test_provides_registers_its_items_in_order_under_the_name_it_is_bound_to() -
     assert registry.tools["echo"].plugin == "declared"
     assert "pigeons" in registry.capabilities
     assert registry.problems == []
+
+
+@pytest.mark.parametrize(
+    ("declared", "problem"),
+    [
+        (None, None),  # plugins from before contract versions: nothing to check
+        ('"1.0"', None),  # the contract of this core
+        ('"1.7"', "written for toolplug contract 1.7, but this toolplug implements 1.0: "
+                  "upgrade toolplug (pip install -U toolplug)"),  # a newer minor
+        ('"2.0"', "written for toolplug contract 2.0, but this toolplug implements 1.0: "
+                  "upgrade toolplug"),  # a newer major
+        ('"0.9"', "written for toolplug contract 0.9, but this toolplug implements 1.0: "
+                  "install a release of the plugin written for contract 1.x"),  # an older major
+        ("1.0", "TOOLPLUG_CONTRACT is 1.0; expected a string such as '1.0'"),  # not a string
+    ],
+)
+def test_a_plugin_for_another_contract_is_reported(
+    site: Any, cli: Callable[..., Any], declared: str | None, problem: str | None
+) -> None:
+    head = f"TOOLPLUG_CONTRACT = {declared}\n" if declared else ""
+    body = "from toolplug import provides\nregister_tools = provides()\n"
+    site.add(
+        "toolplug-old",
+        entry_points={"old": "toolplug_old"},
+        modules={"toolplug_old": head + body},
+    )
+    env = site.env(TOOLPLUG_PLUGINS="toolplug-old", TOOLPLUG_NO_CACHE="1")
+    doctor, plugins = cli("doctor", env=env), cli("plugins", env=env)
+    strict = cli("plugins", "--strict", env=env)
+    if problem is None:
+        assert "[contract]" not in doctor.out + plugins.out
+        assert strict.code == 0
+        return
+    line = f"[contract] toolplug-old (entry point old = toolplug_old): {problem}"
+    assert line in doctor.out
+    assert line in plugins.out
+    assert (doctor.code, plugins.code, strict.code) == (0, 0, 2)
+
+
+def test_strict_load_raises_for_another_contract() -> None:
+    import types
+
+    plugin = types.SimpleNamespace(TOOLPLUG_CONTRACT="9.0")
+    with pytest.raises(toolplug.PluginError, match=r"\[contract\] old: written for toolplug"):
+        toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("old", plugin)], strict=True)
+    assert toolplug.CONTRACT_VERSION == "1.0"

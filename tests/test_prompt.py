@@ -122,3 +122,47 @@ def test_byte_identical_across_processes(cli: Callable[..., Any]) -> None:
         outputs.add(result.out)
     assert len(outputs) == 1
     assert "### static_links" in outputs.pop()
+
+
+def test_guidance_that_names_an_unavailable_tool_is_left_out() -> None:
+    from toolplug import Tool, ToolResult, hookimpl
+
+    def make(name: str, **extra: Any) -> type[Tool]:
+        class Made(Tool):
+            metadata = tool(name, "utility", usage_hint="Use it.", **extra)
+
+            def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+                return ToolResult.success("ok")
+
+        return Made
+
+    unit = make(
+        "unit_convert",
+        guidelines=Guidelines(
+            do=("Units of measure.", "Money: use currency_convert instead."),
+            do_not=("Exchange rates: call currency_convert.",),
+            common_mistakes=("Naming currency_converter units.",),  # another word: kept
+        ),
+    )
+    currency = make("currency_convert", requires_capabilities=("fx_key",))
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def register_tools(register: Callable[[Any], None]) -> None:
+            register(unit)
+            register(currency)
+
+    def section(**grant: Any) -> str:
+        registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("p", Plugin)], **grant)
+        return toolplug.optional_tools_section(registry)
+
+    without = section()
+    assert "### currency_convert" not in without
+    assert "use currency_convert" not in without
+    assert "- Units of measure." in without
+    assert "**DO NOT use when:**" not in without  # its only item named the absent tool
+    assert "- Naming currency_converter units." in without
+    with_fx = section(grant=["fx_key"])
+    assert "- Money: use currency_convert instead." in with_fx
+    assert "- Exchange rates: call currency_convert." in with_fx

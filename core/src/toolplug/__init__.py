@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from toolplug.contract._errors import PluginError
     from toolplug.contract._errors import ToolplugError
     from toolplug.contract._errors import UsageError
+    from toolplug.contract._hooks import CONTRACT_VERSION
     from toolplug.contract._hooks import hookimpl
     from toolplug.contract._hooks import provides
     from toolplug.contract._metadata import Annotations
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
 
 __all__ = [
+    "CONTRACT_VERSION",
     "Annotations",
     "Availability",
     "Capability",
@@ -123,7 +125,7 @@ __all__ = [
 _HOME = {
     "contract._call": "ToolCall",
     "contract._errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
-    "contract._hooks": "hookimpl provides",
+    "contract._hooks": "CONTRACT_VERSION hookimpl provides",
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata",
     "contract._network": "NetworkPolicy",

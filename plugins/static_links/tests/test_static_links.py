@@ -33,7 +33,7 @@ def test_unavailable_without_links_and_says_how_to_fix() -> None:
     assert not availability.available
     assert availability.reasons == (
         "capability 'static_links' is missing: configuration key tools.static_links.links "
-        "is not set",
+        "is not set: set [tools.static_links] links",
     )
     assert any("[tools.static_links]" in step for step in availability.setup)
 

@@ -11,8 +11,8 @@ import pytest
 
 import toolplug
 from toolplug import DetectContext, Registry
-from toolplug.testing import check_plugin, check_tool
-from toolplug_web_search import WebSearchTool, backend_problem
+from toolplug.testing import check_plugin, check_tool, concurrent_calls
+from toolplug_web_search import BACKEND_CAPABILITY, WebSearchTool, backend_problem
 
 MakeRegistry = Callable[..., Registry]
 
@@ -33,8 +33,11 @@ def test_plugin_passes_the_contract_without_running_examples() -> None:
 def test_examples_run_and_match_returns(fake_ddgs: Any) -> None:
     # The examples run against the fake ddgs: nothing leaves the machine.
     fake_ddgs.rows = [{"title": "T", "href": "https://t.example/", "body": "snippet"}]
-    check_tool(WebSearchTool, network=True)  # ddgs is faked: nothing leaves the machine
-    assert len(fake_ddgs.calls) == len(WebSearchTool.metadata.examples)
+    # ddgs is faked: nothing leaves the machine. The kit grants no capability, so it gets the
+    # plugin's own backend capability to detect.
+    check_tool(WebSearchTool, network=True, capabilities=[BACKEND_CAPABILITY])
+    # every example, then a warm-up, a timed call and the calls the kit makes at once
+    assert len(fake_ddgs.calls) == len(WebSearchTool.metadata.examples) + 2 + concurrent_calls()
 
 
 def test_ddgs_backend_is_available_by_default(make_registry: MakeRegistry) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import copy
 import dataclasses
 import difflib
@@ -235,6 +236,7 @@ class Invoker:
         self._limiters: dict[str, _RateLimiter] = {}
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._hops: concurrent.futures.ThreadPoolExecutor | None = None
         self._names: list[str] | None = None
         self._policies: dict[str, CallPolicy] = {}
         self._hook = registry.plugin_manager.hook.tool_call
@@ -271,15 +273,18 @@ class Invoker:
         if tool is None:
             return ToolCall(str(name), raw, None, None, rejection=self._unknown(name))
         meta = tool.metadata
+        availability = registry.availability(name)
+        details = {"reasons": list(availability.reasons), "setup": list(availability.setup)}
         if not registry.config.enabled(name):
             return ToolCall(
                 name,
                 raw,
                 meta,
                 None,
-                rejection=ToolResult.failure(ErrorType.UNAVAILABLE, f"{name} tool is disabled"),
+                rejection=ToolResult.failure(
+                    ErrorType.UNAVAILABLE, f"{name} tool is disabled", details=details
+                ),
             )
-        availability = registry.availability(name)
         if not availability.available:
             return ToolCall(
                 name,
@@ -289,10 +294,7 @@ class Invoker:
                 rejection=ToolResult.failure(
                     ErrorType.UNAVAILABLE,
                     f"{name} is not available: " + "; ".join(availability.reasons),
-                    details={
-                        "reasons": list(availability.reasons),
-                        "setup": list(availability.setup),
-                    },
+                    details=details,
                 ),
             )
         if isinstance(arguments, str | bytes):
@@ -403,8 +405,15 @@ class Invoker:
         call = self.prepare(name, arguments, host)
         loop = asyncio.get_running_loop()
         previous = _LOOP.loop
+        with self._lock:
+            if self._hops is None:
+                self._hops = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolplug")
+            hops = self._hops
+        # A pool of the engine's own, not the loop's default one: a call waits in its thread
+        # for the tool's coroutine, which may itself need the default pool (asyncio.to_thread).
+        run = contextvars.copy_context().run
         try:
-            return await asyncio.to_thread(self._through_hooks_in_worker, call, loop)
+            return await loop.run_in_executor(hops, run, self._through_hooks_in_worker, call, loop)
         finally:
             _LOOP.loop = previous
 
@@ -591,9 +600,10 @@ class Invoker:
 
     def close(self) -> None:
         """Release the worker threads (tools still running finish in the background)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        for pool in (self._pool, self._hops):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._hops = None
 
 
 class _LoopSlot(threading.local):

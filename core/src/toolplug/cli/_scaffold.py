@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from toolplug.contract._errors import UsageError
+from toolplug.contract._hooks import CONTRACT_VERSION
 from toolplug.contract._metadata import TOOL_NAME_PATTERN
 
 __all__ = ["distribution_name", "new_plugin", "next_steps"]
@@ -144,7 +145,10 @@ from toolplug import (
     hookimpl,
 )
 
-__all__ = ["__CLASS__", "register_tools"]
+__all__ = ["TOOLPLUG_CONTRACT", "__CLASS__", "register_tools"]
+
+TOOLPLUG_CONTRACT = "__CONTRACT__"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 _WORD_EDGES = string.punctuation + "\\u201c\\u201d\\u2018\\u2019"
 
@@ -379,6 +383,7 @@ def _files(name: str) -> dict[str, str]:
         "__CLASS__": "".join(part.capitalize() for part in name.split("_") if part) + "Tool",
         "__TITLE__": name.replace("_", " ").strip().capitalize(),
         "__REQUIREMENT__": requirement,
+        "__CONTRACT__": CONTRACT_VERSION,
         "__NAME__": name,
     }
 

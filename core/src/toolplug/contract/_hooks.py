@@ -18,12 +18,18 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import Tool, ToolResult
     from toolplug.runtime._capabilities import Capability
 
-__all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "provides"]
+__all__ = ["CONTRACT_VERSION", "PROJECT_NAME", "hookimpl", "hookspec", "provides"]
 
 PROJECT_NAME: Final = "toolplug"
+CONTRACT_VERSION: Final = "1.0"
+"""The contract this toolplug implements, ``MAJOR.MINOR``: what a tool and a plugin may
+declare and rely on (metadata fields, hooks, results). A plugin's entry module states the one
+it was written for as ``TOOLPLUG_CONTRACT = "1.0"``; one written for a newer minor, or for
+another major, is reported when it loads (an error under ``strict``)."""
 
 hookspec: Final = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl: Final = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a plugin's hook implementation: ``@hookimpl``, or ``@hookimpl(wrapper=True)``."""
 
 
 @hookspec

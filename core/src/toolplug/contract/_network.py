@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -119,25 +119,13 @@ class NetworkPolicy:
                     f"unknown key {key!r} in [network]; expected one of "
                     + ", ".join(sorted(_POLICY_KEYS))
                 )
-        defaults = cls()
-        allow: object = data.get("allow", ())
-        if not isinstance(allow, list | tuple) or not all(isinstance(e, str) for e in allow):
-            raise ValueError(f"allow: expected {_POLICY_KEYS['allow']}, got {allow!r}")
-        timeout: object = data.get("timeout_seconds", defaults.timeout_seconds)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise ValueError(
-                f"timeout_seconds: expected {_POLICY_KEYS['timeout_seconds']}, got {timeout!r}"
-            )
-        agent: object = data.get("user_agent", defaults.user_agent)
-        if not isinstance(agent, str):
-            raise ValueError(f"user_agent: expected {_POLICY_KEYS['user_agent']}, got {agent!r}")
-        return cls(
-            allow=tuple(allow),
-            max_redirects=_int_value(data, "max_redirects", defaults.max_redirects),
-            timeout_seconds=float(timeout),
-            max_bytes=_int_value(data, "max_bytes", defaults.max_bytes),
-            user_agent=agent,
-        )
+        values: dict[str, Any] = dict(data)
+        if not isinstance(values.get("allow", ()), list | tuple):  # a table would pass as keys
+            raise ValueError(f"allow: expected {_POLICY_KEYS['allow']}, got {values['allow']!r}")
+        timeout = values.get("timeout_seconds")
+        if isinstance(timeout, int) and not isinstance(timeout, bool):
+            values["timeout_seconds"] = float(timeout)
+        return cls(**values)  # __post_init__ checks every value and names what it expects
 
     def allows_host(self, host: str) -> bool:
         """Whether ``host`` (any case, trailing dot or not) is listed by name in ``allow``."""
@@ -161,13 +149,6 @@ class NetworkPolicy:
             for candidate in candidates
             for network in self._networks
         )
-
-
-def _int_value(data: Mapping[str, object], key: str, default: int) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key}: expected {_POLICY_KEYS[key]}, got {value!r}")
-    return value
 
 
 def _check_int(key: str, value: object, *, minimum: int) -> None:

@@ -34,14 +34,23 @@ class ErrorType(StrEnum):
     """The error types every host can rely on; tools may return others named ``...Error``."""
 
     VALIDATION = "ValidationError"
+    """The arguments break the schema (toolplug), or make no sense together (a tool)."""
     NOT_FOUND = "NotFoundError"
+    """No tool has that name (toolplug), or what was asked for does not exist (a tool)."""
     PERMISSION = "PermissionError"
+    """The network guard, a sandbox or a service refused."""
     TIMEOUT = "TimeoutError"
+    """The call ran past its time limit, or a service did not answer in time."""
     RATE_LIMIT = "RateLimitError"
+    """A configured rate limit or a service's quota is used up; try again later."""
     UNAVAILABLE = "UnavailableError"
+    """The tool is disabled or unavailable here; ``details`` say why and how to fix it."""
     EXECUTION = "ExecutionError"
+    """Anything else: a tool or a ``tool_call`` hook raised, or returned no ``ToolResult``."""
     NETWORK = "NetworkError"
+    """A host could not be reached, or the connection broke."""
     PARSE = "ParseError"
+    """A response could not be understood."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ order, tools by name, lists in the order the plugin wrote them. No dict or set o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,10 @@ def optional_tools_section(
         task=task,
         max_tools=max_tools,
     )
-    return render_optional_tools(tools, include_guidelines=include_guidelines)
+    absent = [] if include_unavailable else sorted(
+        name for name in registry.tools if not registry.availability(name).available
+    )
+    return render_optional_tools(tools, include_guidelines=include_guidelines, absent=absent)
 
 
 def category_order(name: str) -> tuple[int, str]:
@@ -64,9 +68,17 @@ def category_order(name: str) -> tuple[int, str]:
 
 
 def render_optional_tools(
-    tools: Sequence[ToolMetadata], *, include_guidelines: bool = True
+    tools: Sequence[ToolMetadata],
+    *,
+    include_guidelines: bool = True,
+    absent: Sequence[str] = (),
 ) -> str:
-    """Render the section for exactly these tools (a pure function of its inputs)."""
+    """Render the section for exactly these tools (a pure function of its inputs).
+
+    A guidance item that names a tool in ``absent`` (installed, but unavailable here) is
+    left out: "use currency_convert" must not send the model to a tool it cannot call.
+    """
+    mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b") if absent else None
     lines = [TITLE, "", INTRO, ""]
     if not tools:
         lines += [NONE_AVAILABLE, ""]
@@ -77,11 +89,13 @@ def render_optional_tools(
     for category in sorted(by_category, key=category_order):
         lines += [f"## {category.replace('_', ' ').title()} Tools", ""]
         for meta in sorted(by_category[category], key=lambda m: m.name):
-            lines += _render_tool(meta, include_guidelines)
+            lines += _render_tool(meta, include_guidelines, mentions)
     return "\n".join(lines)
 
 
-def _render_tool(meta: ToolMetadata, include_guidelines: bool) -> list[str]:
+def _render_tool(
+    meta: ToolMetadata, include_guidelines: bool, mentions: re.Pattern[str] | None
+) -> list[str]:
     lines = [f"### {meta.name}", "", meta.description, ""]
     if meta.usage_hint.strip():
         hint = meta.usage_hint.strip()
@@ -95,7 +109,8 @@ def _render_tool(meta: ToolMetadata, include_guidelines: bool) -> list[str]:
             ("DO NOT use when:", meta.guidelines.do_not),
             ("Common mistakes:", meta.guidelines.common_mistakes),
         )
-        for heading, items in sections:
+        for heading, listed in sections:
+            items = [i for i in listed if mentions is None or not mentions.search(i)]
             if items:
                 lines += [f"**{heading}**", ""]
                 lines += [f"- {item.strip()}" for item in items]

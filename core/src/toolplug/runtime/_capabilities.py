@@ -37,9 +37,13 @@ class DetectContext:
     holds is the one the registry was loaded with, which the CLI's output cache watches.
     """
 
-    def __init__(self, env: Mapping[str, str], config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, env: Mapping[str, str], config: Mapping[str, Any], ways: Mapping[str, str] = {}
+    ) -> None:
         self._env = env
         self._config = config
+        self.ways = ways
+        """How to set each configuration path, where it is a tool's setting (for reasons)."""
 
     def env(self, name: str) -> str | None:
         """The variable's value, or None when it is unset or empty."""
@@ -89,7 +93,8 @@ class ConfigKey:
         """Why the capability is missing, or None."""
         value = ctx.config(self.path)
         if value is None or value in ("", [], {}, ()):
-            return f"configuration key {self.path} is not set"
+            how = ctx.ways.get(self.path, f"set {self.path} in the configuration")
+            return f"configuration key {self.path} is not set: {how}"
         return None
 
 
@@ -105,7 +110,8 @@ class Package:
         """Why the capability is missing, or None."""
         if ctx.has_package(self.import_name):
             return None
-        return f"Python package {self.distribution or self.import_name} is not installed"
+        name = self.distribution or self.import_name
+        return f"Python package {name} is not installed: pip install {name}"
 
 
 @dataclass(frozen=True)
@@ -204,8 +210,18 @@ class CapabilityChecker:
                 return CapabilityState(name, False, problem, setup)
         return CapabilityState(name, True, None, setup)
 
-    def availability(self, metadata: ToolMetadata, *, enabled: bool = True) -> Availability:
-        """Whether the tool is offered; every reason it is not, with setup steps."""
+    def availability(
+        self,
+        metadata: ToolMetadata,
+        *,
+        enabled: bool = True,
+        missing: Iterable[tuple[str, str]] = (),
+    ) -> Availability:
+        """Whether the tool is offered; every reason it is not, with setup steps.
+
+        ``missing`` lists required settings without a value: each key, and how to set it.
+        The tool's ``setup_instructions`` come last whenever it is unavailable.
+        """
         reasons: list[str] = []
         setup: list[str] = []
         if not enabled:
@@ -217,6 +233,9 @@ class CapabilityChecker:
                 reasons.append(f"capability {name!r} is missing: {state.reason}")
                 if state.setup:
                     setup.append(state.setup)
+        for key, how in missing:
+            reasons.append(f"required setting {key} has no value: {how}")
+            setup.append(how[0].upper() + how[1:])
         if reasons and metadata.setup_instructions:
             setup.append(metadata.setup_instructions)
         return Availability(not reasons, tuple(reasons), tuple(_unique(setup)))

@@ -25,7 +25,7 @@ from toolplug.contract._network import NetworkPolicy
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ConfigField, ToolMetadata
 
-__all__ = ["Config", "Redactor", "Toolset", "load_config", "resolve_tool_config"]
+__all__ = ["Config", "Redactor", "Toolset", "how_to_set", "load_config", "resolve_tool_config"]
 
 CONFIG_ENV: Final = "TOOLPLUG_CONFIG"
 _TOP_KEYS: Final = {
@@ -233,30 +233,20 @@ def parse_config(
         description = spec.get("description", "")
         if not isinstance(description, str):
             raise err(f"{key}.description", f"got {description!r}", "a string")
-        toolsets[name] = Toolset(
-            name=name,
-            include=tuple(
+        patterns = {
+            part: tuple(
                 sorted(
                     _names(
-                        spec.get("include", []),
-                        lambda m, k=key: err(
-                            f"{k}.include", m, "a list of tool names, globs or category:NAME"
+                        spec.get(part, []),
+                        lambda m, k=f"{key}.{part}": err(
+                            k, m, "a list of tool names, globs or category:NAME"
                         ),
                     )
                 )
-            ),
-            exclude=tuple(
-                sorted(
-                    _names(
-                        spec.get("exclude", []),
-                        lambda m, k=key: err(
-                            f"{k}.exclude", m, "a list of tool names, globs or category:NAME"
-                        ),
-                    )
-                )
-            ),
-            description=description,
-        )
+            )
+            for part in ("include", "exclude")
+        }
+        toolsets[name] = Toolset(name=name, description=description, **patterns)
     return Config(
         path=file,
         offline=offline,
@@ -328,7 +318,7 @@ def resolve_tool_config(
     env: Mapping[str, str],
     redactor: Redactor,
     files_read: list[str] | None = None,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Check ``[tools.<name>]`` against the tool's config fields; fill defaults and secrets.
 
     Values come from the table, then from the field's environment variable, then from its
@@ -337,8 +327,8 @@ def resolve_tool_config(
     ``{ env = "VAR" }`` whose variable is unset counts as no value.
 
     Returns:
-        The resolved values, and the keys of required fields that have no value (which make
-        the tool unavailable rather than the configuration invalid).
+        The resolved values, and the required fields that have no value (which make the tool
+        unavailable rather than the configuration invalid): their keys, and how to set them.
 
     Raises:
         ConfigError: naming the file, the key and what is expected.
@@ -356,7 +346,7 @@ def resolve_tool_config(
             known = sorted(fields) + sorted(POLICY_KEYS)
             raise err(key, "unknown key", "one of " + ", ".join(known))
     resolved: dict[str, Any] = {}
-    missing: list[str] = []
+    missing: list[tuple[str, str]] = []
     for name, spec in sorted(fields.items()):
         value: Any = None
         if name in table:
@@ -367,14 +357,26 @@ def resolve_tool_config(
             value = spec.default
         if value is None:
             if spec.required:
-                hint = f" (or the environment variable {spec.env_var})" if spec.env_var else ""
-                missing.append(f"{key_prefix}{name}{hint}")
+                missing.append((f"{key_prefix}{name}", how_to_set(config, metadata.name, spec)))
             continue
         _check_type(value, spec, err)
         if spec.secret and isinstance(value, str):
             redactor.add(value)
         resolved[name] = value
     return resolved, missing
+
+
+def how_to_set(config: Config, tool: str, spec: ConfigField) -> str:
+    """Every way to give a tool's setting a value: the key, its indirections, its variable."""
+    table = ("tool.toolplug." if config.path and config.path.name == "pyproject.toml" else "")
+    where = f"[{table}tools.{tool}] {spec.name}"
+    if spec.type != "string":  # a file holds text; JSON in a variable is no way to suggest
+        text = f"set {where}"
+    elif spec.secret:
+        text = f'set {where} = {{ env = "VAR" }} or {{ file = "PATH" }}'
+    else:
+        text = f'set {where} (a value, {{ env = "VAR" }} or {{ file = "PATH" }})'
+    return text + (f", or the environment variable {spec.env_var}" if spec.env_var else "")
 
 
 def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six

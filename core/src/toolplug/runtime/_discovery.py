@@ -43,7 +43,7 @@ class LoadProblem:
 
     kind: str
     """``import``, ``hooks``, ``hook-error``, ``register``, ``metadata``, ``duplicate``,
-    ``selection`` or ``config``."""
+    ``contract``, ``selection`` or ``config``."""
     plugin: str
     """The plugin's name: ``distribution/entry-point`` (or ``toolplug`` for built-ins)."""
     message: str
@@ -115,6 +115,9 @@ class _Source:
     version: str | None
     entry_point: str | None
     builtin: bool
+
+    def problem(self, kind: str, message: str, tool: str | None = None) -> LoadProblem:
+        return LoadProblem(kind, self.name, message, self.distribution, self.entry_point, tool)
 
 
 def normalize_distribution(name: str) -> str:
@@ -204,6 +207,9 @@ def discover(
             continue
         module_file = getattr(manager.get_plugin(name), "__file__", None)
         hooks = _hook_names(manager, name)
+        mismatch = contract_problem(manager.get_plugin(name))
+        if mismatch:
+            loaded.problems.append(LoadProblem("contract", name, mismatch, dist_name, written))
         loaded.plugins.append(
             PluginInfo(
                 name,
@@ -258,12 +264,32 @@ def discover(
         except Exception as exc:  # a host's plugin object that pluggy refuses
             loaded.problems.append(LoadProblem("hooks", extra_name, _exc_text(exc)))
             continue
+        mismatch = contract_problem(plugin)
+        if mismatch:
+            loaded.problems.append(LoadProblem("contract", extra_name, mismatch))
         info = PluginInfo(extra_name, None, None, None, _hook_names(manager, extra_name))
         loaded.plugins.append(info)
         sources.append(_Source(extra_name, None, None, None, False))
 
     _collect(loaded, sources)
     return loaded
+
+
+def contract_problem(plugin: object) -> str | None:
+    """Why the contract a plugin declares (``TOOLPLUG_CONTRACT``) does not fit this core."""
+    declared, core = getattr(plugin, "TOOLPLUG_CONTRACT", None), _hooks.CONTRACT_VERSION
+    major, minor = map(int, core.split("."))
+    found = re.fullmatch(r"(\d+)\.(\d+)", declared) if isinstance(declared, str) else None
+    if declared is None or (found and int(found[1]) == major and int(found[2]) <= minor):
+        return None
+    if found is None:
+        return f"TOOLPLUG_CONTRACT is {declared!r}; expected a string such as {core!r}"
+    fix = (
+        "upgrade toolplug (pip install -U toolplug)"
+        if (int(found[1]), int(found[2])) > (major, minor)
+        else f"install a release of the plugin written for contract {major}.x"
+    )
+    return f"written for toolplug contract {declared}, but this toolplug implements {core}: {fix}"
 
 
 def _version(dist: str) -> str | None:
@@ -284,30 +310,21 @@ def _load_entry_point(
     try:
         plugin = ep.load()
     except ValidationError as exc:  # a ToolMetadata(...) built at import time was invalid
-        return LoadProblem(
+        return source.problem(
             "metadata",
-            source.name,
             f"could not be imported: {validation_text(exc)}",
-            source.distribution,
-            source.entry_point,
         )
     except (Exception, SystemExit) as exc:  # any import-time failure is the plugin's alone
-        return LoadProblem(
+        return source.problem(
             "import",
-            source.name,
             f"could not be imported: {_exc_text(exc)}",
-            source.distribution,
-            source.entry_point,
         )
     try:
         manager.register(plugin, name=source.name)
     except Exception as exc:  # pluggy validates hook signatures and names
-        return LoadProblem(
+        return source.problem(
             "hooks",
-            source.name,
             f"was refused by the plugin manager: {_exc_text(exc)}",
-            source.distribution,
-            source.entry_point,
         )
     return None
 
@@ -339,12 +356,9 @@ def _call_hook(loaded: Loaded, source: _Source, hook: str, register: Callable[[A
             impl.function(*[kwargs[arg] for arg in impl.argnames])
         except Exception as exc:  # isolate the plugin: record and go on
             loaded.problems.append(
-                LoadProblem(
+                source.problem(
                     "hook-error",
-                    source.name,
                     f"hook {hook} raised {_exc_text(exc)}",
-                    source.distribution,
-                    source.entry_point,
                 )
             )
             return False
@@ -370,13 +384,10 @@ def _collect(loaded: Loaded, sources: list[_Source]) -> None:
                     declared[item.name] = item
                 elif known.description != item.description:
                     loaded.problems.append(
-                        LoadProblem(
+                        source.problem(
                             "register",
-                            source.name,
                             f"category {item.name!r} is already declared with another description; "
                             "the first declaration is kept",
-                            source.distribution,
-                            source.entry_point,
                         )
                     )
             else:
@@ -389,28 +400,22 @@ def _collect(loaded: Loaded, sources: list[_Source]) -> None:
             validate_tool_metadata(meta, known_categories=known_names, plugin=source.name)
         except MetadataError as exc:
             loaded.problems.append(
-                LoadProblem(
+                source.problem(
                     "metadata",
-                    source.name,
                     str(exc.detail) + (f" (field {exc.field})" if exc.field else ""),
-                    source.distribution,
-                    source.entry_point,
-                    meta.name,
+                    tool=meta.name,
                 )
             )
             continue
         first = loaded.tools.get(meta.name)
         if first is not None:
             loaded.problems.append(
-                LoadProblem(
+                source.problem(
                     "duplicate",
-                    source.name,
                     f"tool name {meta.name!r} is already registered by "
                     f"{first.distribution or first.plugin}; "
                     "that one is kept and this one is ignored",
-                    source.distribution,
-                    source.entry_point,
-                    meta.name,
+                    tool=meta.name,
                 )
             )
             continue
@@ -427,24 +432,18 @@ def _collect(loaded: Loaded, sources: list[_Source]) -> None:
         for cap in caps:
             if not isinstance(cap, Capability):
                 loaded.problems.append(
-                    LoadProblem(
+                    source.problem(
                         "register",
-                        source.name,
                         f"register_capabilities got {cap!r}; expected a toolplug.Capability",
-                        source.distribution,
-                        source.entry_point,
                     )
                 )
                 continue
             if cap.name in loaded.capabilities:
                 loaded.problems.append(
-                    LoadProblem(
+                    source.problem(
                         "duplicate",
-                        source.name,
                         f"capability {cap.name!r} is already registered by "
                         f"{loaded.capability_plugins[cap.name]}; that one is kept",
-                        source.distribution,
-                        source.entry_point,
                     )
                 )
                 continue
@@ -456,31 +455,22 @@ def _check_item(item: Any, source: _Source) -> LoadProblem | None:
     if isinstance(item, Category):
         return None
     if not (isinstance(item, type) and issubclass(item, Tool)):
-        return LoadProblem(
+        return source.problem(
             "register",
-            source.name,
             f"register() got {item!r}; expected a toolplug.Tool subclass or a toolplug.Category",
-            source.distribution,
-            source.entry_point,
         )
     meta = getattr(item, "metadata", None)
     if not isinstance(meta, ToolMetadata):
-        return LoadProblem(
+        return source.problem(
             "metadata",
-            source.name,
             f"{item.__qualname__}.metadata is {type(meta).__name__}; "
             "expected toolplug.ToolMetadata",
-            source.distribution,
-            source.entry_point,
         )
     if item.run is Tool.run:
-        return LoadProblem(
+        return source.problem(
             "metadata",
-            source.name,
             f"{item.__qualname__} does not implement run()",
-            source.distribution,
-            source.entry_point,
-            meta.name,
+            tool=meta.name,
         )
     return None
 

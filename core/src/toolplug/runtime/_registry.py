@@ -23,6 +23,7 @@ from toolplug.runtime._config import (
     Config,
     Redactor,
     Toolset,
+    how_to_set,
     load_config,
     parse_config,
     resolve_tool_config,
@@ -79,7 +80,7 @@ class Registry:
         self.redactor = Redactor()
         """Knows every secret value; ``redact`` output before showing it."""
         self._tool_config: dict[str, dict[str, Any]] = {}
-        self._missing: dict[str, list[str]] = {}
+        self._missing: dict[str, list[tuple[str, str]]] = {}
         self.files_read: list[str] = []
         """Files read for settings (``{ file = ... }``); the CLI's cache watches them."""
         for name, tool in loaded.tools.items():
@@ -113,9 +114,14 @@ class Registry:
             "offline": config.offline,
             "tools": {n: dict(v) for n, v in self._tool_config.items()},
         }
+        ways = {
+            f"tools.{name}.{spec.name}": how_to_set(config, name, spec)
+            for name, tool in loaded.tools.items()
+            for spec in tool.metadata.config_fields
+        }
         self.checker = CapabilityChecker(
             capabilities=loaded.capabilities,
-            context=DetectContext(env, detect_config),
+            context=DetectContext(env, detect_config, ways),
             grants=frozenset(grant) | config.grants,
             denials=frozenset(deny) | config.denials,
         )
@@ -187,15 +193,9 @@ class Registry:
         """Whether the tool is offered now, the reasons it is not, and how to fix that."""
         if name not in self._availability:
             tool = self.get(name)
-            found = self.checker.availability(tool.metadata, enabled=self.config.enabled(name))
-            missing = self._missing.get(name, [])
-            if missing:
-                found = Availability(
-                    False,
-                    found.reasons + tuple(f"required setting {m} has no value" for m in missing),
-                    found.setup + tuple(f"set {m}" for m in missing),
-                )
-            self._availability[name] = found
+            self._availability[name] = self.checker.availability(
+                tool.metadata, enabled=self.config.enabled(name), missing=self._missing[name]
+            )
         return self._availability[name]
 
     def tool_config(self, name: str) -> Mapping[str, Any]:

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_httpserver import HTTPServer
+
+    from toolplug.contract._metadata import Example, ToolMetadata
     from toolplug.contract._tool import Tool, ToolContext
+    from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._registry import Registry
 
 __all__ = [
     "ContractError",
+    "LoopbackService",
     "check_plugin",
     "check_tool",
+    "concurrent_calls",
     "fake_context",
     "toolplug_config",
     "toolplug_registry",
+    "toolplug_service",
 ]
 
 
@@ -43,7 +54,18 @@ def fake_context(tool: str, config: Mapping[str, Any] | None = None) -> ToolCont
         config=dict(config or {}),
         cache_dir=root / "cache",
         state_dir=root / "state",
+        env={},
     )
+
+
+def concurrent_calls() -> int:
+    """How many calls at once the kit makes of each async tool: 4 x the default thread pool.
+
+    The default pool of ``concurrent.futures`` (and so of ``asyncio.to_thread``) has
+    ``min(32, cpus + 4)`` threads; four times that many calls in flight shows a tool that
+    blocks the event loop or waits on a pool that the calls themselves have used up.
+    """
+    return 4 * min(32, (os.cpu_count() or 1) + 4)
 
 
 def check_tool(
@@ -53,19 +75,34 @@ def check_tool(
     known_categories: set[str] | None = None,
     network: bool = False,
     config: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    capabilities: Iterable[Capability] = (),
+    exact_outputs: bool = False,
 ) -> None:
     """Check one tool class against the contract.
 
     Rules: metadata is a ``ToolMetadata`` and passes registration checks; every example
-    validates; the parameters export to every provider format; an optional tool has a
-    usage hint and DO / DO NOT guidance; the errors it returns are declared; with
-    ``run_examples``, ``run`` returns a ``ToolResult`` for each example (a tool may fail
-    there, but must fail with a structured result). Examples run the way a host calls the
-    tool: through ``Registry.call`` (arguments validated, defaults filled, the tool's
-    ``config`` resolved from ``config``, a mapping shaped like ``toolplug.toml``), with the
-    tool's required capabilities granted. Examples of a tool that requires the ``network``
-    capability run only with ``network=True``, because test suites must not leave the
-    machine; test those tools against servers on 127.0.0.1 instead.
+    validates; every example's declared ``output`` matches ``returns``; the parameters
+    export to every provider format; an optional tool has a usage hint and DO / DO NOT
+    guidance; the errors it returns are declared.
+
+    With ``run_examples``, each example is called the way a host calls the tool: through
+    ``Registry.call`` (arguments validated, defaults filled, the tool's settings resolved
+    from ``config``, a mapping shaped like ``toolplug.toml``, and from ``env``). Each must
+    answer with a ``ToolResult`` (a structured failure of a declared type is fine); a
+    successful result's ``data`` must match ``returns`` and have the shape of the example's
+    declared ``output`` (the same keys and JSON types; equal values with
+    ``exact_outputs=True``). An async tool is then called ``concurrent_calls()`` times at
+    once with its first example; all of them must finish within a budget set by the time of
+    one call, or the tool blocks the event loop or starves a thread pool.
+
+    The examples run in ``env`` alone, an empty environment by default: the process's
+    variables never leak in. Required capabilities are detected, never granted: one that is
+    missing there (its variable unset, its setting empty) is reported as a broken rule, so
+    pass the ``env`` or ``config`` that makes it present (``check_plugin`` knows the
+    plugin's capabilities; give ``check_tool`` them as ``capabilities``). Examples of a tool
+    that requires the ``network`` capability run only with ``network=True``, because test
+    suites must not leave the machine: point them at a ``toolplug_service`` on 127.0.0.1.
 
     Raises:
         ContractError: listing every rule broken.
@@ -101,64 +138,202 @@ def check_tool(
         problems.append("declares no errors (metadata.errors)")
     if not meta.examples:
         problems.append("has no examples")
+    if meta.returns is not None:
+        for example in meta.examples:
+            if example.output is not None:
+                problems += _returns_problems(
+                    meta.returns, example.output, f"example {example.description!r}: output"
+                )
     problems += _export_problems(meta)
     if "network" in meta.requires_capabilities and not network:
         run_examples = False
     if run_examples and not problems:
-        problems += _example_problems(cls, meta, categories, config or {})
+        setup = _Setup(categories, config or {}, env or {}, tuple(capabilities), exact_outputs)
+        problems += _example_problems(cls, meta, setup)
     if problems:
         raise ContractError(f"tool {name!r}", problems)
 
 
-def _example_problems(
-    cls: type[Tool], meta: Any, categories: set[str], config: Mapping[str, Any]
-) -> list[str]:
+@dataclass(frozen=True)
+class _Setup:
+    categories: set[str]
+    config: Mapping[str, Any]
+    env: Mapping[str, str]
+    capabilities: tuple[Capability, ...]
+    exact_outputs: bool
+
+
+def _example_problems(cls: type[Tool], meta: ToolMetadata, setup: _Setup) -> list[str]:
+    import inspect
+
     from toolplug.calls._load import load
+    from toolplug.contract._hooks import hookimpl
     from toolplug.contract._metadata import Category
 
     class Single:
-        """Registers just the tool under test (and its category, if it is not known)."""
+        """Registers the tool under test (and its category), and the capabilities given."""
 
         @staticmethod
+        @hookimpl
         def register_tools(register: Callable[[Any], None]) -> None:
-            if meta.category not in categories:
+            if meta.category not in setup.categories:
                 register(Category(name=meta.category, description="declared by the tool"))
             register(cls)
 
-    from toolplug.contract._hooks import hookimpl
+        @staticmethod
+        @hookimpl
+        def register_capabilities(register: Callable[[Any], None]) -> None:
+            for capability in setup.capabilities:
+                if capability.name != "network":  # the built-in one is always there
+                    register(capability)
 
-    hookimpl(Single.register_tools)
     root = Path(tempfile.mkdtemp(prefix=f"toolplug-contract-{meta.name}-"))
-    settings = {"cache_dir": str(root / "cache"), "state_dir": str(root / "state"), **config}
+    settings = {"cache_dir": str(root / "cache"), "state_dir": str(root / "state"), **setup.config}
     registry = load(
-        settings,
-        env={"TOOLPLUG_PLUGINS": ""},
-        plugins=[("contract-kit", Single)],
-        grant=meta.requires_capabilities,
+        settings, env={**setup.env, "TOOLPLUG_PLUGINS": ""}, plugins=[("contract-kit", Single)]
     )
-    declared = {e.type for e in meta.errors} | {
-        "ValidationError", "TimeoutError", "ExecutionError", "UnavailableError",
-    }
-    problems: list[str] = []
     try:
+        availability = registry.availability(meta.name)
+        if not availability.available:
+            return [
+                "its examples cannot run: it is unavailable in the kit's environment ("
+                + "; ".join(availability.reasons)
+                + "). The kit grants nothing and runs in env= alone (empty by default): pass "
+                "the env= or config= that makes it available, or run_examples=False"
+            ]
+        problems: list[str] = []
         for example in meta.examples:
-            outcome = registry.call(meta.name, dict(example.input))
-            if outcome.error is not None:
-                if outcome.error.type == "ExecutionError":
-                    problems.append(
-                        f"example {example.description!r} crashed: {outcome.error.message}; "
-                        "return ToolResult.failure(...) or raise ToolFailure instead"
-                    )
-                elif outcome.error.type not in declared:
-                    problems.append(
-                        f"example {example.description!r} returned the undeclared error type "
-                        f"{outcome.error.type}; add it to metadata.errors"
-                    )
-            elif meta.returns is not None:
-                problems += _returns_problems(meta.returns, outcome.data, example.description)
+            problems += _run_example(registry, meta, example, setup.exact_outputs)
+        if inspect.iscoroutinefunction(cls.run):
+            problems += _concurrency_problems(registry, meta.name, meta.examples[0].input)
+        return problems
     finally:
         registry.close()
+
+
+_ALWAYS_ALLOWED = frozenset(
+    {"ValidationError", "TimeoutError", "ExecutionError", "UnavailableError"}
+)
+
+
+def _run_example(
+    registry: Registry, meta: ToolMetadata, example: Example, exact: bool
+) -> list[str]:
+    label = f"example {example.description!r}"
+    outcome = registry.call(meta.name, dict(example.input))
+    if outcome.error is not None:
+        if outcome.error.type == "ExecutionError":
+            return [
+                f"{label} crashed: {outcome.error.message}; "
+                "return ToolResult.failure(...) or raise ToolFailure instead"
+            ]
+        declared = {e.type for e in meta.errors} | _ALWAYS_ALLOWED
+        if outcome.error.type not in declared:
+            return [
+                f"{label} returned the undeclared error type {outcome.error.type}; "
+                "add it to metadata.errors"
+            ]
+        return []
+    problems: list[str] = []
+    if meta.returns is not None:
+        problems += _returns_problems(meta.returns, outcome.data, f"{label}: data")
+    if example.output is not None:
+        if exact:
+            if outcome.data != example.output:
+                problems.append(
+                    f"{label}: data is {_short(outcome.data)}, but the example's output says "
+                    f"{_short(example.output)}"
+                )
+        else:
+            problems += [f"{label}: {p}" for p in _shape_problems(example.output, outcome.data)]
     return problems
+
+
+def _short(value: object, limit: int = 120) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=repr)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _shape_problems(declared: object, real: object, where: str = "output") -> list[str]:
+    """Where the real data does not have the declared output's shape.
+
+    The same JSON type everywhere; every key the declared output shows is in the data (the
+    data may have more); list items compared pairwise as far as both go. Values may differ:
+    an example's output may be illustrative (dates, live data).
+    """
+    expected, found = _json_type(declared), _json_type(real)
+    if expected != found:
+        return [f"{where} is {expected} in the example's output, but the tool returned {found}"]
+    if isinstance(declared, Mapping) and isinstance(real, Mapping):
+        problems = []
+        for key in declared:
+            if key not in real:
+                problems.append(f"{where}.{key} is in the example's output, not in the data")
+            else:
+                problems += _shape_problems(declared[key], real[key], f"{where}.{key}")
+        return problems
+    if isinstance(declared, list | tuple) and isinstance(real, list | tuple):
+        return [
+            p
+            for index, (one, other) in enumerate(zip(declared, real, strict=False))
+            for p in _shape_problems(one, other, f"{where}[{index}]")
+        ]
+    return []
+
+
+def _concurrency_problems(registry: Registry, name: str, arguments: dict[str, Any]) -> list[str]:
+    """Call an async tool many times at once; all must finish in a budget set by one call.
+
+    A tool that blocks the event loop runs the calls one after another; one that waits on a
+    thread pool the calls themselves filled never finishes. Either way the calls take far
+    longer than one call does; awaiting non-blocking work, they take about as long.
+    """
+    count = concurrent_calls()
+
+    async def measure() -> tuple[float, float, int]:
+        await registry.acall(name, dict(arguments))  # warm up: validators, the instance
+        single = time.perf_counter()
+        await registry.acall(name, dict(arguments))
+        single = time.perf_counter() - single
+        budget = single * count / 4 + 0.5
+        started = time.perf_counter()
+        tasks = [asyncio.ensure_future(registry.acall(name, dict(arguments))) for _ in range(count)]
+        done, pending = await asyncio.wait(tasks, timeout=budget)
+        elapsed = time.perf_counter() - started
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return single, elapsed if not pending else max(elapsed, budget), len(done)
+
+    single, elapsed, finished = asyncio.run(measure())
+    budget = single * count / 4 + 0.5
+    if finished == count and elapsed <= budget:
+        return []
+    return [
+        f"{count} calls at once ({finished} finished) took {elapsed:.2f} s, over the budget of "
+        f"{budget:.2f} s for a tool that takes {single:.3f} s a call: run blocks the event loop "
+        "(time.sleep, blocking I/O, heavy CPU work) or waits on a thread pool its own calls "
+        "filled. Await non-blocking I/O, or make run a plain def (it then runs in a worker "
+        "thread)"
+    ]
 
 
 def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[str]:
@@ -168,7 +343,7 @@ def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[
         Draft202012Validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path))
     )
     return [
-        f"example {label!r}: data does not match returns at "
+        f"{label} does not match returns at "
         f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
         for e in errors
     ]
@@ -206,8 +381,14 @@ def check_plugin(
     run_examples: bool = True,
     config: Mapping[str, Any] | None = None,
     network: bool = False,
+    env: Mapping[str, str] | None = None,
+    exact_outputs: bool = False,
 ) -> None:
     """Check an installed plugin distribution: it loads cleanly and its tools pass.
+
+    The plugin is loaded alone, through its entry point, in ``env`` (empty by default) with
+    ``config``; each tool is then checked as ``check_tool`` describes, with the capabilities
+    the plugin registers.
 
     Raises:
         ContractError: the plugin had load problems, registered no tool, or a tool failed.
@@ -215,7 +396,7 @@ def check_plugin(
     from toolplug.calls._load import load
     from toolplug.runtime._discovery import normalize_distribution
 
-    registry = load(config or {}, env={"TOOLPLUG_PLUGINS": distribution})
+    registry = load(config or {}, env={**(env or {}), "TOOLPLUG_PLUGINS": distribution})
     wanted = normalize_distribution(distribution)
     problems = [p.describe() for p in registry.problems]
     tools = [
@@ -226,6 +407,8 @@ def check_plugin(
     if not tools:
         problems.append(f"no tool was registered by {distribution} (is it installed?)")
     categories = {c.name for c in registry.categories}
+    capabilities = tuple(registry.capabilities.values())
+    registry.close()
     for tool in tools:
         try:
             check_tool(
@@ -234,6 +417,9 @@ def check_plugin(
                 known_categories=categories,
                 network=network,
                 config=config,
+                env=env,
+                capabilities=capabilities,
+                exact_outputs=exact_outputs,
             )
         except ContractError as exc:
             problems += [f"{tool.name}: {p}" for p in exc.problems]
@@ -267,3 +453,53 @@ def toolplug_registry(toolplug_config: Callable[..., dict[str, Any]]) -> Iterato
     registry = load(toolplug_config())
     yield registry
     registry.close()
+
+
+@dataclass
+class LoopbackService:
+    """A real HTTP server on 127.0.0.1 that the network guard lets tools reach.
+
+    ``server`` is a ``pytest_httpserver.HTTPServer``: tell it what to answer with
+    ``server.expect_request(...).respond_with_json(...)``. ``config(...)`` builds a
+    configuration whose ``[network] allow`` names 127.0.0.1, so guarded fetches reach it.
+    """
+
+    server: HTTPServer
+    """The server: set its answers with ``expect_request``."""
+    _base: Callable[..., dict[str, Any]] = field(repr=False)
+
+    @property
+    def url(self) -> str:
+        """The server's base URL, without a trailing slash: ``http://127.0.0.1:PORT``."""
+        return self.server.url_for("/").rstrip("/")
+
+    def url_for(self, path: str) -> str:
+        """The URL of ``path`` on the server."""
+        return self.server.url_for(path)
+
+    def config(self, **tables: Any) -> dict[str, Any]:
+        """``toolplug_config(**tables)`` with 127.0.0.1 added to ``[network] allow``."""
+        network = dict(tables.pop("network", {}))
+        network["allow"] = [*network.get("allow", []), "127.0.0.1/32"]
+        return self._base(network=network, **tables)
+
+
+@pytest.fixture
+def toolplug_service(toolplug_config: Callable[..., dict[str, Any]]) -> Iterator[LoopbackService]:
+    """A ``LoopbackService``: a real HTTP server on 127.0.0.1, for tools to fetch from.
+
+    Built on pytest-httpserver (``pip install "toolplug[testing]"``); the server answers
+    requests in threads, so many calls at once can reach it.
+    """
+    try:
+        from pytest_httpserver import HTTPServer
+    except ImportError:  # pragma: no cover - the testing extra brings it
+        pytest.fail('toolplug_service needs pytest-httpserver: pip install "toolplug[testing]"')
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    try:
+        yield LoopbackService(server, toolplug_config)
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()

@@ -178,6 +178,43 @@ class LinkValidator(Tool):
                     ]
                 },
                 output={
+                    "results": [
+                        {
+                            "url": "https://docs.python.org/3/library/asyncio.html",
+                            "ok": True,
+                            "status": 200,
+                            "final_url": "https://docs.python.org/3/library/asyncio.html",
+                            "redirects": [],
+                            "content_type": "text/html",
+                            "error": None,
+                            "elapsed_ms": 84.0,
+                            "method": "HEAD",
+                        },
+                        {
+                            "url": "https://pluggy.readthedocs.io/en/stable/",
+                            "ok": True,
+                            "status": 200,
+                            "final_url": "https://pluggy.readthedocs.io/en/stable/",
+                            "redirects": [],
+                            "content_type": "text/html",
+                            "error": None,
+                            "elapsed_ms": 121.0,
+                            "method": "HEAD",
+                        },
+                        {
+                            "url": "https://github.com/encode/httpx",
+                            "ok": True,
+                            "status": 200,
+                            "final_url": "https://github.com/encode/httpx",
+                            "redirects": [
+                                {"status": 301, "url": "https://github.com/encode/httpx"}
+                            ],
+                            "content_type": "text/html",
+                            "error": None,
+                            "elapsed_ms": 230.0,
+                            "method": "HEAD",
+                        },
+                    ],
                     "summary": {"total": 3, "ok": 3, "broken": 0, "redirected": 1},
                 },
             ),

@@ -290,13 +290,19 @@ class UrlFetch(Tool):
                     "download_path": "rfc/rfc9110.pdf",
                 },
                 output={
+                    "url": "https://www.rfc-editor.org/rfc/rfc9110.pdf",
+                    "final_url": "https://www.rfc-editor.org/rfc/rfc9110.pdf",
+                    "status": 200,
+                    "ok": True,
+                    "bytes": 1048576,
+                    "truncated": False,
                     "download": {
                         "path": "/home/me/.cache/toolplug/tools/url_fetch/downloads/rfc/"
                         "rfc9110.pdf",
                         "bytes": 1048576,
                         "content_type": "application/pdf",
                         "truncated": False,
-                        "sha256": "…",
+                        "sha256": "9f2c…",
                     }
                 },
             ),

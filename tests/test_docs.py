@@ -1,0 +1,197 @@
+"""The docs cannot drift: the doc-test harness itself, and docs/cli.md's generated parts.
+
+The code blocks of README.md, docs/ and guidelines/ run as tests through the root
+``conftest.py`` (Sybil). This module tests that harness, and keeps the command list and
+the usage lines of docs/cli.md equal to what the argument parser says. When
+``test_cli_reference_is_generated_from_the_parser`` fails, regenerate them with::
+
+    uv run python tests/test_docs.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI_DOC = ROOT / "docs" / "cli.md"
+BEGIN = "<!-- begin: generated from toolplug's argument parser by tests/test_docs.py -->"
+END = "<!-- end: generated -->"
+REGENERATE = "uv run python tests/test_docs.py"
+
+
+def harness() -> ModuleType:
+    """The root conftest.py, where the doc-test harness lives."""
+    spec = importlib.util.spec_from_file_location("docs_harness", ROOT / "conftest.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- docs/cli.md from the parser ------------------------------------------------------------
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
+    """``(name, one-line help, parser)`` of every command, in the order of ``--help``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            return [(name, helps[name], sub) for name, sub in action.choices.items()]
+    raise AssertionError("the parser has no commands")
+
+
+def cli_reference(text: str) -> str:
+    """docs/cli.md with its generated parts (help, command list, usage lines) made current."""
+    from toolplug.cli._commands import build_parser
+
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"  # the width the page is written for
+    try:
+        parser = build_parser()
+        commands = _commands(parser)
+        lines = [
+            BEGIN,
+            "",
+            "```console",
+            "$ toolplug --help",
+            parser.format_help().rstrip("\n"),
+            "```",
+            "",
+            "| command | what it does |",
+            "|---|---|",
+            *[f"| [`{name}`](#{name}) | {help_text} |" for name, help_text, _ in commands],
+            "",
+            END,
+        ]
+        begin, end = text.index(BEGIN), text.index(END) + len(END)
+        text = text[:begin] + "\n".join(lines) + text[end:]
+        for name, _, sub in commands:
+            section = re.search(rf"^## `{name}`\n\n```text\n(.*?)```\n", text, re.M | re.S)
+            if section is None:
+                raise AssertionError(f"docs/cli.md has no '## `{name}`' section with its usage")
+            text = text[: section.start(1)] + sub.format_usage() + text[section.end(1) :]
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
+    return text
+
+
+def test_cli_reference_is_generated_from_the_parser() -> None:
+    text = CLI_DOC.read_text(encoding="utf-8")
+    assert cli_reference(text) == text, f"docs/cli.md is stale: run {REGENERATE}"
+
+
+def test_every_command_has_a_section() -> None:
+    from toolplug.cli._commands import build_parser
+
+    text = CLI_DOC.read_text(encoding="utf-8")
+    names = [name for name, _, _ in _commands(build_parser())]
+    assert len(names) >= 11
+    for name in names:
+        assert f"\n## `{name}`\n" in text, name
+
+
+# -- the harness ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "matches"),
+    [
+        ("a\nb", "a\nb\n", True),  # trailing newlines do not count
+        ("a  \nb", "a\nb", True),  # nor trailing spaces
+        ("a\nb", "a\nc", False),
+        ("why not: no token: ...", "why not: no token: GITHUB_TOKEN is not set", True),
+        ("head\n...", "head\nline 1\nline 2", True),  # an elision across lines
+        ("head\n...\ntail", "head\nx\ntail", True),
+        ("head\n...\ntail", "head\nx\ntale", False),
+        ("(... ms)", "(15 ms)", True),
+        ("a...a", "a", False),  # the pieces may not overlap
+        ("...", "", True),
+    ],
+)
+def test_ellipsis(expected: str, got: str, matches: bool) -> None:
+    assert harness().output_matches(expected, got) is matches
+
+
+@pytest.mark.parametrize(
+    ("command", "parsed"),
+    [
+        ("toolplug list --all", ({}, ["list", "--all"], None)),
+        ("uv run toolplug info x", ({}, ["info", "x"], None)),
+        ("python -m toolplug doctor", ({}, ["doctor"], None)),
+        ("A=1 B='x y' toolplug plugins", ({"A": "1", "B": "x y"}, ["plugins"], None)),
+        ("toolplug schema --format mcp | head -4", ({}, ["schema", "--format", "mcp"], 4)),
+        ("toolplug serve   # a comment", ({}, ["serve"], None)),
+        ("/tmp/venv/bin/toolplug list", None),  # another installation: not runnable here
+        ("toolplug list > out.txt", None),
+        ("pip install toolplug", None),
+    ],
+)
+def test_console_commands(command: str, parsed: object) -> None:
+    assert harness().parse_command(command) == parsed
+
+
+@pytest.mark.parametrize(
+    ("command", "shows"),
+    [
+        ("toolplug list", True),
+        ("uv run toolplug list", True),
+        ("/tmp/wheel-check/bin/toolplug doctor", True),
+        ("npx @modelcontextprotocol/inspector toolplug serve", True),
+        ("pip install toolplug-word-count", False),
+        ("pipx inject toolplug toolplug-web-search", False),
+    ],
+)
+def test_which_commands_are_toolplug_commands(command: str, shows: bool) -> None:
+    assert harness().shows_toolplug(command) is shows
+
+
+def test_a_console_block_that_differs_from_the_real_output_fails() -> None:
+    module = harness()
+    assert module.evaluate_console("$ toolplug frob\ntoolplug: error: ...\n") is None
+    failure = module.evaluate_console("$ toolplug frob\nall is well\n")
+    assert failure is not None
+    assert "got (exit code 2)" in failure
+    unrunnable = module.evaluate_console("$ cd somewhere\n$ toolplug list\n")
+    assert unrunnable is not None
+    assert "cannot run" in unrunnable
+    assert module.evaluate_console("$ pip install toolplug\n") is None  # no toolplug command
+
+
+def test_every_page_under_docs_and_guidelines_is_collected() -> None:
+    module = harness()
+    for relative in ("README.md", "docs/new-page.md", "docs/deep/er/page.md", "guidelines/x.md"):
+        assert module.is_doc(ROOT / relative), relative
+    for relative in ("core/README.md", "docs/tools/x.txt", "tests/test_docs.py", "CHANGES.md"):
+        assert not module.is_doc(ROOT / relative), relative
+    pages = sorted(p for p in ROOT.glob("**/*.md") if module.is_doc(p))
+    assert ROOT / "guidelines" / "README.md" in pages
+    assert ROOT / "docs" / "cli.md" in pages
+
+
+def test_every_skipped_block_says_why() -> None:
+    module = harness()
+    unmarked = []
+    for page in sorted(p for p in ROOT.glob("**/*.md") if module.is_doc(p)):
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"<!--\s*skip:", line) and not re.search(
+                r"<!--\s*skip:\s*(next|start)\s+\"[^\"]{8,}\"\s*-->", line
+            ):
+                unmarked.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert unmarked == [], 'write the reason: <!-- skip: next "why it cannot run" -->'
+
+
+if __name__ == "__main__":
+    CLI_DOC.write_text(cli_reference(CLI_DOC.read_text(encoding="utf-8")), encoding="utf-8")
+    sys.stdout.write(f"{CLI_DOC.relative_to(ROOT)}\n")
