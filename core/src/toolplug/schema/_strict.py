@@ -512,6 +512,25 @@ class _Plan:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         self.root = _simplify_root(schema)
+        # A closed object of scalars (and arrays of scalars) has the same strict form,
+        # except for nulls: arguments without a null need no restoring.
+        root = self.root
+        self.plain = (
+            _types_of(root) == ["object"]
+            and "anyOf" not in root
+            and _object_form(root, root=True, arrays_nearby=False) == "closed"
+            and all(_scalar_only(sub) for sub in (root.get("properties") or {}).values())
+        )
+
+
+def _scalar_only(node: Any) -> bool:
+    """Whether the node takes one type of scalar, or an array of such."""
+    if not isinstance(node, Mapping) or "anyOf" in node:
+        return False
+    real = [t for t in _types_of(node) or ["any"] if t != "null"]
+    if len(real) != 1 or real[0] in ("object", "any"):
+        return False
+    return real[0] != "array" or _scalar_only(node.get("items"))
 
 
 _PLANS: dict[int, _Plan] = {}
@@ -541,7 +560,10 @@ def restore_strict_arguments(schema: Mapping[str, Any], arguments: Any) -> Any:
     where any value is accepted, an object whose only key is ``json_text`` with a string
     is read as JSON text.
     """
-    return _Back().value(_plan(schema).root, arguments, root=True)
+    plan = _plan(schema)
+    if plan.plain and isinstance(arguments, dict) and None not in arguments.values():
+        return arguments
+    return _Back().value(plan.root, arguments, root=True)
 
 
 def strict_arguments(
