@@ -1,23 +1,28 @@
-"""What does a validated ``registry.call`` add to a tool that returns at once?
+"""What does a validated call add to a tool that returns at once, sync or async?
 
 Run from the workspace root: ``uv run --group bench python bench/call_overhead.py``.
 
-One process, three ways of calling the same function with web_search-shaped arguments,
-interleaved batch by batch so machine noise hits all of them alike:
+One process, the same function with web_search-shaped arguments, interleaved batch by
+batch so machine noise hits every way alike. Three paths users take, each against its
+own floor:
 
-* a bare Python call of the function (the floor);
-* ``registry.call("search", arguments)``: lookup, availability, validation with defaults
-  filled, the ``tool_call`` hook chain, the call policy, the result;
-* langchain-core's ``tool.invoke(arguments)`` for an equivalent ``StructuredTool``
-  (the anchor; a benchmark-only dependency).
+* a sync tool called with ``registry.call``, against a bare Python call of the function;
+  langchain-core's ``tool.invoke`` on an equivalent ``StructuredTool`` is the anchor
+  (a benchmark-only dependency);
+* an async tool awaited with ``await registry.acall`` on the caller's loop, against a bare
+  ``await`` of the same coroutine function; the official MCP SDK's ``MCPServer.call_tool``
+  for an equivalent async tool, awaited in process, is the anchor;
+* an async tool called with the sync ``registry.call`` (from code without a loop), against
+  the bare ``await`` too.
 
-Reported: the median time per call of each, toolplug's overhead (its time minus the bare
-call's), and how many times less that overhead is than ``tool.invoke``'s.
+Reported: the median time per call of each, each path's overhead (its time minus its
+floor), and the ratios to the anchors.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import time
 from collections.abc import Callable
@@ -50,6 +55,20 @@ def search(query: str, max_results: int = 5, recency: str = "any") -> str:
     return query
 
 
+async def asearch(query: str, max_results: int = 5, recency: str = "any") -> str:
+    """The same work, as a coroutine."""
+    return query
+
+
+class AsyncSearchTool(Tool):
+    metadata = ToolMetadata(
+        name="asearch", description="Search.", category="research", parameters=SCHEMA
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult(output=await asearch(**arguments))
+
+
 class SearchTool(Tool):
     metadata = ToolMetadata(
         name="search", description="Search.", category="research", parameters=SCHEMA
@@ -63,6 +82,7 @@ class Bench:
     @hookimpl
     def register_tools(self, register: Callable[[Any], None]) -> None:
         register(SearchTool)
+        register(AsyncSearchTool)
 
 
 def langchain_tool() -> Any:
@@ -81,11 +101,36 @@ def langchain_tool() -> Any:
     )
 
 
+def mcp_sdk_server() -> Any:
+    """The official MCP SDK's own server with the equivalent async tool."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench")
+
+    @server.tool(name="asearch", description="Search.")
+    async def sdk_search(query: str, max_results: int = 5, recency: str = "any") -> str:
+        return await asearch(query, max_results, recency)
+
+    return server
+
+
 def per_call(func: Callable[[], object], batch: int) -> float:
     started = time.perf_counter()
     for _ in range(batch):
         func()
     return (time.perf_counter() - started) / batch
+
+
+def per_await(loop: asyncio.AbstractEventLoop, func: Callable[[], Any], batch: int) -> float:
+    """Seconds per ``await func()``, awaited ``batch`` times in a row on ``loop``."""
+
+    async def run() -> float:
+        started = time.perf_counter()
+        for _ in range(batch):
+            await func()
+        return (time.perf_counter() - started) / batch
+
+    return loop.run_until_complete(run())
 
 
 def main() -> None:
@@ -96,35 +141,72 @@ def main() -> None:
 
     registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("bench", Bench())])
     lc_tool = langchain_tool()
+    sdk = mcp_sdk_server()
+    loop = asyncio.new_event_loop()
     assert registry.call("search", ARGUMENTS).output == "python release notes"
+    assert registry.call("asearch", ARGUMENTS).output == "python release notes"
+    assert loop.run_until_complete(registry.acall("asearch", ARGUMENTS)).ok
     assert lc_tool.invoke(ARGUMENTS) == "python release notes"
-    ways: dict[str, Callable[[], object]] = {
+    assert not loop.run_until_complete(sdk.call_tool("asearch", ARGUMENTS)).is_error
+    sync_ways: dict[str, Callable[[], object]] = {
         "bare Python call": lambda: search(**ARGUMENTS),
-        "toolplug registry.call": lambda: registry.call("search", ARGUMENTS),
+        "toolplug registry.call, sync tool": lambda: registry.call("search", ARGUMENTS),
         "langchain-core tool.invoke": lambda: lc_tool.invoke(ARGUMENTS),
+        "toolplug registry.call, async tool": lambda: registry.call("asearch", ARGUMENTS),
     }
-    for func in ways.values():
+    async_ways: dict[str, Callable[[], Any]] = {
+        "bare await": lambda: asearch(**ARGUMENTS),
+        "toolplug await registry.acall": lambda: registry.acall("asearch", ARGUMENTS),
+        "MCP SDK await MCPServer.call_tool": lambda: sdk.call_tool("asearch", ARGUMENTS),
+    }
+    slow = {"langchain-core tool.invoke", "MCP SDK await MCPServer.call_tool"}
+    for name, func in sync_ways.items():
         per_call(func, options.batch // 4)  # warm up
-    samples: dict[str, list[float]] = {name: [] for name in ways}
+    for name, afunc in async_ways.items():
+        per_await(loop, afunc, options.batch // 4)
+    samples: dict[str, list[float]] = {name: [] for name in [*sync_ways, *async_ways]}
     for _ in range(options.rounds):
-        for name, func in ways.items():
-            batch = options.batch if name != "langchain-core tool.invoke" else options.batch // 10
+        for name, func in sync_ways.items():
+            batch = options.batch if name not in slow else options.batch // 10
             samples[name].append(per_call(func, batch))
+        for name, afunc in async_ways.items():
+            batch = options.batch if name not in slow else options.batch // 10
+            samples[name].append(per_await(loop, afunc, batch))
     median = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
-    bare = median["bare Python call"]
-    ours = median["toolplug registry.call"] - bare
-    theirs = median["langchain-core tool.invoke"] - bare
+    floors = {
+        "bare Python call": "bare Python call",
+        "toolplug registry.call, sync tool": "bare Python call",
+        "langchain-core tool.invoke": "bare Python call",
+        "toolplug registry.call, async tool": "bare await",
+        "bare await": "bare await",
+        "toolplug await registry.acall": "bare await",
+        "MCP SDK await MCPServer.call_tool": "bare await",
+    }
+    overhead = {name: median[name] - median[floors[name]] for name in median}
     print(f"{options.rounds} interleaved rounds")
     print()
-    print("| way | median us per call | overhead us |")
+    print("| way | median us per call | overhead us (over its floor) |")
     print("|---|---:|---:|")
     for name, value in median.items():
-        print(f"| {name} | {value:.2f} | {value - bare:.2f} |")
+        print(f"| {name} | {value:.2f} | {overhead[name]:.2f} |")
     print()
-    print(f"toolplug overhead: {ours:.2f} us (goal <= 10: {'met' if ours <= 10 else 'MISSED'})")
-    ratio = theirs / ours
-    print(f"tool.invoke overhead / toolplug overhead: {ratio:.1f}x "
+    goals = [
+        ("toolplug registry.call, sync tool", 10),
+        ("toolplug await registry.acall", 15),
+        ("toolplug registry.call, async tool", 50),
+    ]
+    for name, goal in goals:
+        value = overhead[name]
+        print(f"{name}: {value:.2f} us (goal <= {goal}: {'met' if value <= goal else 'MISSED'})")
+    ratio = overhead["langchain-core tool.invoke"] / overhead["toolplug registry.call, sync tool"]
+    print(f"tool.invoke overhead / registry.call overhead: {ratio:.1f}x "
           f"(goal >= 40: {'met' if ratio >= 40 else 'MISSED'})")
+    sdk_ratio = (
+        overhead["MCP SDK await MCPServer.call_tool"] / overhead["toolplug await registry.acall"]
+    )
+    print(f"MCPServer.call_tool overhead / registry.acall overhead: {sdk_ratio:.1f}x")
+    registry.close()
+    loop.close()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import copy
 import dataclasses
@@ -31,14 +32,17 @@ import logging
 import random
 import threading
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+import types
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from toolplug.calls._policy import CallPolicy, call_policy
+from toolplug.calls._policy import CallPolicy, call_policy, calls_settings
+from toolplug.calls._slots import Slots
+from toolplug.calls._store import Store, cache_key, open_store
 from toolplug.contract._call import ToolCall
 from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
+from toolplug.runtime._builtin import tool_call as _builtin_tool_call
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["Invoker", "validation_problems"]
 
 log = logging.getLogger("toolplug")
+
+_T = TypeVar("_T")
 
 # Keywords that fastjsonschema (draft 7) and 2020-12 read the same way. A schema that uses
 # anything else is validated by jsonschema alone.
@@ -200,46 +206,31 @@ class _Compiled:
     defaults: dict[str, Any]
 
 
-class _RateLimiter:
-    """At most ``calls`` per ``per_seconds``, over a sliding window."""
-
-    def __init__(self, calls: int, per_seconds: float) -> None:
-        self.calls = calls
-        self.per = per_seconds
-        self._stamps: deque[float] = deque()
-        self._lock = threading.Lock()
-
-    def acquire(self, *, wait: bool) -> float:
-        """Take a slot; returns 0, or (when not waiting) the seconds until one frees up."""
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                while self._stamps and now - self._stamps[0] >= self.per:
-                    self._stamps.popleft()
-                if len(self._stamps) < self.calls:
-                    self._stamps.append(now)
-                    return 0.0
-                delay = self.per - (now - self._stamps[0])
-            if not wait:
-                return max(delay, 0.001)
-            time.sleep(delay)
-
-
 class Invoker:
-    """Runs calls for one registry; holds compiled validators, tool instances and caches."""
+    """Runs calls for one registry; holds compiled validators, tool instances and the store."""
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
+        self._settings = calls_settings(registry.config)
+        self._store: Store = open_store(self._settings.store, entries=self._settings.cache_entries)
         self._compiled: dict[str, _Compiled] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
-        self._cache: dict[tuple[str, str], tuple[float, ToolResult]] = {}
-        self._limiters: dict[str, _RateLimiter] = {}
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._hops: concurrent.futures.ThreadPoolExecutor | None = None
+        self._thread: _LoopThread | None = None
+        self._local = threading.local()
         self._names: list[str] | None = None
         self._policies: dict[str, CallPolicy] = {}
+        self._all_slots = (
+            Slots(self._settings.max_concurrency) if self._settings.max_concurrency else None
+        )
+        self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._hook = registry.plugin_manager.hook.tool_call
+
+    @property
+    def store(self) -> Store:
+        """Where the cache and rate limits live."""
+        return self._store
 
     # -- preparing -------------------------------------------------------------------
 
@@ -327,7 +318,16 @@ class Invoker:
         if isinstance(validated, ToolResult):
             return ToolCall(name, dict(arguments), meta, None, rejection=validated)
         context = registry.context_for(name, host)
-        return ToolCall(name, validated, meta, context, None, time.monotonic(), self._execute)
+        return ToolCall(
+            name,
+            validated,
+            meta,
+            context,
+            None,
+            time.monotonic(),
+            self._execute_blocking,
+            self._execute,
+        )
 
     def _validate(
         self, name: str, meta: ToolMetadata, arguments: Mapping[str, Any]
@@ -392,47 +392,52 @@ class Invoker:
         )
 
     # -- running ---------------------------------------------------------------------
+    #
+    # One engine, written as coroutines. ``acall`` awaits it on the caller's loop. The sync
+    # ``call`` drives the same coroutines: without a loop when nothing in them can wait (a
+    # sync tool, the in-process store, no interceptors, no concurrency limit), else on the
+    # registry's own loop thread.
 
     def call(self, name: str, arguments: Any, host: Mapping[str, Any] | None = None) -> ToolResult:
-        """Run one call in this thread (sync tools inline, async tools on a fresh loop)."""
+        """Run one call and wait for its result in this thread."""
         call = self.prepare(name, arguments, host)
-        return self._through_hooks(call)
+        if self._inline(call):
+            return _drive(self._intercepted(call, inline=True))
+        return self._wait_for(self._intercepted(call, inline=False))
+
+    def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+        """Run the coroutine to its end for a caller that waits in its thread."""
+        if _running_loop() is None:  # this thread's own loop: no hop to another thread
+            return self._thread_loop().run_until_complete(coroutine)
+        # Sync code called from async code: the registry's loop thread, since this thread's
+        # loop is busy running that async code.
+        return self._loop_thread().run(coroutine)
 
     async def acall(
         self, name: str, arguments: Any, host: Mapping[str, Any] | None = None
     ) -> ToolResult:
-        """Run one call without blocking the event loop."""
+        """Run one call on the running loop; cancelling the caller cancels the tool."""
         call = self.prepare(name, arguments, host)
-        loop = asyncio.get_running_loop()
-        previous = _LOOP.loop
-        with self._lock:
-            if self._hops is None:
-                self._hops = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolplug")
-            hops = self._hops
-        # A pool of the engine's own, not the loop's default one: a call waits in its thread
-        # for the tool's coroutine, which may itself need the default pool (asyncio.to_thread).
-        run = contextvars.copy_context().run
-        try:
-            return await loop.run_in_executor(hops, run, self._through_hooks_in_worker, call, loop)
-        finally:
-            _LOOP.loop = previous
+        return await self._intercepted(call, inline=False)
 
-    def _through_hooks_in_worker(
-        self, call: ToolCall, loop: asyncio.AbstractEventLoop
-    ) -> ToolResult:
-        _LOOP.loop = loop
-        try:
-            return self._through_hooks(call)
-        finally:
-            _LOOP.loop = None
+    def _inline(self, call: ToolCall) -> bool:
+        if call.rejection is not None:
+            return self._only_builtin()
+        if self._settings.max_concurrency or not self._store.local or not self._only_builtin():
+            return False
+        _tool, is_async = self._instance(call.tool)
+        return not is_async and not self._policy(call.tool).max_concurrency
 
-    def _through_hooks(self, call: ToolCall) -> ToolResult:
+    def _only_builtin(self) -> bool:
+        return len(self._hook.get_hookimpls()) == 1
+
+    async def _intercepted(self, call: ToolCall, *, inline: bool) -> ToolResult:
         # With only the built-in implementation there is nothing to intercept: run the call
         # directly and save the hook machinery's microseconds (the outcome is the same).
-        if len(self._hook.get_hookimpls()) == 1:
-            return self._redacted(call.execute())
+        if inline or self._only_builtin():
+            return self._finished(await self._execute(call, inline=inline))
         try:
-            result = self._hook(call=call)
+            result = await self._multicall(call)
         except Exception as exc:  # an interceptor's bug must not crash the host
             log.exception("a tool_call hook failed for %s", call.tool)
             return ToolResult.failure(
@@ -444,6 +449,66 @@ class Invoker:
                 ErrorType.EXECUTION,
                 f"the tool_call hooks returned {_shown(result)}, not a ToolResult",
             )
+        return self._finished(result)
+
+    async def _multicall(self, call: ToolCall) -> Any:
+        """The ``tool_call`` hooks, run the way pluggy runs them, with awaiting allowed.
+
+        Wrappers' code before and after their ``yield`` runs here, in order; a plain
+        implementation may be ``async def`` (its coroutine is awaited); the built-in one
+        runs the tool awaited instead of blocking.
+        """
+        import pluggy
+
+        teardowns: list[tuple[Any, Any]] = []
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            for impl in reversed(self._hook.get_hookimpls()):
+                args = [call for _ in impl.argnames]
+                if impl.wrapper or impl.hookwrapper:
+                    generator = impl.function(*args)
+                    next(generator)
+                    teardowns.append((impl, generator))
+                    continue
+                if impl.function is _builtin_tool_call:
+                    value: Any = await self._execute(call, inline=False)
+                else:
+                    value = impl.function(*args)
+                    if inspect.isawaitable(value):
+                        value = await value
+                if value is not None:
+                    result = value
+                    break
+        except BaseException as exc:
+            error = exc
+        for impl, generator in reversed(teardowns):
+            if impl.hookwrapper:  # old style: the wrapper reads a pluggy Result
+                outcome: Any = pluggy.Result(result, error)
+                with contextlib.suppress(StopIteration):
+                    generator.send(outcome)
+                error = outcome.exception
+                result = None if error is not None else outcome.get_result()
+                continue
+            try:
+                if error is not None:
+                    generator.throw(error)
+                else:
+                    generator.send(result)
+            except StopIteration as stop:
+                result, error = stop.value, None
+            except BaseException as exc:
+                error = exc
+            else:
+                error = RuntimeError(f"the tool_call wrapper of {impl.plugin_name} yielded twice")
+        if error is not None:
+            raise error
+        return result
+
+    def _finished(self, result: ToolResult) -> ToolResult:
+        warning = self._store.warning()
+        if warning is not None and warning not in result.warnings:
+            result = dataclasses.replace(result, warnings=(*result.warnings, warning))
         return self._redacted(result)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
@@ -455,65 +520,75 @@ class Invoker:
         error = result.error
         if error is not None:
             error = dataclasses.replace(error, message=redactor.redact(error.message))
-        if output == result.output and error is result.error:
+        warnings = tuple(redactor.redact(w) for w in result.warnings)
+        if output == result.output and error is result.error and warnings == result.warnings:
             return result
-        return dataclasses.replace(result, output=output, error=error)
+        return dataclasses.replace(result, output=output, error=error, warnings=warnings)
 
-    def _execute(self, call: ToolCall) -> ToolResult:
+    def _policy(self, tool: str) -> CallPolicy:
+        policy = self._policies.get(tool)
+        if policy is None:
+            policy = self._policies.setdefault(tool, call_policy(self.registry.config, tool))
+        return policy
+
+    def _execute_blocking(self, call: ToolCall) -> ToolResult:
+        """``ToolCall.execute``: the tool with its policy, waited for in this thread."""
+        if self._inline(call):
+            return _drive(self._execute(call, inline=True))
+        return self._wait_for(self._execute(call, inline=False))
+
+    async def _execute(self, call: ToolCall, *, inline: bool = False) -> ToolResult:
+        """The tool with its policy: cache, rate limit, attempts; ``ToolCall.aexecute``."""
+        if call.rejection is not None:
+            return call.rejection
         meta = call.metadata
         assert meta is not None
-        assert call.context is not None
-        policy = self._policies.get(call.tool)
-        if policy is None:
-            policy = self._policies.setdefault(
-                call.tool, call_policy(self.registry.config, call.tool)
-            )
-        cache_key = None
-        cacheable = (
-            policy.cache_ttl_seconds > 0
-            and meta.annotations.read_only
-            and meta.annotations.idempotent
-        )
-        if cacheable:
-            cache_key = (call.tool, json.dumps(call.arguments, sort_keys=True, default=repr))
-            with self._lock:
-                hit = self._cache.get(cache_key)
-            if hit is not None and time.monotonic() < hit[0]:
-                return hit[1]
+        policy = self._policy(call.tool)
+        key = None
+        annotations = meta.annotations
+        if policy.cache_ttl_seconds > 0 and annotations.read_only and annotations.idempotent:
+            key = cache_key(call.tool, call.arguments)
+            hit = await self._store.cached(key)
+            if hit is not None:
+                return hit
         if policy.rate_limit_calls:
-            delay = self._limiter(call.tool, policy).acquire(wait=policy.rate_limit_wait)
-            if delay:
+            refused = await self._admit(call.tool, policy, inline=inline)
+            if refused is not None:
+                return refused
+        timeout = policy.timeout_seconds or meta.timeout_seconds
+        result = await self._attempts(call, policy, timeout, inline=inline)
+        if key is not None and result.ok:
+            await self._store.keep(key, result, policy.cache_ttl_seconds)
+        return result
+
+    async def _admit(self, tool: str, policy: CallPolicy, *, inline: bool) -> ToolResult | None:
+        while True:
+            delay = await self._store.admit(
+                tool, policy.rate_limit_calls, policy.rate_limit_per_seconds
+            )
+            if not delay:
+                return None
+            if not policy.rate_limit_wait:
                 return ToolResult.failure(
                     ErrorType.RATE_LIMIT,
-                    f"{call.tool} allows {policy.rate_limit_calls} call(s) per "
+                    f"{tool} allows {policy.rate_limit_calls} call(s) per "
                     f"{policy.rate_limit_per_seconds:g} s; try again in {delay:.1f} s",
                     retry_possible=True,
                     details={"retry_after_seconds": round(delay, 3)},
                 )
-        timeout = policy.timeout_seconds or meta.timeout_seconds
-        result = self._attempts(call, policy, timeout)
-        if cache_key is not None and result.ok:
-            with self._lock:
-                self._cache[cache_key] = (time.monotonic() + policy.cache_ttl_seconds, result)
-        return result
+            await _pause(delay, inline=inline)
 
-    def _limiter(self, name: str, policy: CallPolicy) -> _RateLimiter:
-        with self._lock:
-            limiter = self._limiters.get(name)
-            if limiter is None:
-                limiter = _RateLimiter(policy.rate_limit_calls, policy.rate_limit_per_seconds)
-                self._limiters[name] = limiter
-            return limiter
-
-    def _attempts(self, call: ToolCall, policy: CallPolicy, timeout: float) -> ToolResult:
-        result = self._once(call, timeout)
+    async def _attempts(
+        self, call: ToolCall, policy: CallPolicy, timeout: float, *, inline: bool
+    ) -> ToolResult:
+        result = await self._once(call, policy, timeout, inline=inline)
         for attempt in range(policy.retries):
             if result.error is None or not result.error.retry_possible:
                 break
             delay = policy.retry_backoff_seconds * (2**attempt) * random.uniform(0.5, 1.5)
             log.info("retrying %s in %.2f s after %s", call.tool, delay, result.error.type)
-            time.sleep(delay)
-            result = self._once(call, timeout)
+            await _pause(delay, inline=inline)
+            result = await self._once(call, policy, timeout, inline=inline)
         return result
 
     def _instance(self, name: str) -> tuple[Tool, bool]:
@@ -527,19 +602,28 @@ class Invoker:
                 )
         return found
 
-    def _once(self, call: ToolCall, timeout: float) -> ToolResult:
+    async def _once(
+        self, call: ToolCall, policy: CallPolicy, timeout: float, *, inline: bool
+    ) -> ToolResult:
         assert call.context is not None
         try:
             tool, is_async = self._instance(call.tool)
-            loop = _LOOP.loop
-            if is_async:
-                outcome = self._run_async(tool, call, timeout, loop)
-            elif loop is not None:
-                outcome = self._run_sync_in_pool(tool, call, timeout)
-            else:
+            if inline:  # a sync tool in the caller's thread: its time limit cannot hold
                 outcome = tool.run(call.arguments, call.context)
-                if isinstance(outcome, Awaitable):  # a sync def that returned an awaitable
-                    outcome = self._run_awaitable(outcome, timeout, None)
+                if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
+                    # a sync def that returned an awaitable
+                    outcome = _await_elsewhere(outcome, timeout)
+            elif is_async and (limits := self._slots_for(call.tool, policy)) is _NO_LIMIT:
+                outcome = await _limited(tool.run(call.arguments, call.context), timeout)
+            else:
+                limits = self._slots_for(call.tool, policy)
+                async with asyncio.timeout(timeout), limits:
+                    if is_async:
+                        outcome = await tool.run(call.arguments, call.context)  # type: ignore[misc]
+                    else:
+                        outcome = await self._in_worker(tool, call)
+                    if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
+                        outcome = await outcome
         except ToolFailure as failure:
             return failure.to_result()
         except TimeoutError:
@@ -562,55 +646,224 @@ class Invoker:
             )
         return outcome
 
-    def _run_async(
-        self, tool: Tool, call: ToolCall, timeout: float, loop: asyncio.AbstractEventLoop | None
-    ) -> Any:
-        assert call.context is not None
-        awaitable = tool.run(call.arguments, call.context)
-        return self._run_awaitable(awaitable, timeout, loop)
+    def _slots_for(
+        self, tool: str, policy: CallPolicy
+    ) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The concurrency limits a call of ``tool`` takes a slot of (tool's, then all)."""
+        limits = self._tool_slots.get(tool)
+        if limits is None:
+            chain: list[Slots] = []
+            if policy.max_concurrency:
+                chain.append(Slots(policy.max_concurrency))
+            if self._all_slots is not None:
+                chain.append(self._all_slots)
+            limits = self._tool_slots.setdefault(tool, tuple(chain))
+        if not limits:
+            return _NO_LIMIT
+        if len(limits) == 1:
+            return limits[0]
+        return _Both(limits[0], limits[1])
 
-    def _run_awaitable(
-        self, awaitable: Any, timeout: float, loop: asyncio.AbstractEventLoop | None
-    ) -> Any:
-        async def limited() -> Any:
-            async with asyncio.timeout(timeout):
-                return await awaitable
+    async def _in_worker(self, tool: Tool, call: ToolCall) -> Any:
+        """A sync tool in the bounded worker pool; abandoned (not stopped) at its limit."""
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(
+                        self._settings.sync_workers, thread_name_prefix="toolplug-tool"
+                    )
+                pool = self._pool
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        arguments, tool_context = call.arguments, call.context
+        return await loop.run_in_executor(
+            pool,
+            lambda: context.run(tool.run, arguments, tool_context),  # type: ignore[arg-type]
+        )
 
-        if loop is not None:  # acall: back onto the caller's loop
-            return asyncio.run_coroutine_threadsafe(limited(), loop).result()
-        if _running_loop() is None:
-            return asyncio.run(limited())
-        # A sync call made from inside a running loop: run on a loop of its own thread.
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolplug") as pool:
-            return pool.submit(asyncio.run, limited()).result()
+    def _thread_loop(self) -> asyncio.AbstractEventLoop:
+        """The calling thread's own event loop for sync calls, made on its first call."""
+        holder: _LoopHolder | None = getattr(self._local, "holder", None)
+        if holder is None:
+            holder = self._local.holder = _LoopHolder()
+        return holder.loop
 
-    def _run_sync_in_pool(self, tool: Tool, call: ToolCall, timeout: float) -> Any:
-        assert call.context is not None
-        with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    thread_name_prefix="toolplug-tool"
-                )
-            pool = self._pool
-        future = pool.submit(tool.run, call.arguments, call.context)
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            raise TimeoutError from None
+    def _loop_thread(self) -> _LoopThread:
+        thread = self._thread
+        if thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = _LoopThread()
+                thread = self._thread
+        return thread
 
     def close(self) -> None:
-        """Release the worker threads (tools still running finish in the background)."""
-        for pool in (self._pool, self._hops):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = self._hops = None
+        """Release the worker threads, the loop thread and the store's connections."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.run(self._store.aclose())
+            thread.stop()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
-class _LoopSlot(threading.local):
-    loop: asyncio.AbstractEventLoop | None = None
+class _Both:
+    """Two concurrency limits taken in order and given back in reverse."""
+
+    def __init__(self, first: Slots, second: Slots) -> None:
+        self.first, self.second = first, second
+
+    async def __aenter__(self) -> None:
+        await self.first.__aenter__()
+        try:
+            await self.second.__aenter__()
+        except BaseException:
+            await self.first.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.second.__aexit__(None, None, None)
+        await self.first.__aexit__(None, None, None)
 
 
-_LOOP = _LoopSlot()
+_NO_LIMIT: Final = contextlib.nullcontext()
+
+
+class _LoopHolder:
+    """One thread's event loop for sync calls; closed when the thread ends."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:  # the thread is gone: its locals are dropped
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+class _LoopThread:
+    """An event loop in a daemon thread of its own: where sync ``call`` runs what awaits."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="toolplug-loop", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coroutine`` on the loop (with the caller's context) and wait for it."""
+        if threading.current_thread() is self.thread:
+            # Called from this loop's own thread (an interceptor calling call.execute()):
+            # waiting here would wait for ourselves, so use a short-lived loop elsewhere.
+            with concurrent.futures.ThreadPoolExecutor(1, "toolplug") as pool:
+                return pool.submit(asyncio.run, coroutine).result()
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[_T] = concurrent.futures.Future()
+        holder: list[asyncio.Task[_T]] = []
+
+        def start() -> None:
+            task = self.loop.create_task(coroutine, context=context)
+            holder.append(task)
+            task.add_done_callback(lambda t: _settle(done, t))
+
+        self.loop.call_soon_threadsafe(start)
+        try:
+            return done.result()
+        except BaseException:  # KeyboardInterrupt in the caller: stop the call too
+            if holder and not done.done():
+                self.loop.call_soon_threadsafe(holder[0].cancel)
+            raise
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())
+
+
+async def _limited(coroutine: Any, timeout: float) -> Any:
+    """Await a tool's coroutine under its time limit, arming the timer only if it waits.
+
+    Most calls that return at once never suspend: their first step runs here directly,
+    and the timer (a third of an immediate call's cost) is armed only when the coroutine
+    does suspend, with the deadline counted from the start.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        first = coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    except BaseException:
+        coroutine.close()
+        raise
+    async with asyncio.timeout_at(started + timeout):
+        return await _resumed(coroutine, first)
+
+
+@types.coroutine
+def _resumed(coroutine: Any, first: Any) -> Generator[Any, Any, Any]:
+    """Go on with a coroutine whose first step already ran (what ``await`` would do)."""
+    value = first
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            try:
+                value = coroutine.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                value = coroutine.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
+def _drive(coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+    """Run a coroutine that never suspends to its end, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        result: ToolResult = stop.value
+        return result
+    coroutine.close()
+    raise RuntimeError("toolplug: a call chosen to run without a loop tried to wait")
+
+
+async def _pause(seconds: float, *, inline: bool) -> None:
+    """Wait: awaited on a loop; in the sync caller's own thread when there is none."""
+    if inline:
+        time.sleep(seconds)
+    else:
+        await asyncio.sleep(seconds)
+
+
+def _await_elsewhere(awaitable: Any, timeout: float) -> Any:
+    """An awaitable returned by a sync tool under the sync ``call``: run it to its end."""
+
+    async def limited() -> Any:
+        async with asyncio.timeout(timeout):
+            return await awaitable
+
+    if _running_loop() is None:
+        return asyncio.run(limited())
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolplug") as pool:
+        return pool.submit(asyncio.run, limited()).result()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolplug.calls._engine import Invoker
+from toolplug.calls._policy import calls_settings
 from toolplug.runtime._registry import assemble
 
 if TYPE_CHECKING:
@@ -39,9 +40,11 @@ def load(
         strict: Raise ``PluginError`` when anything went wrong while loading.
 
     Raises:
-        ConfigError: the configuration is invalid.
+        ConfigError: the configuration is invalid (including its ``[calls]`` table).
         PluginError: ``strict`` is set and a plugin failed.
     """
-    return assemble(
+    registry = assemble(
         config, env=env, grant=grant, deny=deny, plugins=plugins, strict=strict, engine=Invoker
     )
+    calls_settings(registry.config)  # a bad [calls] table fails here, not at the first call
+    return registry

@@ -1,23 +1,40 @@
-"""Call policy: how calls to one tool run (time limit, retries, cache, rate limit).
+"""Call policy: how calls run (time limit, retries, cache, rate limit, concurrency).
 
-The values come from the tool's ``[tools.<name>]`` table; the configuration checks them
-when it loads (the keys are ``toolplug.contract._metadata.POLICY_KEYS``).
+Per tool, the values come from the tool's ``[tools.<name>]`` table; the configuration
+checks them when it loads (the keys are ``toolplug.contract._metadata.POLICY_KEYS``). For
+all calls, they come from the ``[calls]`` table, checked here by ``calls_settings`` when
+``toolplug.load()`` builds the registry.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
+
+from toolplug.contract._errors import ConfigError
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
 
-__all__ = ["CallPolicy", "call_policy"]
+__all__ = ["CALLS_KEYS", "CallPolicy", "CallsSettings", "call_policy", "calls_settings"]
+
+CALLS_KEYS: Final = {
+    "sync_workers": "a whole number of threads, 1 or more",
+    "max_concurrency": "a whole number of calls, 1 or more",
+    "store": '"memory", or the URL of a Redis server: "redis://HOST:PORT/DB"',
+    "cache_entries": "a whole number of cached results, 1 or more",
+    "telemetry_content": "a boolean: true records arguments and results in telemetry spans",
+}
+"""The keys of the ``[calls]`` table, and what each expects."""
+
+_STORE_SCHEMES: Final = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True)
 class CallPolicy:
-    """How calls to one tool are run: time limit, retries, caching and rate limit."""
+    """How calls to one tool are run: time limit, retries, caching, rate and concurrency."""
 
     timeout_seconds: float | None = None
     """None means the tool's metadata default."""
@@ -28,6 +45,8 @@ class CallPolicy:
     """0 means no rate limit."""
     rate_limit_per_seconds: float = 1.0
     rate_limit_wait: bool = True
+    max_concurrency: int = 0
+    """0 means no limit of the tool's own."""
 
 
 def call_policy(config: Config, tool: str) -> CallPolicy:
@@ -43,4 +62,71 @@ def call_policy(config: Config, tool: str) -> CallPolicy:
         rate_limit_calls=int(rate.get("calls", 1)) if rate else 0,
         rate_limit_per_seconds=float(rate.get("per_seconds", 1.0)),
         rate_limit_wait=bool(rate.get("wait", True)),
+        max_concurrency=int(table.get("max_concurrency", 0)),
     )
+
+
+@dataclass(frozen=True)
+class CallsSettings:
+    """The ``[calls]`` table: what all calls of one registry share."""
+
+    sync_workers: int = min(32, (os.cpu_count() or 1) + 4)
+    """Threads that run sync tools for ``acall`` (and for ``call`` when limits apply)."""
+    max_concurrency: int = 0
+    """At most this many calls run at once (0: no limit); the others wait their turn."""
+    store: str = "memory"
+    """Where the result cache and rate limits live: ``memory`` or a Redis URL."""
+    cache_entries: int = 10_000
+    """The in-process result cache keeps at most this many results."""
+    telemetry_content: bool = False
+    """Record arguments and results (secrets redacted) in telemetry spans."""
+
+
+def calls_settings(config: Config) -> CallsSettings:
+    """Check the ``[calls]`` table and each tool's ``max_concurrency``; build the settings.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+
+    def fail(key: str, value: Any) -> ConfigError:
+        return ConfigError(
+            f"got {value!r}",
+            file=config.source,
+            key=key,
+            expected=CALLS_KEYS[key.rpartition(".")[2]],
+        )
+
+    table: Mapping[str, Any] = config.calls
+    for key in table:
+        if key not in CALLS_KEYS:
+            raise ConfigError(
+                "unknown key",
+                file=config.source,
+                key=f"calls.{key}",
+                expected="one of " + ", ".join(sorted(CALLS_KEYS)),
+            )
+    values: dict[str, Any] = {}
+    for key in ("sync_workers", "max_concurrency", "cache_entries"):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise fail(f"calls.{key}", value)
+            values[key] = value
+    if "store" in table:
+        store = table["store"]
+        if not isinstance(store, str) or not (
+            store == "memory" or store.startswith(_STORE_SCHEMES)
+        ):
+            raise fail("calls.store", store)
+        values["store"] = store
+    if "telemetry_content" in table:
+        if not isinstance(table["telemetry_content"], bool):
+            raise fail("calls.telemetry_content", table["telemetry_content"])
+        values["telemetry_content"] = table["telemetry_content"]
+    for name, tool_table in config.tools.items():
+        if "max_concurrency" in tool_table:
+            value = tool_table["max_concurrency"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise fail(f"tools.{name}.max_concurrency", value)
+    return CallsSettings(**values)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +29,22 @@ class ToolCall:
     started: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` when the call was received."""
     _run: Callable[[ToolCall], ToolResult] | None = field(default=None, repr=False)
-    """What runs the call: the call engine sets it."""
+    """What runs the call, blocking: the call engine sets it."""
+    _arun: Callable[[ToolCall], Awaitable[ToolResult]] | None = field(default=None, repr=False)
+    """What runs the call, awaited: the call engine sets it."""
 
     def execute(self) -> ToolResult:
-        """Run the tool now (with its policy), or return the rejection."""
+        """Run the tool now (with its policy), or return the rejection; blocks this thread."""
         if self.rejection is not None:
             return self.rejection
         if self._run is None:  # pragma: no cover - the engine always sets it
             return ToolResult.failure(ErrorType.EXECUTION, "this call cannot be executed")
         return self._run(self)
+
+    async def aexecute(self) -> ToolResult:
+        """``execute`` for an ``async def`` interceptor: awaits the tool on this loop."""
+        if self.rejection is not None:
+            return self.rejection
+        if self._arun is None:  # pragma: no cover - the engine always sets it
+            return ToolResult.failure(ErrorType.EXECUTION, "this call cannot be executed")
+        return await self._arun(self)

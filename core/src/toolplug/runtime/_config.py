@@ -36,6 +36,7 @@ _TOP_KEYS: Final = {
     "capabilities": "a table: grant = [...], deny = [...]",
     "tools": "a table of per-tool tables: [tools.<name>]",
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
+    "calls": "a table: sync_workers, max_concurrency, store, cache_entries, telemetry_content",
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -102,6 +103,8 @@ class Config:
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Raw per-tool tables; resolve with ``resolve_tool_config``."""
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
+    calls: Mapping[str, Any] = field(default_factory=dict)
+    """The raw ``[calls]`` table; the call engine checks it (``toolplug.load()``)."""
 
     @property
     def source(self) -> str:
@@ -247,6 +250,9 @@ def parse_config(
             for part in ("include", "exclude")
         }
         toolsets[name] = Toolset(name=name, description=description, **patterns)
+    calls = table.get("calls", {})
+    if not isinstance(calls, Mapping):
+        raise err("calls", "must be a table", _TOP_KEYS["calls"])
     return Config(
         path=file,
         offline=offline,
@@ -255,6 +261,7 @@ def parse_config(
         denials=denials,
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
+        calls=dict(calls),
         **dirs,
     )
 

@@ -1,0 +1,313 @@
+"""Where the result cache and the rate limits live: in this process, or in Redis.
+
+Both stores answer the same three questions for the call engine: is there a cached result
+for this key, keep this result for so long, and may one more call of this tool start now
+(if not, how long until it may). The in-process store is the default; it is bounded by
+entries (``[calls] cache_entries``) and by each entry's time to live, so a long-running
+server with varied calls does not grow without end. The Redis store (``[calls] store =
+"redis://..."``, ``pip install "toolplug[redis]"``) is shared by every process pointed at
+it, so replicas behind a load balancer allow one rate together and share one cache.
+
+When Redis cannot be reached, calls still run: the store logs the problem once, uses the
+in-process store in the meantime (the limit then holds per process), says so in each
+result's warnings, and tries Redis again a few seconds later.
+
+The rate limit is a moving window: at most N calls in any ``per_seconds`` seconds. The
+``limits`` library was considered and not used: its windows are whole seconds, and
+``per_seconds`` may be a fraction here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import asdict
+from typing import Any, Final, Protocol
+
+from cachetools import TLRUCache
+
+from toolplug.contract._tool import Citation, ToolError, ToolResult
+
+__all__ = ["MemoryStore", "RedisStore", "Store", "open_store"]
+
+log = logging.getLogger("toolplug")
+
+_RETRY_SECONDS: Final = 5.0
+"""After Redis failed, the in-process store answers for this long before Redis is tried."""
+
+
+class Store(Protocol):
+    """What the call engine needs from a store."""
+
+    local: bool
+    """True when no method ever waits (the sync ``call`` may then run without a loop)."""
+
+    async def cached(self, key: str) -> ToolResult | None:
+        """The result kept under ``key``, or None."""
+
+    async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
+        """Keep ``result`` under ``key`` for ``ttl`` seconds."""
+
+    async def admit(self, tool: str, calls: int, per_seconds: float) -> float:
+        """Take a slot of ``tool``'s rate limit: 0.0, or the seconds until one frees up."""
+
+    def warning(self) -> str | None:
+        """What a result should say about the store (Redis down), or None."""
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+
+def cache_key(tool: str, arguments: dict[str, Any]) -> str:
+    """A stable key for one call: the tool and its arguments, canonical JSON, hashed."""
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
+    return f"{tool}:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class MemoryStore:
+    """The default store: this process's memory, bounded by entries and time to live."""
+
+    local = True
+
+    def __init__(self, entries: int = 10_000) -> None:
+        # Each entry carries its own time to live: tools have different cache_ttl_seconds.
+        self._cache: TLRUCache[str, tuple[float, ToolResult]] = TLRUCache(
+            maxsize=entries, ttu=lambda _key, value, now: now + value[0], timer=time.monotonic
+        )
+        self._windows: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()  # held only for dictionary work, never across a wait
+
+    async def cached(self, key: str) -> ToolResult | None:
+        return self.cached_now(key)
+
+    def cached_now(self, key: str) -> ToolResult | None:
+        with self._lock:
+            hit = self._cache.get(key)
+        return hit[1] if hit is not None else None
+
+    async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
+        with self._lock:
+            self._cache[key] = (ttl, result)
+
+    async def admit(self, tool: str, calls: int, per_seconds: float) -> float:
+        return self.admit_now(tool, calls, per_seconds)
+
+    def admit_now(self, tool: str, calls: int, per_seconds: float) -> float:
+        with self._lock:
+            stamps = self._windows.setdefault(tool, deque())
+            now = time.monotonic()
+            while stamps and now - stamps[0] >= per_seconds:
+                stamps.popleft()
+            if len(stamps) < calls:
+                stamps.append(now)
+                return 0.0
+            return max(per_seconds - (now - stamps[0]), 0.001)
+
+    def warning(self) -> str | None:
+        return None
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    async def aclose(self) -> None:
+        return None
+
+
+# A moving window in one atomic step, on the Redis server's clock (replicas' clocks may
+# differ): drop the stamps older than the window, then either add one or say how long
+# until the oldest leaves. Times are in microseconds.
+_ADMIT: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(math.ceil(tonumber(oldest[2]) + window - now), 1)
+"""
+
+
+class RedisStore:
+    """Cache and rate limits in a Redis server, shared by every process that uses it."""
+
+    local = False
+
+    def __init__(self, url: str, *, prefix: str = "toolplug:", entries: int = 10_000) -> None:
+        import redis.asyncio
+
+        self.url = url
+        self._prefix = prefix
+        self._fallback = MemoryStore(entries)
+        self._clients: dict[int, Any] = {}
+        self._down_until = 0.0
+        self._problem: str | None = None
+        self._errors = (redis.exceptions.RedisError, OSError)
+
+    def _client(self) -> Any:
+        # A connection pool belongs to one event loop: one client per loop.
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None:
+            import redis.asyncio
+
+            # Short socket limits: an unreachable store must not hold calls for long.
+            client = redis.asyncio.Redis.from_url(
+                self.url, socket_connect_timeout=1.0, socket_timeout=1.0
+            )
+            self._clients[id(loop)] = client
+        return client
+
+    def _usable(self) -> bool:
+        return time.monotonic() >= self._down_until
+
+    def _failed(self, exc: BaseException) -> None:
+        self._down_until = time.monotonic() + _RETRY_SECONDS
+        if self._problem is None:
+            self._problem = f"{type(exc).__name__}: {exc}"
+            log.error(
+                "the shared store %s cannot be reached (%s); rate limits and the cache are "
+                "per process until it can",
+                _safe_url(self.url),
+                self._problem,
+            )
+
+    def _recovered(self) -> None:
+        if self._problem is not None:
+            log.warning("the shared store %s is reachable again", _safe_url(self.url))
+            self._problem = None
+
+    def warning(self) -> str | None:
+        if self._problem is None:
+            return None
+        return (
+            f"the shared store {_safe_url(self.url)} cannot be reached: rate limits and the "
+            "result cache hold for this process only"
+        )
+
+    @property
+    def problem(self) -> str | None:
+        """Why Redis could not be used last time, or None."""
+        return self._problem
+
+    async def ping(self) -> str | None:
+        """None when Redis answers, else why not (for ``toolplug doctor``)."""
+        try:
+            await self._client().ping()
+        except self._errors as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    async def cached(self, key: str) -> ToolResult | None:
+        if not self._usable():
+            return await self._fallback.cached(key)
+        try:
+            raw = await self._client().get(self._prefix + "cache:" + key)
+        except self._errors as exc:
+            self._failed(exc)
+            return await self._fallback.cached(key)
+        self._recovered()
+        return _decode(raw) if raw is not None else None
+
+    async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
+        encoded = _encode(result)
+        if encoded is None:  # data that JSON cannot carry: keep it here only
+            await self._fallback.keep(key, result, ttl)
+            return
+        if not self._usable():
+            await self._fallback.keep(key, result, ttl)
+            return
+        try:
+            await self._client().set(
+                self._prefix + "cache:" + key, encoded, px=max(int(ttl * 1000), 1)
+            )
+        except self._errors as exc:
+            self._failed(exc)
+            await self._fallback.keep(key, result, ttl)
+            return
+        self._recovered()
+
+    async def admit(self, tool: str, calls: int, per_seconds: float) -> float:
+        if not self._usable():
+            return await self._fallback.admit(tool, calls, per_seconds)
+        try:
+            wait = await self._client().eval(
+                _ADMIT,
+                1,
+                self._prefix + "rate:" + tool,
+                calls,
+                int(per_seconds * 1_000_000),
+                secrets.token_hex(8),
+            )
+        except self._errors as exc:
+            self._failed(exc)
+            return await self._fallback.admit(tool, calls, per_seconds)
+        self._recovered()
+        return int(wait) / 1_000_000
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            with contextlib.suppress(Exception):  # a loop already closed: nothing to release
+                await client.aclose()
+
+
+def open_store(url: str, *, entries: int) -> Store:
+    """The store a ``[calls] store`` value names."""
+    if url == "memory":
+        return MemoryStore(entries)
+    try:
+        import redis.asyncio  # noqa: F401
+    except ImportError:
+        from toolplug.contract._errors import ConfigError
+
+        raise ConfigError(
+            "the Redis store needs the redis package",
+            key="calls.store",
+            expected='pip install "toolplug[redis]"',
+        ) from None
+    return RedisStore(url, entries=entries)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without a password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        return parts._replace(netloc=f"***@{netloc}").geturl()
+    return url
+
+
+def _encode(result: ToolResult) -> str | None:
+    try:
+        return json.dumps(asdict(result), sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _decode(raw: bytes | str) -> ToolResult | None:
+    try:
+        body = json.loads(raw)
+        error = body.get("error")
+        return ToolResult(
+            output=body.get("output", ""),
+            data=body.get("data"),
+            citations=tuple(Citation(**c) for c in body.get("citations", ())),
+            warnings=tuple(body.get("warnings", ())),
+            error=ToolError(**error) if error else None,
+        )
+    except (ValueError, TypeError):  # written by another version: a miss, not a failure
+        return None
