@@ -160,9 +160,9 @@ def main() -> None:
         "MCP SDK await MCPServer.call_tool": lambda: sdk.call_tool("asearch", ARGUMENTS),
     }
     slow = {"langchain-core tool.invoke", "MCP SDK await MCPServer.call_tool"}
-    for name, func in sync_ways.items():
+    for func in sync_ways.values():
         per_call(func, options.batch // 4)  # warm up
-    for name, afunc in async_ways.items():
+    for afunc in async_ways.values():
         per_await(loop, afunc, options.batch // 4)
     samples: dict[str, list[float]] = {name: [] for name in [*sync_ways, *async_ways]}
     for _ in range(options.rounds):

@@ -212,7 +212,11 @@ class Invoker:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._settings = calls_settings(registry.config)
-        self._store: Store = open_store(self._settings.store, entries=self._settings.cache_entries)
+        self._store: Store = open_store(
+            self._settings.store,
+            entries=self._settings.cache_entries,
+            home=lambda: self._loop_thread().loop,
+        )
         self._compiled: dict[str, _Compiled] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
         self._lock = threading.Lock()

@@ -19,6 +19,7 @@ The rate limit is a moving window: at most N calls in any ``per_seconds`` second
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -27,8 +28,9 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from cachetools import TLRUCache
 
@@ -37,6 +39,8 @@ from toolplug.contract._tool import Citation, ToolError, ToolResult
 __all__ = ["MemoryStore", "RedisStore", "Store", "open_store"]
 
 log = logging.getLogger("toolplug")
+
+_T = TypeVar("_T")
 
 _RETRY_SECONDS: Final = 5.0
 """After Redis failed, the in-process store answers for this long before Redis is tried."""
@@ -142,32 +146,43 @@ class RedisStore:
 
     local = False
 
-    def __init__(self, url: str, *, prefix: str = "toolplug:", entries: int = 10_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "toolplug:",
+        entries: int = 10_000,
+        home: Callable[[], asyncio.AbstractEventLoop] = asyncio.get_running_loop,
+    ) -> None:
         import redis.asyncio
 
         self.url = url
         self._prefix = prefix
         self._fallback = MemoryStore(entries)
-        self._clients: dict[int, Any] = {}
+        # Connections belong to one event loop, and hosts' loops come and go (asyncio.run
+        # per request): all Redis I/O runs on one home loop, the registry's own thread.
+        self._home = home
+        self._client_instance: Any = None
         self._down_until = 0.0
         self._problem: str | None = None
         self._errors = (redis.exceptions.RedisError, OSError)
 
     def _client(self) -> Any:
-        # A connection pool belongs to one event loop: one client per loop.
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None:
+        if self._client_instance is None:
             import redis.asyncio
 
             # Short socket limits: an unreachable store must not hold calls for long.
-            client = redis.asyncio.Redis.from_url(
+            self._client_instance = redis.asyncio.Redis.from_url(
                 self.url, socket_connect_timeout=1.0, socket_timeout=1.0
             )
-            self._clients[id(loop)] = client
-        return client
+        return self._client_instance
+
+    async def _at_home(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Await ``coroutine`` on the home loop (the caller's loop waits, unblocked)."""
+        home = self._home()
+        if asyncio.get_running_loop() is home:
+            return await coroutine
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, home))
 
     def _usable(self) -> bool:
         return time.monotonic() >= self._down_until
@@ -197,6 +212,11 @@ class RedisStore:
         )
 
     @property
+    def safe_url(self) -> str:
+        """The store's URL without its password."""
+        return _safe_url(self.url)
+
+    @property
     def problem(self) -> str | None:
         """Why Redis could not be used last time, or None."""
         return self._problem
@@ -204,7 +224,7 @@ class RedisStore:
     async def ping(self) -> str | None:
         """None when Redis answers, else why not (for ``toolplug doctor``)."""
         try:
-            await self._client().ping()
+            await self._at_home(self._client().ping())
         except self._errors as exc:
             return f"{type(exc).__name__}: {exc}"
         return None
@@ -213,7 +233,7 @@ class RedisStore:
         if not self._usable():
             return await self._fallback.cached(key)
         try:
-            raw = await self._client().get(self._prefix + "cache:" + key)
+            raw = await self._at_home(self._get(key))
         except self._errors as exc:
             self._failed(exc)
             return await self._fallback.cached(key)
@@ -229,9 +249,7 @@ class RedisStore:
             await self._fallback.keep(key, result, ttl)
             return
         try:
-            await self._client().set(
-                self._prefix + "cache:" + key, encoded, px=max(int(ttl * 1000), 1)
-            )
+            await self._at_home(self._set(key, encoded, ttl))
         except self._errors as exc:
             self._failed(exc)
             await self._fallback.keep(key, result, ttl)
@@ -242,28 +260,42 @@ class RedisStore:
         if not self._usable():
             return await self._fallback.admit(tool, calls, per_seconds)
         try:
-            wait = await self._client().eval(
-                _ADMIT,
-                1,
-                self._prefix + "rate:" + tool,
-                calls,
-                int(per_seconds * 1_000_000),
-                secrets.token_hex(8),
-            )
+            wait = await self._at_home(self._eval(tool, calls, per_seconds))
         except self._errors as exc:
             self._failed(exc)
             return await self._fallback.admit(tool, calls, per_seconds)
         self._recovered()
         return int(wait) / 1_000_000
 
+    async def _get(self, key: str) -> Any:
+        return await self._client().get(self._prefix + "cache:" + key)
+
+    async def _set(self, key: str, encoded: str, ttl: float) -> None:
+        await self._client().set(self._prefix + "cache:" + key, encoded, px=max(int(ttl * 1000), 1))
+
+    async def _eval(self, tool: str, calls: int, per_seconds: float) -> Any:
+        return await self._client().eval(
+            _ADMIT,
+            1,
+            self._prefix + "rate:" + tool,
+            calls,
+            int(per_seconds * 1_000_000),
+            secrets.token_hex(8),
+        )
+
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            with contextlib.suppress(Exception):  # a loop already closed: nothing to release
-                await client.aclose()
+        client, self._client_instance = self._client_instance, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # already gone: nothing to release
+                await self._at_home(client.aclose())
 
 
-def open_store(url: str, *, entries: int) -> Store:
+def open_store(
+    url: str,
+    *,
+    entries: int,
+    home: Callable[[], asyncio.AbstractEventLoop] = asyncio.get_running_loop,
+) -> Store:
     """The store a ``[calls] store`` value names."""
     if url == "memory":
         return MemoryStore(entries)
@@ -277,7 +309,7 @@ def open_store(url: str, *, entries: int) -> Store:
             key="calls.store",
             expected='pip install "toolplug[redis]"',
         ) from None
-    return RedisStore(url, entries=entries)
+    return RedisStore(url, entries=entries, home=home)
 
 
 def _safe_url(url: str) -> str:

@@ -420,6 +420,34 @@ def _load_lenient(args: argparse.Namespace) -> Registry:
     return registry
 
 
+def _store_state(url: str) -> str:
+    """Whether the shared store of ``[calls] store`` answers."""
+    import asyncio
+
+    from toolplug.calls._store import RedisStore, open_store
+    from toolplug.contract._errors import ConfigError
+
+    try:
+        store = open_store(url, entries=1)
+    except ConfigError as exc:
+        return f"unusable: {exc}"
+    assert isinstance(store, RedisStore)
+
+    async def check() -> str | None:
+        try:
+            return await store.ping()
+        finally:
+            await store.aclose()
+
+    problem = asyncio.run(check())
+    if problem is None:
+        return f"{store.safe_url}: reachable (rate limits and the result cache are shared)"
+    return (
+        f"{store.safe_url}: UNREACHABLE ({problem}); calls still run, with rate limits and "
+        "the result cache per process"
+    )
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     registry = _load_lenient(args)
     out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
@@ -451,6 +479,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
     out += [f"  warning: {w}" for w in warnings] or quiet
+    store = registry.config.calls.get("store", "memory")
+    if store != "memory":
+        out += ["", "Call store:", f"  {_store_state(store)}"]
     problems = registry.problems
     out += ["", f"Problems: {len(problems) or 'none'}"]
     out += [f"  {p.describe()}" for p in problems]

@@ -127,12 +127,15 @@ class ToolResult:
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-compatible data; errors in the seeds' shape."""
         if self.error is not None:
-            return {
+            failure: dict[str, Any] = {
                 "error": True,
                 "error_type": self.error.type,
                 "error_message": self.error.message,
                 "retry_possible": self.error.retry_possible,
             }
+            if "retry_after_seconds" in self.error.details:  # when to try again, for a model
+                failure["retry_after_seconds"] = self.error.details["retry_after_seconds"]
+            return failure
         body: dict[str, Any] = {"error": False, "output": self.output, "data": self.data}
         if self.citations:
             body["citations"] = [c.to_dict() for c in self.citations]
