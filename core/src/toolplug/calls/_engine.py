@@ -33,6 +33,7 @@ import random
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -222,7 +223,6 @@ class Invoker:
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._thread: _LoopThread | None = None
-        self._local = threading.local()
         self._names: list[str] | None = None
         self._policies: dict[str, CallPolicy] = {}
         self._all_slots = (
@@ -412,7 +412,7 @@ class Invoker:
     def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
         """Run the coroutine to its end for a caller that waits in its thread."""
         if _running_loop() is None:  # this thread's own loop: no hop to another thread
-            return self._thread_loop().run_until_complete(coroutine)
+            return _thread_loop().run_until_complete(coroutine)
         # Sync code called from async code: the registry's loop thread, since this thread's
         # loop is busy running that async code.
         return self._loop_thread().run(coroutine)
@@ -686,19 +686,14 @@ class Invoker:
             lambda: context.run(tool.run, arguments, tool_context),  # type: ignore[arg-type]
         )
 
-    def _thread_loop(self) -> asyncio.AbstractEventLoop:
-        """The calling thread's own event loop for sync calls, made on its first call."""
-        holder: _LoopHolder | None = getattr(self._local, "holder", None)
-        if holder is None:
-            holder = self._local.holder = _LoopHolder()
-        return holder.loop
-
     def _loop_thread(self) -> _LoopThread:
         thread = self._thread
         if thread is None:
             with self._lock:
                 if self._thread is None:
                     self._thread = _LoopThread()
+                    # A registry dropped without close() must not leave its thread behind.
+                    weakref.finalize(self, self._thread.stop)
                 thread = self._thread
         return thread
 
@@ -736,14 +731,31 @@ _NO_LIMIT: Final = contextlib.nullcontext()
 
 
 class _LoopHolder:
-    """One thread's event loop for sync calls; closed when the thread ends."""
+    """One thread's event loop for sync calls, shared by every registry; closed when the
+    thread ends (its thread-locals are dropped then, outside any garbage cycle)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
 
-    def __del__(self) -> None:  # the thread is gone: its locals are dropped
-        if not self.loop.is_running():
-            self.loop.close()
+    def __del__(self) -> None:
+        loop = self.loop
+        if loop.is_running() or loop.is_closed():
+            return
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+_THREAD_LOOPS: Final = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """The calling thread's own event loop for sync calls, made on its first call."""
+    holder: _LoopHolder | None = getattr(_THREAD_LOOPS, "holder", None)
+    if holder is None:
+        holder = _THREAD_LOOPS.holder = _LoopHolder()
+    return holder.loop
 
 
 class _LoopThread:
@@ -781,7 +793,11 @@ class _LoopThread:
             raise
 
     def stop(self) -> None:
+        if self.loop.is_closed():
+            return
         self.loop.call_soon_threadsafe(self.loop.stop)
+        if threading.current_thread() is self.thread:
+            return  # dropped on its own thread: run_forever returns, the loop stays open
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
             self.loop.close()
