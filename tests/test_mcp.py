@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
@@ -122,25 +123,34 @@ include = ["add"]
 EXPECTED_TOOLS = ["add", "echo", "liar", "static_links"]
 
 
-def child_env(tmp_path: Path) -> dict[str, str]:
+def child_env(
+    tmp_path: Path, extra: tuple[str, str] | None = None, config: str = CONFIG
+) -> dict[str, str]:
     """What the server needs beyond the SDK's small default environment: the test tools
-    installed in a site directory on PYTHONPATH, and a configuration file."""
+    installed in a site directory on PYTHONPATH, and a configuration file. ``extra`` is
+    one more tool module, ``(module name, source)``, installed as its own distribution; the
+    first call for a ``tmp_path`` decides what is installed there."""
     site = tmp_path / "site"
+    modules = [("mcp_test_tools", TEST_TOOLS), *([extra] if extra else [])]
     if not site.exists():
-        dist_info = site / "mcp_test_tools-1.0.dist-info"
-        dist_info.mkdir(parents=True)
-        (dist_info / "METADATA").write_text(
-            "Metadata-Version: 2.1\nName: mcp-test-tools\nVersion: 1.0\n", encoding="utf-8"
-        )
-        (dist_info / "entry_points.txt").write_text(
-            "[toolplug]\ntest_tools = mcp_test_tools\n", encoding="utf-8"
-        )
-        (site / "mcp_test_tools.py").write_text(TEST_TOOLS, encoding="utf-8")
-        (tmp_path / "toolplug.toml").write_text(CONFIG, encoding="utf-8")
+        for module, source in modules:
+            dist_info = site / f"{module}-1.0.dist-info"
+            dist_info.mkdir(parents=True)
+            name = module.replace("_", "-")
+            (dist_info / "METADATA").write_text(
+                f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n", encoding="utf-8"
+            )
+            (dist_info / "entry_points.txt").write_text(
+                f"[toolplug]\n{module} = {module}\n", encoding="utf-8"
+            )
+            (site / f"{module}.py").write_text(source, encoding="utf-8")
+        (tmp_path / "toolplug.toml").write_text(config, encoding="utf-8")
+    installed = sorted(path.name.split("-")[0] for path in site.glob("*.dist-info"))
+    plugins = ",".join(["toolplug-static-links", *(m.replace("_", "-") for m in installed)])
     return {
         "PYTHONPATH": str(site),
         "TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"),
-        "TOOLPLUG_PLUGINS": "toolplug-static-links,mcp-test-tools",
+        "TOOLPLUG_PLUGINS": plugins,
         "TOOLPLUG_CACHE_DIR": str(tmp_path / "cache"),
         "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
@@ -246,6 +256,14 @@ def check_round_trip(seen: Seen) -> None:
     unknown = json.loads(text_of(calls["unknown"]))
     assert unknown["error_type"] == "NotFoundError"
     assert "did you mean add" in unknown["error_message"]
+
+    # Every structured result validates against the output schema its tool advertised.
+    for label, result in calls.items():
+        if result.structured_content is not None:
+            schema = by_name[CALLS[label][0]].output_schema
+            assert schema is not None, label
+            jsonschema.validate(result.structured_content, schema)
+    assert calls["add"].structured_content is not None
 
     # Data that breaks the declared returns schema is the plugin's bug, reported as one.
     assert calls["liar"].is_error

@@ -11,6 +11,8 @@ The SDK is optional (``pip install "toolplug[mcp]"``) and imported only when ser
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import socket
 import sys
@@ -132,9 +134,15 @@ def build_server(
             elif name in registry.tools and name not in in_toolset:
                 result = _outside_toolset(name, toolset, served)
             else:
-                result = await registry.acall(
-                    name, params.arguments or {}, context={"transport": "mcp"}
-                )
+                progress = _Progress.asked_by(ctx)
+                host: dict[str, Any] = {"transport": "mcp"}
+                if progress is not None:
+                    host["progress"] = progress
+                try:
+                    result = await registry.acall(name, params.arguments or {}, context=host)
+                finally:
+                    if progress is not None:
+                        await progress.sent()
             return _answer(registry, served.get(name), result, checker)
         except Exception as exc:  # never let one call take the server down
             log.exception("serving the MCP call of %s failed", name)
@@ -282,6 +290,59 @@ def _announcing_list_changes(server: type[Server[Any]]) -> type[Server[Any]]:
 # -- answers ------------------------------------------------------------------------
 
 
+class _Progress:
+    """A tool's ``progress(done, total)`` as MCP progress notifications, sent in order.
+
+    Tools call it synchronously, from the loop or from a worker thread; each call queues
+    one notification behind the previous one, and the answer waits until all are sent.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any], token: str | int) -> None:
+        self._ctx, self._token = ctx, token
+        self._loop = asyncio.get_running_loop()
+        self._last: asyncio.Task[None] | None = None
+
+    @classmethod
+    def asked_by(cls, ctx: ServerRequestContext[Any]) -> _Progress | None:
+        """A reporter when the client sent a progress token with its request, else None."""
+        meta: Mapping[str, Any] = ctx.meta or {}
+        token = meta.get("progress_token", meta.get("progressToken"))
+        return cls(ctx, token) if isinstance(token, str | int) else None
+
+    def __call__(self, done: float, total: float | None = None) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._queue(done, total)
+        else:
+            self._loop.call_soon_threadsafe(self._queue, done, total)
+
+    def _queue(self, done: float, total: float | None) -> None:
+        self._last = self._loop.create_task(self._send(self._last, done, total))
+
+    async def _send(
+        self, before: asyncio.Task[None] | None, done: float, total: float | None
+    ) -> None:
+        if before is not None:
+            await before
+        request = self._ctx.request_id  # sends it on this request's stream (HTTP)
+        related = None if request is None else str(request)
+        try:
+            await self._ctx.session.send_progress_notification(
+                self._token, done, total, related_request_id=related
+            )
+        except Exception as exc:  # a client gone away: the call's answer still matters
+            log.debug("progress notification not sent: %s", exc)
+
+    async def sent(self) -> None:
+        """Wait until every notification queued so far is on its way."""
+        await asyncio.sleep(0)  # let reports made from worker threads land first
+        if self._last is not None:
+            await self._last
+
+
 class _OutputCheck:
     """Validators of declared output schemas, compiled once per tool."""
 
@@ -361,10 +422,19 @@ def _redacted(registry: Registry, value: Any) -> Any:
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
+    """Serve over stdin and stdout, keeping what plugins write off the protocol stream.
+
+    The SDK's ``stdio_server`` speaks the protocol on a private copy of descriptor 1 and
+    points descriptor 1 itself at stderr while it serves, so a C extension writing to it,
+    or a child process inheriting it, writes to stderr. Python's ``print`` goes through
+    ``sys.stdout``, whose buffer could hold text until after the stream is restored; it
+    is sent to stderr directly.
+    """
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        with contextlib.redirect_stdout(sys.stderr):
+            await server.run(read, write, server.create_initialization_options())
 
 
 def _serve_http(server: Server[Any], host: str, port: int) -> None:
