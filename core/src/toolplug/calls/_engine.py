@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from toolplug.calls._policy import CallPolicy, call_policy, calls_settings
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key, open_store
+from toolplug.calls._telemetry import Telemetry
 from toolplug.contract._call import ToolCall
 from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
 from toolplug.runtime._builtin import tool_call as _builtin_tool_call
@@ -230,6 +231,9 @@ class Invoker:
         )
         self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._hook = registry.plugin_manager.hook.tool_call
+        self._telemetry = Telemetry(
+            content=self._settings.telemetry_content, redact=registry.redact
+        )
 
     @property
     def store(self) -> Store:
@@ -436,6 +440,15 @@ class Invoker:
         return len(self._hook.get_hookimpls()) == 1
 
     async def _intercepted(self, call: ToolCall, *, inline: bool) -> ToolResult:
+        telemetry = self._telemetry
+        if not telemetry.on():
+            return await self._hooked(call, inline=inline)
+        with telemetry.span(call) as ended:
+            result = await self._hooked(call, inline=inline)
+            ended(result)
+            return result
+
+    async def _hooked(self, call: ToolCall, *, inline: bool) -> ToolResult:
         # With only the built-in implementation there is nothing to intercept: run the call
         # directly and save the hook machinery's microseconds (the outcome is the same).
         if inline or self._only_builtin():

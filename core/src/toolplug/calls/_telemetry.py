@@ -1,0 +1,100 @@
+"""OpenTelemetry spans for tool calls, named and shaped by the GenAI semantic conventions.
+
+Only with the OpenTelemetry API installed (``pip install "toolplug[otel]"``) and a tracer
+provider set by the host; otherwise calls pay one dictionary look-up. Each call becomes
+one span ``execute_tool {tool}`` around the interception hooks and the tool, current while
+the tool runs (so spans of instrumented HTTP clients nest under it), with:
+
+- ``gen_ai.operation.name`` = ``execute_tool``, ``gen_ai.tool.name``, ``gen_ai.tool.type``,
+  ``gen_ai.tool.description``, and ``gen_ai.tool.call.id`` (the host's ``call_id`` from
+  ``context=``, else a generated one);
+- on failure, ``error.type`` (the result's error type, or the exception's class) and an
+  error status;
+- with ``[calls] telemetry_content = true`` only, ``gen_ai.tool.call.arguments`` and
+  ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolplug.contract._call import ToolCall
+    from toolplug.contract._tool import ToolResult
+
+__all__ = ["Telemetry"]
+
+_Ended = Callable[["ToolResult"], None]
+
+
+class Telemetry:
+    """Starts call spans once the host has set an OpenTelemetry tracer provider."""
+
+    def __init__(self, *, content: bool, redact: Callable[[str], str]) -> None:
+        self._content = content
+        self._redact = redact
+        self._trace: Any = None
+        self._tracer: Any = None
+
+    def on(self) -> bool:
+        """True once a tracer provider is set. toolplug never imports OpenTelemetry itself:
+        a host that set a provider has imported it, and any other host pays nothing."""
+        trace = sys.modules.get("opentelemetry.trace")
+        if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            return False
+        self._trace = trace
+        return True
+
+    @contextlib.contextmanager
+    def span(self, call: ToolCall) -> Iterator[_Ended]:
+        """A current span around one call; call what it yields with the call's result."""
+        if self._tracer is None:
+            self._tracer = self._trace.get_tracer("toolplug", _version())
+        call_id = (call.context.host.get("call_id") if call.context else None) or (
+            f"call_{uuid.uuid4().hex}"
+        )
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.tool,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": str(call_id),
+        }
+        if call.metadata is not None:
+            attributes["gen_ai.tool.description"] = call.metadata.description
+        if self._content:
+            attributes["gen_ai.tool.call.arguments"] = self._text(call.arguments)
+        with self._tracer.start_as_current_span(
+            f"execute_tool {call.tool}",
+            kind=self._trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        ) as span:
+            try:
+                yield lambda result: self._ended(span, result)
+            except BaseException as exc:  # cancelled, or a bug below: still say why
+                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, repr(exc)))
+                raise
+
+    def _ended(self, span: Any, result: ToolResult) -> None:
+        if self._content:
+            span.set_attribute("gen_ai.tool.call.result", self._redact(result.for_model()))
+        if result.error is not None:
+            span.set_attribute("error.type", result.error.type)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, result.error.message))
+
+    def _text(self, value: Any) -> str:
+        return self._redact(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolplug")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return None
