@@ -66,8 +66,9 @@ def tool_call(call: ToolCall) -> ToolResult | None:
     * A plain implementation that returns a ``ToolResult`` answers the call; the tool does not
       run (an "intercepted tool"). Returning None passes the call on.
 
-    Implementations run in one thread, synchronously, also for ``acall`` (in a worker
-    thread). An implementation that raises turns the call into an ``ExecutionError`` result.
+    Implementations run on the caller's event loop for ``acall`` (keep them from blocking);
+    one that needs to await is an ``async def`` plain implementation that awaits
+    ``call.aexecute()``. One that raises turns the call into an ``ExecutionError`` result.
     """
 
 
