@@ -45,6 +45,7 @@ from toolplug.calls._telemetry import Telemetry
 from toolplug.contract._call import ToolCall
 from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
 from toolplug.runtime._builtin import tool_call as _builtin_tool_call
+from toolplug.schema import drop_strict_nulls, restore_strict_arguments
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
@@ -273,55 +274,12 @@ class Invoker:
             return ToolCall(str(name), raw, None, None, rejection=self._unknown(name))
         meta = tool.metadata
         availability = registry.availability(name)
-        details = {"reasons": list(availability.reasons), "setup": list(availability.setup)}
-        if not registry.config.enabled(name):
-            return ToolCall(
-                name,
-                raw,
-                meta,
-                None,
-                rejection=ToolResult.failure(
-                    ErrorType.UNAVAILABLE, f"{name} tool is disabled", details=details
-                ),
-            )
-        if not availability.available:
-            return ToolCall(
-                name,
-                raw,
-                meta,
-                None,
-                rejection=ToolResult.failure(
-                    ErrorType.UNAVAILABLE,
-                    f"{name} is not available: " + "; ".join(availability.reasons),
-                    details=details,
-                ),
-            )
-        if isinstance(arguments, str | bytes):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except (ValueError, RecursionError) as exc:
-                return ToolCall(
-                    name,
-                    raw,
-                    meta,
-                    None,
-                    rejection=ToolResult.failure(
-                        ErrorType.VALIDATION, f"the arguments for {name} are not valid JSON: {exc}"
-                    ),
-                )
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            return ToolCall(
-                name,
-                raw,
-                meta,
-                None,
-                rejection=ToolResult.failure(
-                    ErrorType.VALIDATION,
-                    f"the arguments for {name} must be a JSON object, received {_shown(arguments)}",
-                ),
-            )
+        if not registry.config.enabled(name) or not availability.available:
+            return ToolCall(name, raw, meta, None, rejection=self._unavailable(name, availability))
+        if type(arguments) is not dict:
+            rejected, arguments = self._arguments_object(name, arguments)
+            if rejected is not None:
+                return ToolCall(name, raw, meta, None, rejection=rejected)
         validated = self._validate(name, meta, arguments)
         if isinstance(validated, ToolResult):
             return ToolCall(name, dict(arguments), meta, None, rejection=validated)
@@ -337,6 +295,37 @@ class Invoker:
             self._execute,
         )
 
+    def _unavailable(self, name: str, availability: Any) -> ToolResult:
+        details = {"reasons": list(availability.reasons), "setup": list(availability.setup)}
+        if not self.registry.config.enabled(name):
+            return ToolResult.failure(
+                ErrorType.UNAVAILABLE, f"{name} tool is disabled", details=details
+            )
+        return ToolResult.failure(
+            ErrorType.UNAVAILABLE,
+            f"{name} is not available: " + "; ".join(availability.reasons),
+            details=details,
+        )
+
+    @staticmethod
+    def _arguments_object(name: str, arguments: Any) -> tuple[ToolResult | None, Any]:
+        """Arguments that are not a dict: JSON text, None, another mapping, or a mistake."""
+        if isinstance(arguments, str | bytes):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except (ValueError, RecursionError) as exc:
+                return ToolResult.failure(
+                    ErrorType.VALIDATION, f"the arguments for {name} are not valid JSON: {exc}"
+                ), None
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return ToolResult.failure(
+                ErrorType.VALIDATION,
+                f"the arguments for {name} must be a JSON object, received {_shown(arguments)}",
+            ), None
+        return None, arguments
+
     def _validate(
         self, name: str, meta: ToolMetadata, arguments: Mapping[str, Any]
     ) -> dict[str, Any] | ToolResult:
@@ -344,12 +333,8 @@ class Invoker:
         if None in arguments.values():
             # Null for an optional property that does not accept null means "not given":
             # what models in OpenAI's strict mode send for the properties they leave out.
-            from toolplug.schema import drop_strict_nulls
-
             arguments = drop_strict_nulls(meta.parameters, arguments)
         # Strict-mode shapes (key/value lists for maps, JSON text) back to the declared ones.
-        from toolplug.schema import restore_strict_arguments
-
         arguments = restore_strict_arguments(meta.parameters, arguments)
         if compiled.fast is not None:
             try:
