@@ -193,3 +193,38 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_provider_set_after_the_first_calls_gets_the_later_spans() -> None:
+    # A fresh process: OpenTelemetry imported, no provider while the first call runs.
+    script = """
+import toolplug
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from toolplug import Tool, ToolMetadata, ToolResult
+
+class Ping(Tool):
+    metadata = ToolMetadata(name="ping", description="Answer.", category="utility")
+    def run(self, arguments, context):
+        return ToolResult.success("pong")
+
+class Plugin:
+    @toolplug.hookimpl
+    def register_tools(self, register):
+        register(Ping)
+
+tools = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("ping", Plugin())])
+tools.call("ping", {})
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+tools.call("ping", {})
+print([span.name for span in exporter.get_finished_spans()])
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "['execute_tool ping']"

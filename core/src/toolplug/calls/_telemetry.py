@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Telemetry"]
 
 _Ended = Callable[["ToolResult"], None]
+_UNKNOWN: Any = object()
 
 
 class Telemetry:
@@ -40,12 +42,19 @@ class Telemetry:
         self._redact = redact
         self._trace: Any = None
         self._tracer: Any = None
+        self._from_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
     def on(self) -> bool:
         """True once a tracer provider is set. toolplug never imports OpenTelemetry itself:
         a host that set a provider has imported it, and any other host pays nothing."""
         trace = sys.modules.get("opentelemetry.trace")
-        if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        if trace is None:
+            return False
+        # get_tracer_provider() reads the environment on every call while no provider is
+        # set (a microsecond per call); the module's global answers "none set" directly.
+        if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not self._from_env:
+            return False
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             return False
         self._trace = trace
         return True
