@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from toolplug.calls._limits import argument_problem, bounded, loads_bounded
 from toolplug.calls._policy import CallPolicy, call_policy, calls_settings
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key, open_store
@@ -280,6 +281,12 @@ class Invoker:
             rejected, arguments = self._arguments_object(name, arguments)
             if rejected is not None:
                 return ToolCall(name, raw, meta, None, rejection=rejected)
+        problem = argument_problem(arguments)
+        if problem is not None:
+            failure = ToolResult.failure(
+                ErrorType.VALIDATION, f"invalid arguments for {name}: {problem}"
+            )
+            return ToolCall(name, {}, meta, None, rejection=failure)
         validated = self._validate(name, meta, arguments)
         if isinstance(validated, ToolResult):
             return ToolCall(name, dict(arguments), meta, None, rejection=validated)
@@ -312,8 +319,8 @@ class Invoker:
         """Arguments that are not a dict: JSON text, None, another mapping, or a mistake."""
         if isinstance(arguments, str | bytes):
             try:
-                arguments = json.loads(arguments or "{}")
-            except (ValueError, RecursionError) as exc:
+                arguments = loads_bounded(arguments or "{}")
+            except ValueError as exc:
                 return ToolResult.failure(
                     ErrorType.VALIDATION, f"the arguments for {name} are not valid JSON: {exc}"
                 ), None
@@ -427,11 +434,24 @@ class Invoker:
     async def _intercepted(self, call: ToolCall, *, inline: bool) -> ToolResult:
         telemetry = self._telemetry
         if not telemetry.on():
-            return await self._hooked(call, inline=inline)
+            return self._bounded(call, await self._hooked(call, inline=inline))
         with telemetry.span(call) as ended:
-            result = await self._hooked(call, inline=inline)
+            result = self._bounded(call, await self._hooked(call, inline=inline))
             ended(result)
             return result
+
+    def _bounded(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """The result within the call's output budget (``toolplug.calls._limits``)."""
+        meta = call.metadata
+        budget = (
+            (self._policy(call.tool).max_output_chars or meta.max_output_chars)
+            if meta is not None
+            else None
+        ) or self._settings.max_output_chars
+        if result.error is None and result.data is None and len(result.output) <= budget:
+            return result  # the common case, without a look at the arguments
+        pages = meta is not None and "offset" in meta.parameters.get("properties", {})
+        return bounded(result, call.arguments, budget, pages=pages)
 
     async def _hooked(self, call: ToolCall, *, inline: bool) -> ToolResult:
         # With only the built-in implementation there is nothing to intercept: run the call

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS
 from toolplug.contract._errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ CALLS_KEYS: Final = {
     "store": '"memory", or the URL of a Redis server: "redis://HOST:PORT/DB"',
     "cache_entries": "a whole number of cached results, 1 or more",
     "telemetry_content": "a boolean: true records arguments and results in telemetry spans",
+    "max_output_chars": "a whole number of characters a result may hand back, 1,000 or more",
 }
 """The keys of the ``[calls]`` table, and what each expects."""
 
@@ -47,6 +49,8 @@ class CallPolicy:
     rate_limit_wait: bool = True
     max_concurrency: int = 0
     """0 means no limit of the tool's own."""
+    max_output_chars: int = 0
+    """0 means the tool's metadata, else the ``[calls]`` default."""
 
 
 def call_policy(config: Config, tool: str) -> CallPolicy:
@@ -63,6 +67,7 @@ def call_policy(config: Config, tool: str) -> CallPolicy:
         rate_limit_per_seconds=float(rate.get("per_seconds", 1.0)),
         rate_limit_wait=bool(rate.get("wait", True)),
         max_concurrency=int(table.get("max_concurrency", 0)),
+        max_output_chars=int(table.get("max_output_chars", 0)),
     )
 
 
@@ -78,6 +83,8 @@ class CallsSettings:
     """Where the result cache and rate limits live: ``memory`` or a Redis URL."""
     cache_entries: int = 10_000
     """The in-process result cache keeps at most this many results."""
+    max_output_chars: int = DEFAULT_OUTPUT_CHARS
+    """The output budget of a call whose tool sets none."""
     telemetry_content: bool = False
     """Record arguments and results (secrets redacted) in telemetry spans."""
 
@@ -107,10 +114,11 @@ def calls_settings(config: Config) -> CallsSettings:
                 expected="one of " + ", ".join(sorted(CALLS_KEYS)),
             )
     values: dict[str, Any] = {}
-    for key in ("sync_workers", "max_concurrency", "cache_entries"):
+    for key in ("sync_workers", "max_concurrency", "cache_entries", "max_output_chars"):
         if key in table:
             value = table[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            least = 1000 if key == "max_output_chars" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise fail(f"calls.{key}", value)
             values[key] = value
     if "store" in table:
@@ -125,8 +133,8 @@ def calls_settings(config: Config) -> CallsSettings:
             raise fail("calls.telemetry_content", table["telemetry_content"])
         values["telemetry_content"] = table["telemetry_content"]
     for name, tool_table in config.tools.items():
-        if "max_concurrency" in tool_table:
-            value = tool_table["max_concurrency"]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise fail(f"tools.{name}.max_concurrency", value)
+        for key, least in (("max_concurrency", 1), ("max_output_chars", 1000)):
+            value = tool_table.get(key, least)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise fail(f"tools.{name}.{key}", value)
     return CallsSettings(**values)

@@ -181,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "to the session's list as they are found")
     p.add_argument("--task", metavar="TEXT",
                    help="with --max-tools: list the tools most relevant to this task first")
+    p.add_argument("--verbose", action="store_true",
+                   help="log on stderr each message the server refused or dropped, and why")
     p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser("call", parents=[common], help="call one tool",
@@ -650,6 +652,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if args.task is not None and args.max_tools is None:
         raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools to list at first)")
+    if args.verbose:  # what the server refused or dropped, and why, on stderr
+        import logging
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("toolplug: %(message)s"))
+        logger = logging.getLogger("toolplug")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     registry = _load(args)
     serve(
         registry, toolset=args.toolset, http=args.http, max_tools=args.max_tools, task=args.task
@@ -659,9 +669,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:
     arguments: dict[str, Any] = {}
+    from toolplug.calls._limits import TooLarge, loads_bounded
+
     if args.json_args is not None:
         try:
-            parsed = json.loads(args.json_args)
+            parsed = loads_bounded(args.json_args)
+        except TooLarge as exc:
+            raise _Exit(EXIT_USAGE, f"--json is over the limits: {exc}") from None
         except ValueError as exc:
             raise _Exit(EXIT_USAGE, f"--json is not valid JSON: {exc}") from None
         if not isinstance(parsed, dict):
@@ -670,9 +684,12 @@ def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:
     for pair in args.pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise _Exit(EXIT_USAGE, f"expected KEY=VALUE, got {pair!r}")
+            shown = repr(pair[:80]) + (f"... ({len(pair):,} characters)" if len(pair) > 80 else "")
+            raise _Exit(EXIT_USAGE, f"expected KEY=VALUE, got {shown}")
         try:
-            arguments[key] = json.loads(text)
+            arguments[key] = loads_bounded(text)
+        except TooLarge as exc:
+            raise _Exit(EXIT_USAGE, f"the value of {key[:40]} is over the limits: {exc}") from None
         except ValueError:
             arguments[key] = text
     return arguments
@@ -717,8 +734,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text("utf-8")
     except OSError as exc:
         raise _Exit(EXIT_USAGE, f"cannot read {args.plan}: {exc.strerror}") from None
+    from toolplug.calls._limits import TooLarge, loads_bounded
+
     try:
-        document = json.loads(text)
+        document = loads_bounded(text)
+    except TooLarge as exc:
+        raise _Exit(EXIT_USAGE, f"{args.plan} is over the limits: {exc}") from None
     except ValueError as exc:
         raise _Exit(EXIT_USAGE, f"{args.plan} is not valid JSON: {exc}") from None
     registry = _load(args)

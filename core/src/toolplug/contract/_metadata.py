@@ -35,6 +35,7 @@ POLICY_KEYS: Final = {
     "cache_ttl_seconds": "a number of seconds, 0 to turn the result cache off",
     "rate_limit": "a table: calls = N, per_seconds = S, wait = true|false",
     "max_concurrency": "a whole number of calls at once, 1 or more",
+    "max_output_chars": "a whole number of characters a result may hand back, 1,000 or more",
 }
 """Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields."""
 
@@ -171,6 +172,8 @@ class ToolMetadata(_Frozen):
     annotations: Annotations = Annotations()
     timeout_seconds: float = Field(default=30.0, gt=0)
     """Default time limit of one call; configuration may override it."""
+    max_output_chars: int | None = Field(default=None, ge=1000)
+    """The most characters a result may hand the model (None: ``[calls] max_output_chars``)."""
 
     @field_validator("description")
     @classmethod

@@ -170,7 +170,7 @@ class Sandbox:
         else:
             written = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
             joined = written if written.is_absolute() else self.cache.path / written
-        return Path(os.path.normpath(joined))
+        return _within_platform_limits(Path(os.path.normpath(joined)))
 
     def _denied(self, path: Path, root: Root) -> str | None:
         """The first deny_paths entry that matches ``path``, or None."""
@@ -253,6 +253,24 @@ def _directory(value: Any, default: Path) -> Path:
 def _strings(config: Mapping[str, Any], key: str) -> Iterable[str]:
     value = config.get(key) or []
     return [str(v) for v in value if str(v).strip()]
+
+
+def _within_platform_limits(path: Path) -> Path:
+    """The path, or a ValidationError when the operating system could not open it: longer
+    than its path limit, or with a name longer than its name limit."""
+    try:
+        path_max, name_max = os.pathconf("/", "PC_PATH_MAX"), os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not a POSIX system: the common limits
+        path_max, name_max = 4096, 255
+    size = len(os.fsencode(path))
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if size >= path_max or longest > name_max:
+        raise ToolFailure(
+            ErrorType.VALIDATION,
+            f"path: {size:,} bytes with a name of {longest:,}; this system allows paths "
+            f"under {path_max:,} bytes and names of at most {name_max:,}: use a shorter path",
+        )
+    return path
 
 
 def _quote(raw: str) -> str:
