@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
@@ -422,19 +423,82 @@ def _redacted(registry: Registry, value: Any) -> Any:
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
-    """Serve over stdin and stdout, keeping what plugins write off the protocol stream.
+    """Serve over stdin and stdout, answering every request and keeping what plugins
+    write off the protocol stream.
 
     The SDK's ``stdio_server`` speaks the protocol on a private copy of descriptor 1 and
     points descriptor 1 itself at stderr while it serves, so a C extension writing to it,
     or a child process inheriting it, writes to stderr. Python's ``print`` goes through
     ``sys.stdout``, whose buffer could hold text until after the stream is restored; it
-    is sent to stderr directly.
+    is sent to stderr directly. Input is read here from a private copy of descriptor 0
+    (descriptor 0 itself reads the null device, so children cannot take protocol input),
+    and each line is screened (``_screen.screen``) before the SDK sees it.
     """
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
-        with contextlib.redirect_stdout(sys.stderr):
-            await server.run(read, write, server.create_initialization_options())
+    lines, restore = _claim_stdin()
+    try:
+        screened = _ScreenedLines(lines)
+        async with stdio_server(stdin=screened) as (read, write):  # type: ignore[arg-type]
+            screened.replies = write
+            with contextlib.redirect_stdout(sys.stderr):
+                await server.run(read, write, server.create_initialization_options())
+    finally:
+        restore()
+
+
+def _claim_stdin() -> tuple[Any, Callable[[], None]]:
+    """Protocol input from a private duplicate of descriptor 0, which reads nothing."""
+    import io
+
+    import anyio
+
+    try:
+        private = os.dup(0)
+        quiet = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(quiet, 0)
+        os.close(quiet)
+    except OSError:  # no descriptors to move: read standard input where it is
+        return anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")), _nothing
+    source = io.TextIOWrapper(os.fdopen(private, "rb"), encoding="utf-8", errors="replace")
+
+    def restore() -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 0)
+
+    return anyio.wrap_file(source), restore
+
+
+def _nothing() -> None:
+    return None
+
+
+class _ScreenedLines:
+    """Protocol input lines; what the SDK would drop is answered here instead."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.replies: Any = None  # the server's write stream, set once serving
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        from mcp import types
+        from mcp.shared.message import SessionMessage
+
+        from toolplug.serve._screen import screen
+
+        async for line in self._source:
+            if not line.strip():
+                continue
+            reply = screen(line)
+            if reply is None:
+                yield line
+            elif reply and self.replies is not None:
+                message = types.jsonrpc_message_adapter.validate_python(reply)
+                with contextlib.suppress(Exception):  # the client has gone: nothing to answer
+                    await self.replies.send(SessionMessage(message))
 
 
 def _serve_http(server: Server[Any], host: str, port: int) -> None:
@@ -451,9 +515,11 @@ def _serve_http(server: Server[Any], host: str, port: int) -> None:
             file=sys.stderr,
         )
     # Host and Origin checks against DNS rebinding are on when the host is a loopback name.
+    from toolplug.serve._screen import ScreeningApp
+
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     config = uvicorn.Config(
-        app,
+        ScreeningApp(app, HTTP_PATH),
         log_level="warning",
         timeout_graceful_shutdown=_GRACE_SECONDS,
         lifespan="on",
