@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
+    from toolplug.calls._approval import Approval, ApprovalRequest
     from toolplug.contract._call import ToolCall
     from toolplug.contract._metadata import Category
     from toolplug.contract._tool import Tool, ToolResult
@@ -69,6 +70,19 @@ def tool_call(call: ToolCall) -> ToolResult | None:
     Implementations run on the caller's event loop for ``acall`` (keep them from blocking);
     one that needs to await is an ``async def`` plain implementation that awaits
     ``call.aexecute()``. One that raises turns the call into an ``ExecutionError`` result.
+    """
+
+
+@hookspec(firstresult=True)
+def approve_call(request: ApprovalRequest) -> Approval | bool | None:
+    """Decide on a call that needs a person's approval before it runs.
+
+    Called only for calls that need approval (``[tools.NAME] approval``; see
+    docs/concepts.md "Approvals") and only when neither the call nor ``load()`` was given
+    an approver. Return ``Approval.approve()`` / ``Approval.deny(reason)`` or True/False;
+    None passes the decision on; with no decision the call returns
+    ``ApprovalRequiredError``. An implementation may return an awaitable (an async host
+    asks its user without blocking): the engine awaits it.
     """
 
 

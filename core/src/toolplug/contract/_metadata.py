@@ -35,6 +35,7 @@ POLICY_KEYS: Final = {
     "cache_ttl_seconds": "a number of seconds, 0 to turn the result cache off",
     "rate_limit": "a table: calls = N, per_seconds = S, wait = true|false",
     "max_concurrency": "a whole number of calls at once, 1 or more",
+    "approval": 'one of "auto", "always", "never"',
 }
 """Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields."""
 
