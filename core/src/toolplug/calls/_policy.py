@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.contract._approval import APPROVAL_POLICIES
 from toolplug.contract._errors import ConfigError
+from toolplug.contract._metadata import POLICY_KEYS
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
@@ -83,7 +85,8 @@ class CallsSettings:
 
 
 def calls_settings(config: Config) -> CallsSettings:
-    """Check the ``[calls]`` table and each tool's ``max_concurrency``; build the settings.
+    """Check the ``[calls]`` table and each tool's ``max_concurrency`` and ``approval``;
+    build the settings.
 
     Raises:
         ConfigError: a key is unknown or has a value of the wrong kind.
@@ -129,4 +132,11 @@ def calls_settings(config: Config) -> CallsSettings:
             value = tool_table["max_concurrency"]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise fail(f"tools.{name}.max_concurrency", value)
+        if tool_table.get("approval", "auto") not in APPROVAL_POLICIES:
+            raise ConfigError(
+                f"got {tool_table['approval']!r}",
+                file=config.source,
+                key=f"tools.{name}.approval",
+                expected=POLICY_KEYS["approval"],
+            )
     return CallsSettings(**values)

@@ -1,13 +1,8 @@
-"""Approvals: which calls need a person's yes, how one is asked for, and what a no means.
+"""Which calls need a person's approval: ``[tools.NAME] approval`` and the tool's annotations.
 
-The rule, for ``[tools.NAME] approval = "auto"`` (the default): a call needs approval when
-the tool is annotated ``destructive``, or when it is neither ``read_only`` nor closed-world
-(``open_world`` true): it changes something outside toolplug. The rule reads the
-annotations a tool declares; one that declares none is not gated by it. ``"always"``
-asks for every call of the tool and ``"never"`` for none.
-
-The request and decision types, and the asking, live with the call engine
-(``toolplug.calls._approval``); the rule lives here, since the renderers state it too.
+``"auto"`` (the default) asks when the declared annotations say the tool is destructive,
+or neither read-only nor closed-world; a tool that declares none is not gated. ``"always"``
+asks for every call, ``"never"`` for none. Who is asked: ``toolplug.calls._approval``.
 """
 
 from __future__ import annotations
@@ -17,22 +12,16 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
 
-__all__ = ["APPROVAL_POLICIES", "approval_reason"]
-
 APPROVAL_POLICIES: Final = ("auto", "always", "never")
-"""The values of ``[tools.NAME] approval``."""
 
 
 def approval_reason(metadata: ToolMetadata, policy: str | None = "auto") -> str | None:
-    """Why a call of this tool needs approval under ``policy`` (None: ``"auto"``), or None
-    when it does not."""
-    if policy == "never":
-        return None
-    if policy == "always":
-        return f"[tools.{metadata.name}] approval = \"always\""
-    if "annotations" not in metadata.model_fields_set:
-        return None  # nothing declared, nothing to act on: "always" gates such a tool
+    """Why a call of this tool needs approval under ``policy``, or None when it does not."""
     hints = metadata.annotations
+    if policy == "always":
+        return f'[tools.{metadata.name}] approval = "always"'
+    if policy == "never" or "annotations" not in metadata.model_fields_set:
+        return None
     if hints.destructive:
         return "it may destroy or overwrite data (annotated destructive)"
     if not hints.read_only and hints.open_world:

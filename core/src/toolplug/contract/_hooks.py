@@ -75,15 +75,8 @@ def tool_call(call: ToolCall) -> ToolResult | None:
 
 @hookspec(firstresult=True)
 def approve_call(request: ApprovalRequest) -> Approval | bool | None:
-    """Decide on a call that needs a person's approval before it runs.
-
-    Called only for calls that need approval (``[tools.NAME] approval``; see
-    docs/concepts.md "Approvals") and only when neither the call nor ``load()`` was given
-    an approver. Return ``Approval.approve()`` / ``Approval.deny(reason)`` or True/False;
-    None passes the decision on; with no decision the call returns
-    ``ApprovalRequiredError``. An implementation may return an awaitable (an async host
-    asks its user without blocking): the engine awaits it.
-    """
+    """Decide on a call that needs approval, when neither the call nor ``load()`` had an
+    approver: ``Approval``, True/False, or an awaitable of one; None passes it on."""
 
 
 def provides(*items: object) -> Callable[[Callable[[Any], None]], None]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.contract._approval import APPROVAL_POLICIES
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._metadata import POLICY_KEYS
 from toolplug.contract._network import NetworkPolicy
@@ -282,8 +281,6 @@ def _check_policy_keys(table: Mapping[str, Any], fail: Any) -> None:
 
     if "enabled" in table and not isinstance(table["enabled"], bool):
         raise fail("enabled", f"got {table['enabled']!r}", POLICY_KEYS["enabled"])
-    if table.get("approval", "auto") not in APPROVAL_POLICIES:
-        raise fail("approval", f"got {table['approval']!r}", POLICY_KEYS["approval"])
     for key in ("timeout_seconds", "retry_backoff_seconds"):
         if key in table:
             number(key, positive=True)

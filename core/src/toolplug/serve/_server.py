@@ -380,9 +380,11 @@ class _Elicit:
         except Exception as exc:  # the client could not ask: nobody decided
             log.warning("could not ask the MCP client to approve %s: %s", request.tool, exc)
             return None
-        if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+        if answer.action != "accept":
+            return Approval.deny(f"the client's user answered {answer.action}")
+        if (answer.content or {}).get("approve") is True:
             return Approval.approve("approved by the client's user")
-        return Approval.deny(f"the client's user answered {answer.action}")
+        return Approval.deny("the client's user said no")
 
 
 class _OutputCheck:
