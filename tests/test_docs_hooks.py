@@ -21,7 +21,7 @@ def hookspecs() -> list[str]:
 
 
 def test_there_are_hooks() -> None:
-    assert hookspecs() == ["register_capabilities", "register_tools", "tool_call"]
+    assert hookspecs() == ["approve_call", "register_capabilities", "register_tools", "tool_call"]
 
 
 @pytest.mark.parametrize("name", hookspecs())

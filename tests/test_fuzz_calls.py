@@ -67,7 +67,10 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[toolplug.Regi
             "static_links": {"links": [{"name": "gh", "url": "https://github.com/x"}]},
         },
     }
-    reg = toolplug.load(config, env={"GITHUB_TOKEN": "ghp_fuzz_token_0123456789"})
+    # Approve every call: the fuzzing is about the tools (approvals: tests/test_approvals.py).
+    reg = toolplug.load(
+        config, env={"GITHUB_TOKEN": "ghp_fuzz_token_0123456789"}, approver=lambda r: True
+    )
     yield reg
     reg.close()
 

@@ -11,7 +11,8 @@ import toolplug
 
 EXPECTED = {
     "CONTRACT_VERSION",
-    "Annotations", "Availability", "Capability", "CapabilityChecker", "CapabilityState",
+    "Annotations", "Approval", "ApprovalRequest", "Availability", "Capability",
+    "CapabilityChecker", "CapabilityState",
     "Category", "Check", "Citation", "Config", "ConfigError", "ConfigField", "ConfigKey",
     "DetectContext", "EnvVar", "ErrorSpec", "ErrorType", "Example", "Guidelines", "LoadProblem",
     "MetadataError", "NetworkPolicy", "Package", "Plan", "PlanError",

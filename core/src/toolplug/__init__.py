@@ -13,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from toolplug.calls._approval import Approval
+    from toolplug.calls._approval import ApprovalRequest
     from toolplug.calls._load import load
     from toolplug.calls._plan import Plan
     from toolplug.calls._plan import PlanError
@@ -69,6 +71,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRACT_VERSION",
     "Annotations",
+    "Approval",
+    "ApprovalRequest",
     "Availability",
     "Capability",
     "CapabilityChecker",
@@ -135,6 +139,7 @@ _HOME = {
     "runtime._config": "Config Toolset load_config",
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
+    "calls._approval": "Approval ApprovalRequest",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
     "render._docs": "tool_reference",

@@ -33,6 +33,9 @@ def _registry(
     return toolplug.load(
         config={"tools": {"read_file": {**shared, **read}, "write_file": {**shared, **write}}},
         env={},
+        # write_file needs approval (destructive): these tests are about the sandbox, so
+        # the host approves; tests/test_approvals.py tests the gate.
+        approver=lambda request: True,
     )
 
 
@@ -54,7 +57,7 @@ def load(roots: dict[str, Path]) -> Callable[..., toolplug.Registry]:
 
 
 def _call(registry: toolplug.Registry, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-    return registry.call(name, dict(arguments))
+    return registry.call(name, dict(arguments), approver=lambda request: True)
 
 
 @pytest.fixture

@@ -93,6 +93,9 @@ def make_registry(cache_dir: Path) -> Iterator[Callable[..., toolplug.Registry]]
                 "tools": {"url_fetch": {"auth_profiles": PROFILES, **tool_config}},
             },
             env=os.environ,
+            # url_fetch needs approval (not read-only, open-world): these tests are about
+            # the tool, so the host approves; tests/test_approvals.py tests the gate.
+            approver=lambda request: True,
         )
         made.append(registry)
         return registry

@@ -38,11 +38,13 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from toolplug.calls._approval import ApprovalRequest, Approver, ask
 from toolplug.calls._limits import argument_problem, bounded, loads_bounded
 from toolplug.calls._policy import CallPolicy, call_policy, calls_settings
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key, open_store
 from toolplug.calls._telemetry import Telemetry
+from toolplug.contract._approval import approval_reason
 from toolplug.contract._call import ToolCall
 from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
 from toolplug.runtime._builtin import tool_call as _builtin_tool_call
@@ -213,8 +215,10 @@ class _Compiled:
 class Invoker:
     """Runs calls for one registry; holds compiled validators, tool instances and the store."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, approver: Approver | None = None) -> None:
         self.registry = registry
+        self._approver = approver
+        self._approvals: dict[str, str | None] = {}
         self._settings = calls_settings(registry.config)
         self._store: Store = open_store(
             self._settings.store,
@@ -398,12 +402,22 @@ class Invoker:
     # sync tool, the in-process store, no interceptors, no concurrency limit), else on the
     # registry's own loop thread.
 
-    def call(self, name: str, arguments: Any, host: Mapping[str, Any] | None = None) -> ToolResult:
+    def call(
+        self,
+        name: str,
+        arguments: Any,
+        host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
+    ) -> ToolResult:
         """Run one call and wait for its result in this thread."""
         call = self.prepare(name, arguments, host)
         if self._inline(call):
             return _drive(self._intercepted(call, inline=True))
-        return self._wait_for(self._intercepted(call, inline=False))
+        token = _APPROVER.set(approver)
+        try:
+            return self._wait_for(self._intercepted(call, inline=False))
+        finally:
+            _APPROVER.reset(token)
 
     def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
         """Run the coroutine to its end for a caller that waits in its thread."""
@@ -414,11 +428,19 @@ class Invoker:
         return self._loop_thread().run(coroutine)
 
     async def acall(
-        self, name: str, arguments: Any, host: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        arguments: Any,
+        host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
     ) -> ToolResult:
         """Run one call on the running loop; cancelling the caller cancels the tool."""
         call = self.prepare(name, arguments, host)
-        return await self._intercepted(call, inline=False)
+        token = _APPROVER.set(approver)
+        try:
+            return await self._intercepted(call, inline=False)
+        finally:
+            _APPROVER.reset(token)
 
     def _inline(self, call: ToolCall) -> bool:
         if call.rejection is not None:
@@ -426,7 +448,9 @@ class Invoker:
         if self._settings.max_concurrency or not self._store.local or not self._only_builtin():
             return False
         _tool, is_async = self._instance(call.tool)
-        return not is_async and not self._policy(call.tool).max_concurrency
+        if is_async or self._policy(call.tool).max_concurrency:
+            return False
+        return self._approval_reason(call) is None  # an approver may need to await
 
     def _only_builtin(self) -> bool:
         return len(self._hook.get_hookimpls()) == 1
@@ -565,6 +589,12 @@ class Invoker:
             return call.rejection
         meta = call.metadata
         assert meta is not None
+        reason = self._approval_reason(call)
+        if reason is not None:  # asked before any limit: a person's pause holds no slot
+            approvers = (_APPROVER.get(), self._approver, self._hook_approver)
+            refused = await ask(call, reason, approvers, self.registry.redact)
+            if refused is not None:
+                return refused
         policy = self._policy(call.tool)
         key = None
         annotations = meta.annotations
@@ -582,6 +612,19 @@ class Invoker:
         if key is not None and result.ok:
             await self._store.keep(key, result, policy.cache_ttl_seconds)
         return result
+
+    def _approval_reason(self, call: ToolCall) -> str | None:
+        """Why calls of this tool need approval, or None (worked out once per tool)."""
+        tool = call.tool
+        if tool not in self._approvals:
+            policy = self.registry.config.tools.get(tool, {}).get("approval")
+            assert call.metadata is not None
+            self._approvals[tool] = approval_reason(call.metadata, policy)
+        return self._approvals[tool]
+
+    def _hook_approver(self, request: ApprovalRequest) -> Any:
+        """The ``approve_call`` hook as the last approver (None without implementations)."""
+        return self.registry.plugin_manager.hook.approve_call(request=request)
 
     async def _admit(self, tool: str, policy: CallPolicy, *, inline: bool) -> ToolResult | None:
         while True:
@@ -746,6 +789,10 @@ class _Both:
 
 
 _NO_LIMIT: Final = contextlib.nullcontext()
+_APPROVER: Final[contextvars.ContextVar[Approver | None]] = contextvars.ContextVar(
+    "toolplug_approver", default=None
+)
+"""The approver given to the call being made (``registry.call(..., approver=...)``)."""
 
 
 class _LoopHolder:

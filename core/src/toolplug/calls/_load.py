@@ -11,6 +11,7 @@ from toolplug.calls._policy import calls_settings
 from toolplug.runtime._registry import assemble
 
 if TYPE_CHECKING:
+    from toolplug.calls._approval import Approver
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
@@ -25,6 +26,7 @@ def load(
     deny: Iterable[str] = (),
     plugins: Iterable[tuple[str, object]] = (),
     strict: bool = False,
+    approver: Approver | None = None,
 ) -> Registry:
     """Discover the installed plugins and build a ``Registry`` that can run calls.
 
@@ -38,13 +40,21 @@ def load(
         plugins: ``(name, plugin)`` pairs registered from code after the installed ones
             (a module, class or object with ``@hookimpl`` functions).
         strict: Raise ``PluginError`` when anything went wrong while loading.
+        approver: Decides on calls that need a person's approval, after an approver given
+            to the call and before the ``approve_call`` hook (docs/concepts.md, Approvals).
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` table).
         PluginError: ``strict`` is set and a plugin failed.
     """
     registry = assemble(
-        config, env=env, grant=grant, deny=deny, plugins=plugins, strict=strict, engine=Invoker
+        config,
+        env=env,
+        grant=grant,
+        deny=deny,
+        plugins=plugins,
+        strict=strict,
+        engine=lambda registry: Invoker(registry, approver=approver),
     )
     calls_settings(registry.config)  # a bad [calls] table fails here, not at the first call
     return registry

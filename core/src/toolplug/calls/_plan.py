@@ -272,9 +272,16 @@ def _resolve(value: Any, results: Mapping[int, ToolResult]) -> Any:
 
 
 async def run_plan(
-    registry: Registry, plan: Plan | Any, *, context: Mapping[str, Any] | None = None
+    registry: Registry,
+    plan: Plan | Any,
+    *,
+    context: Mapping[str, Any] | None = None,
+    approver: Any = None,
 ) -> PlanResult:
     """Check (if needed) and run a plan; every step's outcome is reported.
+
+    ``approver`` decides on steps that need approval; a denied step fails, and the steps
+    that depend on it are skipped.
 
     Raises:
         PlanError: the plan is malformed (nothing has run).
@@ -305,7 +312,9 @@ async def run_plan(
                 outcome.result = ToolResult.failure("ValidationError", str(exc))
                 return
             outcome.started_ms = (time.monotonic() - started) * 1000
-            result = await registry.acall(step.action, arguments, context=context)
+            result = await registry.acall(
+                step.action, arguments, context=context, approver=approver
+            )
             outcome.elapsed_ms = (time.monotonic() - started) * 1000 - outcome.started_ms
             outcome.result = result
             outcome.status = "ok" if result.ok else "failed"

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS
+from toolplug.contract._approval import APPROVAL_POLICIES
 from toolplug.contract._errors import ConfigError
+from toolplug.contract._metadata import POLICY_KEYS
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
@@ -90,7 +92,8 @@ class CallsSettings:
 
 
 def calls_settings(config: Config) -> CallsSettings:
-    """Check the ``[calls]`` table and each tool's ``max_concurrency``; build the settings.
+    """Check the ``[calls]`` table and each tool's ``max_concurrency`` and ``approval``;
+    build the settings.
 
     Raises:
         ConfigError: a key is unknown or has a value of the wrong kind.
@@ -137,4 +140,11 @@ def calls_settings(config: Config) -> CallsSettings:
             value = tool_table.get(key, least)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise fail(f"tools.{name}.{key}", value)
+        if tool_table.get("approval", "auto") not in APPROVAL_POLICIES:
+            raise ConfigError(
+                f"got {tool_table['approval']!r}",
+                file=config.source,
+                key=f"tools.{name}.approval",
+                expected=POLICY_KEYS["approval"],
+            )
     return CallsSettings(**values)

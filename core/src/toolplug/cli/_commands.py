@@ -194,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_args", metavar="OBJECT", help="arguments as a JSON object")
     p.add_argument("--result", choices=["text", "json"], default="text",
                    help="print the output text (default) or the whole result as JSON")
+    p.add_argument("--yes", action="store_true",
+                   help="approve the call without asking, when the tool needs approval")
     p.set_defaults(handler=_cmd_call)
 
     p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
@@ -204,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
     p.add_argument("--result", choices=["text", "json"], default="text",
                    help="print a summary (default) or the whole result as JSON")
+    p.add_argument("--yes", action="store_true",
+                   help="approve every step that needs approval without asking")
     p.set_defaults(handler=_cmd_run)
     return parser
 
@@ -709,7 +713,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
     registry = _load(args)
     host: dict[str, Any] = {"progress": _progress} if sys.stderr.isatty() else {}
     try:
-        result = registry.call(args.name, arguments, context=host)
+        result = registry.call(
+            args.name, arguments, context=host, approver=_terminal_approver(args.yes)
+        )
     finally:
         registry.close()
     if args.result == "json":
@@ -723,6 +729,31 @@ def _cmd_call(args: argparse.Namespace) -> int:
             print(registry.redact(f"toolplug: {line}{retry}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _terminal_approver(yes: bool) -> Any:
+    """``--yes`` approves; on a terminal the person is asked y/N; else nobody decides (the
+    call then fails with ApprovalRequiredError, which says how to approve)."""
+    import asyncio
+
+    from toolplug.calls._approval import Approval, ApprovalRequest
+
+    one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
+
+    async def decide(request: ApprovalRequest) -> Approval | None:
+        if yes:
+            return Approval.approve("approved with --yes")
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return None
+        async with one_at_a_time:
+            print(f"toolplug: {request.describe()}", file=sys.stderr)
+            print("Run it? [y/N] ", end="", file=sys.stderr, flush=True)
+            answer = await asyncio.to_thread(sys.stdin.readline)
+        if answer.strip().lower() in ("y", "yes"):
+            return Approval.approve("approved at the terminal")
+        return Approval.deny("the person at the terminal said no")
+
+    return decide
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -745,7 +776,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     registry = _load(args)
     plan = parse_plan(document, registry)
     try:
-        outcome = asyncio.run(run_plan(registry, plan))
+        outcome = asyncio.run(run_plan(registry, plan, approver=_terminal_approver(args.yes)))
     finally:
         registry.close()
     if args.result == "json":

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
+    from toolplug.calls._approval import Approval, ApprovalRequest
     from toolplug.contract._call import ToolCall
     from toolplug.contract._metadata import Category
     from toolplug.contract._tool import Tool, ToolResult
@@ -70,6 +71,12 @@ def tool_call(call: ToolCall) -> ToolResult | None:
     one that needs to await is an ``async def`` plain implementation that awaits
     ``call.aexecute()``. One that raises turns the call into an ``ExecutionError`` result.
     """
+
+
+@hookspec(firstresult=True)
+def approve_call(request: ApprovalRequest) -> Approval | bool | None:
+    """Decide on a call that needs approval, when neither the call nor ``load()`` had an
+    approver: ``Approval``, True/False, or an awaitable of one; None passes it on."""
 
 
 def provides(*items: object) -> Callable[[Callable[[Any], None]], None]:

@@ -36,6 +36,7 @@ POLICY_KEYS: Final = {
     "rate_limit": "a table: calls = N, per_seconds = S, wait = true|false",
     "max_concurrency": "a whole number of calls at once, 1 or more",
     "max_output_chars": "a whole number of characters a result may hand back, 1,000 or more",
+    "approval": 'one of "auto", "always", "never"',
 }
 """Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields."""
 

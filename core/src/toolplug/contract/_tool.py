@@ -51,6 +51,8 @@ class ErrorType(StrEnum):
     """A host could not be reached, or the connection broke."""
     PARSE = "ParseError"
     """A response could not be understood."""
+    APPROVAL_REQUIRED = "ApprovalRequiredError"
+    """A call needs a person's approval and no approver decided; ``details`` say how."""
 
 
 @dataclass(frozen=True, slots=True)

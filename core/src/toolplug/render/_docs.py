@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.contract._approval import approval_reason
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, Category, ConfigField, ToolMetadata
 from toolplug.render._prompt import category_order
 from toolplug.render._select import select_tools
@@ -320,6 +321,13 @@ def render_page(
     if distribution:
         facts.append(f"**Distribution:** {_code(distribution)}")
     lines += [" · ".join(facts), ""]
+    approval = approval_reason(meta)
+    if approval:
+        lines += [
+            f"**Approval:** by default each call waits for a person's approval, because "
+            f"{approval}; set `[tools.{meta.name}] approval` to change that.",
+            "",
+        ]
     if distribution and distribution != "toolplug":
         lines += [f"Install: {_code('pip install ' + distribution)}", ""]
     if availability is not None:

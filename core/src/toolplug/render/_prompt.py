@@ -7,9 +7,10 @@ order, tools by name, lists in the order the plugin wrote them. No dict or set o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from toolplug.contract._approval import approval_reason
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, ToolMetadata
 from toolplug.render._select import select_tools
 
@@ -25,6 +26,10 @@ INTRO = (
     "clearly improves your answer, and follow its guidance; otherwise answer without it."
 )
 NONE_AVAILABLE = "No optional tools are available in this session."
+APPROVAL_NOTE = (
+    "a person approves each call before it runs. Call it only for what the user asked "
+    "for; if a call is denied, do not retry it: tell the user."
+)
 _BUILTIN_ORDER = {c.name: i for i, c in enumerate(BUILTIN_CATEGORIES)}
 
 
@@ -59,7 +64,13 @@ def optional_tools_section(
     absent = [] if include_unavailable else sorted(
         name for name in registry.tools if not registry.availability(name).available
     )
-    return render_optional_tools(tools, include_guidelines=include_guidelines, absent=absent)
+    approvals = {
+        meta.name: approval_reason(meta, registry.config.tools.get(meta.name, {}).get("approval"))
+        for meta in tools
+    }
+    return render_optional_tools(
+        tools, include_guidelines=include_guidelines, absent=absent, approvals=approvals
+    )
 
 
 def category_order(name: str) -> tuple[int, str]:
@@ -72,11 +83,14 @@ def render_optional_tools(
     *,
     include_guidelines: bool = True,
     absent: Sequence[str] = (),
+    approvals: Mapping[str, str | None] | None = None,
 ) -> str:
     """Render the section for exactly these tools (a pure function of its inputs).
 
     A guidance item that names a tool in ``absent`` (installed, but unavailable here) is
     left out: "use currency_convert" must not send the model to a tool it cannot call.
+    ``approvals`` maps a tool's name to why its calls need a person's approval (None or
+    absent: they do not); such tools say so, so that the model expects the pause.
     """
     mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b") if absent else None
     lines = [TITLE, "", INTRO, ""]
@@ -89,14 +103,20 @@ def render_optional_tools(
     for category in sorted(by_category, key=category_order):
         lines += [f"## {category.replace('_', ' ').title()} Tools", ""]
         for meta in sorted(by_category[category], key=lambda m: m.name):
-            lines += _render_tool(meta, include_guidelines, mentions)
+            approval = (approvals or {}).get(meta.name)
+            lines += _render_tool(meta, include_guidelines, mentions, approval)
     return "\n".join(lines)
 
 
 def _render_tool(
-    meta: ToolMetadata, include_guidelines: bool, mentions: re.Pattern[str] | None
+    meta: ToolMetadata,
+    include_guidelines: bool,
+    mentions: re.Pattern[str] | None,
+    approval: str | None = None,
 ) -> list[str]:
     lines = [f"### {meta.name}", "", meta.description, ""]
+    if approval:
+        lines += [f"**Needs approval:** {APPROVAL_NOTE}", ""]
     if meta.usage_hint.strip():
         hint = meta.usage_hint.strip()
         if "\n" in hint:

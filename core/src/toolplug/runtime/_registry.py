@@ -40,10 +40,10 @@ class CallEngine(Protocol):
     The registry holds its engine through this protocol so that it never imports that layer.
     """
 
-    def call(self, name: str, arguments: Any, host: Mapping[str, Any] | None) -> ToolResult:
+    def call(self, name: str, arguments: Any, host: Any, approver: Any) -> ToolResult:
         """Run one call and wait for its result."""
 
-    async def acall(self, name: str, arguments: Any, host: Mapping[str, Any] | None) -> ToolResult:
+    async def acall(self, name: str, arguments: Any, host: Any, approver: Any) -> ToolResult:
         """Run one call on the caller's event loop."""
 
     def close(self) -> None:
@@ -286,22 +286,25 @@ class Registry:
         return engine
 
     def call(
-        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None,
     ) -> ToolResult:
         """Call a tool and return its result; never raises for the tool's or caller's fault.
 
         ``arguments`` is the model's JSON object (a mapping, or the JSON text). It is
         validated against the tool's ``parameters`` and defaults are filled in before the
         tool runs. A sync tool runs in this thread; an async tool on an event loop of its own
-        (use ``acall`` from async code). ``context`` reaches the tool as ``context.host``.
+        (use ``acall`` from async code). ``context`` reaches the tool as ``context.host``;
+        ``approver`` decides first on a call that needs approval (docs/concepts.md).
         """
-        return self._engine.call(name, arguments, context)
+        return self._engine.call(name, arguments, context, approver)
 
     async def acall(
-        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None,
     ) -> ToolResult:
         """``call`` for async code: async tools run on this loop, sync tools in a thread."""
-        return await self._engine.acall(name, arguments, context)
+        return await self._engine.acall(name, arguments, context, approver)
 
     def close(self) -> None:
         """Release the worker threads of sync tools called through ``acall``."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
     from mcp.types import PaginatedRequestParams as PageParams
 
+    from toolplug.calls._approval import Approval, ApprovalRequest
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
@@ -140,7 +141,9 @@ def build_server(
                 if progress is not None:
                     host["progress"] = progress
                 try:
-                    result = await registry.acall(name, params.arguments or {}, context=host)
+                    result = await registry.acall(
+                        name, params.arguments or {}, context=host, approver=_Elicit(ctx)
+                    )
                 finally:
                     if progress is not None:
                         await progress.sent()
@@ -342,6 +345,47 @@ class _Progress:
         await asyncio.sleep(0)  # let reports made from worker threads land first
         if self._last is not None:
             await self._last
+
+
+class _Elicit:
+    """Approval by MCP elicitation: the client shows the request to its user, who answers.
+
+    A client that does not support elicitation (or cannot be asked now) makes no decision,
+    so the call returns ``ApprovalRequiredError`` as an ``isError`` result.
+    """
+
+    _SCHEMA: Final = {
+        "type": "object",
+        "properties": {
+            "approve": {"type": "boolean", "title": "Run this call?", "default": False}
+        },
+        "required": ["approve"],
+    }
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        self._ctx = ctx
+
+    async def __call__(self, request: ApprovalRequest) -> Approval | None:
+        from mcp import types
+
+        from toolplug.calls._approval import Approval
+
+        session = self._ctx.session
+        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        if not session.check_client_capability(wanted):
+            return None
+        try:
+            answer = await session.elicit_form(
+                request.describe(), self._SCHEMA, related_request_id=self._ctx.request_id
+            )
+        except Exception as exc:  # the client could not ask: nobody decided
+            log.warning("could not ask the MCP client to approve %s: %s", request.tool, exc)
+            return None
+        if answer.action != "accept":
+            return Approval.deny(f"the client's user answered {answer.action}")
+        if (answer.content or {}).get("approve") is True:
+            return Approval.approve("approved by the client's user")
+        return Approval.deny("the client's user said no")
 
 
 class _OutputCheck:

@@ -190,7 +190,10 @@ def _example_problems(cls: type[Tool], meta: ToolMetadata, setup: _Setup) -> lis
     root = Path(tempfile.mkdtemp(prefix=f"toolplug-contract-{meta.name}-"))
     settings = {"cache_dir": str(root / "cache"), "state_dir": str(root / "state"), **setup.config}
     registry = load(
-        settings, env={**setup.env, "TOOLPLUG_PLUGINS": ""}, plugins=[("contract-kit", Single)]
+        settings,
+        env={**setup.env, "TOOLPLUG_PLUGINS": ""},
+        plugins=[("contract-kit", Single)],
+        approver=lambda request: True,  # examples show what the tool does once approved
     )
     try:
         availability = registry.availability(meta.name)
