@@ -304,6 +304,7 @@ class Invoker:
             time.monotonic(),
             self._execute_blocking,
             self._execute,
+            registry,
         )
 
     def _unavailable(self, name: str, availability: Any) -> ToolResult:

@@ -32,6 +32,8 @@ class ToolCall:
     """What runs the call, blocking: the call engine sets it."""
     _arun: Callable[[ToolCall], Awaitable[ToolResult]] | None = field(default=None, repr=False)
     """What runs the call, awaited: the call engine sets it."""
+    registry: Any = field(default=None, repr=False)
+    """The ``Registry`` running the call: for interceptors that read another tool's settings."""
 
     def execute(self) -> ToolResult:
         """Run the tool now (with its policy), or return the rejection; blocks this thread."""
