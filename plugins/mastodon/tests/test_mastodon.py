@@ -1,0 +1,235 @@
+"""The mastodon tool against a loopback server that speaks the endpoints it uses.
+
+Every request goes through toolplug's network guard (a loopback server is reachable only
+because the tests allow 127.0.0.1); the guard is also tested with hostile instance URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+import toolplug
+from toolplug import ApprovalRequest, ErrorType
+from toolplug.testing import check_plugin
+
+TOKEN = "mstdn-token-0f1e2d3c4b5a"
+LOOPBACK = {"allow": ["127.0.0.1/32"]}
+
+
+def status(status_id: str, text: str, visibility: str = "public") -> dict[str, Any]:
+    """A status as the Mastodon API returns it (the fields Mastodon.py reads)."""
+    return {
+        "id": status_id,
+        "uri": f"https://social.example/users/me/statuses/{status_id}",
+        "url": f"https://social.example/@me/{status_id}",
+        "created_at": "2026-11-25T10:00:00.000Z",
+        "content": f"<p>{text}</p>",
+        "visibility": visibility,
+        "sensitive": False,
+        "spoiler_text": "",
+        "account": {
+            "id": "1",
+            "username": "me",
+            "acct": "me",
+            "created_at": "2020-01-01T00:00:00.000Z",
+        },
+        "media_attachments": [],
+        "mentions": [],
+        "tags": [],
+        "emojis": [],
+    }
+
+
+@pytest.fixture
+def server(httpserver_ipv4: HTTPServer) -> Iterator[HTTPServer]:
+    yield httpserver_ipv4
+    httpserver_ipv4.check_assertions()
+
+
+def load(instance: str, **extra: Any) -> toolplug.Registry:
+    config = {
+        "network": extra.pop("network", LOOPBACK),
+        "tools": {"mastodon": {"instance_url": instance}},
+    }
+    return toolplug.load(
+        config,
+        env={"TOOLPLUG_PLUGINS": "toolplug-mastodon", "MASTODON_ACCESS_TOKEN": TOKEN},
+        **extra,
+    )
+
+
+def yes(request: ApprovalRequest) -> bool:
+    return True
+
+
+def test_post_sends_the_status_with_the_token(server: HTTPServer) -> None:
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return Response(
+            json.dumps(status("42", request.form["status"], "unlisted")),
+            content_type="application/json",
+        )
+
+    server.expect_request("/api/v1/statuses", method="POST").respond_with_handler(handler)
+    tools = load(server.url_for("/"))
+    result = tools.call(
+        "mastodon",
+        {
+            "action": "post",
+            "text": "Hello from toolplug",
+            "visibility": "unlisted",
+            "content_warning": "test",
+            "language": "en",
+        },
+        approver=yes,
+    )
+    assert result.ok, result.error
+    assert result.data == {
+        "id": "42",
+        "url": "https://social.example/@me/42",
+        "visibility": "unlisted",
+        "created_at": result.data["created_at"],
+        "deleted": False,
+    }
+    assert result.output == "Posted status 42: https://social.example/@me/42"
+    [request] = seen
+    assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert request.form["status"] == "Hello from toolplug"
+    assert request.form["spoiler_text"] == "test"
+    assert request.form["visibility"] == "unlisted"
+    assert request.form["language"] == "en"
+    assert request.headers["Idempotency-Key"]
+
+
+def test_delete(server: HTTPServer) -> None:
+    server.expect_request("/api/v1/statuses/42", method="DELETE").respond_with_json(
+        status("42", "gone")
+    )
+    result = load(server.url_for("/")).call(
+        "mastodon", {"action": "delete", "status_id": "42"}, approver=yes
+    )
+    assert result.ok, result.error
+    assert result.data == {"id": "42", "deleted": True}
+
+
+def test_every_call_needs_approval_and_a_denied_one_sends_nothing(server: HTTPServer) -> None:
+    tools = load(server.url_for("/"))
+    asked = tools.call("mastodon", {"action": "post", "text": "hi"})
+    assert asked.error is not None
+    assert asked.error.type == ErrorType.APPROVAL_REQUIRED
+    denied = tools.call(
+        "mastodon", {"action": "delete", "status_id": "1"}, approver=lambda r: False
+    )
+    assert denied.error is not None
+    assert denied.error.type == "PermissionError"
+    assert server.log == []  # nothing reached the instance
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "error_type", "retry"),
+    [
+        (401, {"error": "The access token is invalid"}, "PermissionError", False),
+        (404, {"error": "Record not found"}, "NotFoundError", False),
+        (
+            422,
+            {"error": "Validation failed: Text character limit of 500 exceeded"},
+            "ValidationError",
+            False,
+        ),
+        (503, {"error": "down for maintenance"}, "NetworkError", True),
+    ],
+)
+def test_instance_errors_are_structured(
+    server: HTTPServer, code: int, body: dict[str, str], error_type: str, retry: bool
+) -> None:
+    server.expect_request("/api/v1/statuses/7", method="DELETE").respond_with_json(
+        body, status=code
+    )
+    result = load(server.url_for("/"), approver=yes).call(
+        "mastodon", {"action": "delete", "status_id": "7"}
+    )
+    assert result.error is not None
+    assert result.error.type == error_type
+    assert result.error.retry_possible is retry
+    if code != 503:
+        assert body["error"] in result.error.message
+    assert TOKEN not in result.error.message
+
+
+def test_rate_limit_says_when_to_retry(server: HTTPServer) -> None:
+    reset = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 120))
+    server.expect_request("/api/v1/statuses", method="POST").respond_with_json(
+        {"error": "Too many requests"},
+        status=429,
+        headers={
+            "X-RateLimit-Limit": "300",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": reset,
+        },
+    )
+    result = load(server.url_for("/"), approver=yes).call(
+        "mastodon", {"action": "post", "text": "again"}
+    )
+    assert result.error is not None
+    assert result.error.type == "RateLimitError"
+    assert result.error.retry_possible
+    assert 60 < result.error.details["retry_after_seconds"] <= 121
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        "http://169.254.169.254/",  # the cloud metadata service
+        "http://10.0.0.5/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://0x7f000001/",
+    ],
+)
+def test_the_guard_refuses_hostile_instances(instance: str) -> None:
+    tools = load(instance, network={}, approver=yes)
+    result = tools.call("mastodon", {"action": "post", "text": "hi"})
+    assert result.error is not None
+    assert result.error.type == "PermissionError", result.error
+    assert "allow" in result.error.message
+
+
+def test_no_redirects_carry_the_token_elsewhere(server: HTTPServer) -> None:
+    server.expect_request("/api/v1/statuses", method="POST").respond_with_response(
+        Response("", status=307, headers={"Location": "http://127.0.0.1:9/steal"})
+    )
+    result = load(server.url_for("/"), approver=yes).call(
+        "mastodon", {"action": "post", "text": "hi"}
+    )
+    assert result.error is not None
+    assert len(server.log) == 1
+
+
+def test_unavailable_without_instance_or_token() -> None:
+    tools = toolplug.load({}, env={"TOOLPLUG_PLUGINS": "toolplug-mastodon"})
+    found = tools.availability("mastodon")
+    assert not found.available
+    reasons = " ".join(found.reasons)
+    assert "instance_url is not set" in reasons
+    assert "MASTODON_ACCESS_TOKEN is not set" in reasons
+    assert any("Preferences > Development" in step for step in found.setup)
+
+
+def test_passes_the_contract_kit(server: HTTPServer) -> None:
+    server.expect_request("/api/v1/statuses", method="POST").respond_with_json(status("1", "x"))
+    server.expect_request("/api/v1/statuses/109876543210", method="DELETE").respond_with_json(
+        status("109876543210", "x")
+    )
+    check_plugin(
+        "toolplug-mastodon",
+        config={"network": LOOPBACK, "tools": {"mastodon": {"instance_url": server.url_for("/")}}},
+        env={"MASTODON_ACCESS_TOKEN": TOKEN},
+    )
