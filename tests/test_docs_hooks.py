@@ -21,7 +21,9 @@ def hookspecs() -> list[str]:
 
 
 def test_there_are_hooks() -> None:
-    assert hookspecs() == ["approve_call", "register_capabilities", "register_tools", "tool_call"]
+    assert hookspecs() == [
+        "approve_call", "embed_texts", "register_capabilities", "register_tools", "tool_call"
+    ]
 
 
 @pytest.mark.parametrize("name", hookspecs())

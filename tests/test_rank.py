@@ -10,7 +10,7 @@ import pytest
 
 import toolplug
 from toolplug import Guidelines, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
-from toolplug.render._rank import rank_tools
+from toolplug.render._select import rank as rank_tools
 
 # 40 distractors, built from pairs so that they share everyday words ("find", "recent",
 # "list", "check", "page") with the catalog, as real neighbours in a big install would.

@@ -128,6 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep at most N tools (the most relevant to --task, else by name)")
     p.set_defaults(handler=_cmd_prompt)
 
+    p = sub.add_parser(
+        "search",
+        parents=[common],
+        help="rank the available tools for a task, with the reasons",
+        description="Rank the available tools for a task, as the prompt section, the schema "
+        "exports and the MCP server's search rank them: each tool's score and, per field, "
+        "the words of the task it matched. Tools that match nothing are not listed.",
+    )
+    p.add_argument("task", help="the task, in the user's words")
+    p.add_argument("--limit", metavar="N", type=_positive_int, default=10,
+                   help="list at most N tools (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_cmd_search)
+
     p = sub.add_parser("schema", parents=[_common(strict=False)],
                        help="provider tool schemas as JSON",
                        description="Print the available tools as provider tool definitions: "
@@ -582,6 +596,22 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
         max_tools=args.max_tools,
     )
     _emit(registry, text)
+    return EXIT_OK
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    hits = [hit for hit in registry.search(args.task, limit=args.limit) if hit.score > 0]
+    if args.json:
+        _emit(registry, _dumps([hit.to_dict() for hit in hits]))
+    elif not hits:
+        _emit(registry, "no tool matches that task; toolplug list shows them all")
+    else:
+        rows = [["RANK", "NAME", "SCORE", "MATCHED"]]
+        for rank, hit in enumerate(hits, 1):
+            matched = "; ".join(f"{f}: {' '.join(terms)}" for f, terms in hit.matched.items())
+            rows.append([str(rank), hit.name, f"{hit.score:.3f}", matched])
+        _emit(registry, _table(rows))
     return EXIT_OK
 
 

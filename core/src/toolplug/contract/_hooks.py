@@ -79,6 +79,11 @@ def approve_call(request: ApprovalRequest) -> Approval | bool | None:
     approver: ``Approval``, True/False, or an awaitable of one; None passes it on."""
 
 
+@hookspec(firstresult=True)
+def embed_texts(texts: list[str]) -> list[list[float]] | None:
+    """Embed texts (one vector each) to make tool search hybrid; None: lexical only."""
+
+
 def provides(*items: object) -> Callable[[Callable[[Any], None]], None]:
     """A hook implementation that registers ``items``, for a plugin's entry module.
 

@@ -147,7 +147,10 @@ class ToolSearch:
             for t in registry.select(toolset=toolset, include_unavailable=include_unavailable)
         ]
         self._pool: dict[str, ToolMetadata] = {m.name: m for m in tools}
-        ranked = rank(tools, task or "", max(max_tools, 0))
+        from toolplug.search._index import embedder_of
+
+        self._embed = embedder_of(registry)
+        ranked = rank(tools, task or "", max(max_tools, 0), embed=self._embed if task else None)
         self._loaded: dict[str, None] = {m.name: None for m in ranked}
         self._registry = registry
 
@@ -171,7 +174,7 @@ class ToolSearch:
 
     def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> list[ToolMetadata]:
         """The tools matching ``query``, best first (the ranking of ``--task``)."""
-        return search(list(self._pool.values()), query, limit)
+        return search(list(self._pool.values()), query, limit, embed=self._embed)
 
     def answer(self, arguments: Mapping[str, Any] | str | None) -> ToolResult:
         """The result of a ``search_tools`` call; the tools found join ``definitions()``.
@@ -268,7 +271,10 @@ def deferred_export(
         t.metadata
         for t in registry.select(toolset=toolset, include_unavailable=include_unavailable)
     ]
-    loaded = {m.name for m in rank(tools, task or "", max_tools)}
+    from toolplug.search._index import embedder_of
+
+    embed = embedder_of(registry) if task else None
+    loaded = {m.name for m in rank(tools, task or "", max_tools, embed=embed)}
     full = sorted((m for m in tools if m.name in loaded), key=lambda m: m.name)
     later = sorted((m for m in tools if m.name not in loaded), key=lambda m: m.name)
     out = [export_tool(m, fmt, strict=strict) for m in full]

@@ -45,31 +45,38 @@ def select_tools(
         )
     ]
     if task is not None or max_tools is not None:
-        tools = rank(tools, task or "", max_tools)
+        from toolplug.search._index import embedder_of
+
+        tools = rank(tools, task or "", max_tools, embed=embedder_of(registry) if task else None)
     return tools
 
 
-# The two functions below are the only place renderers rank: swap the ranking here.
+# The two functions below are the only place renderers rank: both use the one search
+# index of ``toolplug.search`` (as does ``Registry.search``).
 
 
-def rank(tools: Sequence[ToolMetadata], task: str, limit: int | None = None) -> list[ToolMetadata]:
+def rank(
+    tools: Sequence[ToolMetadata], task: str, limit: int | None = None, *, embed: Any = None
+) -> list[ToolMetadata]:
     """The tools, the most relevant to ``task`` first (by name among equals), at most ``limit``.
 
     With an empty task the order is by name. Every tool is kept (up to ``limit``), whether
-    it matches or not.
+    it matches or not. ``embed``: the registry's embedder, for hybrid ranking.
     """
-    from toolplug.render._rank import rank_tools
+    from toolplug.search._index import ranked
 
-    return rank_tools(tools, task, limit=limit)
+    return ranked(tools, task, limit, embed)
 
 
-def search(tools: Sequence[ToolMetadata], query: str, limit: int) -> list[ToolMetadata]:
+def search(
+    tools: Sequence[ToolMetadata], query: str, limit: int, *, embed: Any = None
+) -> list[ToolMetadata]:
     """The tools that match ``query``, best first, at most ``limit``; none for no match."""
-    from toolplug.render._rank import rank_tools, score_tools
+    from toolplug.search._index import index_of
 
-    scores = score_tools(tools, query)
-    matching = [meta for meta in tools if scores.get(meta.name, 0.0) > 0]
-    return rank_tools(matching, query, limit=limit)
+    by_name = {m.name: m for m in tools}
+    hits = index_of(tools).search(query, limit, embed=embed)
+    return [by_name[h.name] for h in hits if h.score > 0]
 
 
 def metadata_of(source: Any, function: str) -> list[ToolMetadata] | None:

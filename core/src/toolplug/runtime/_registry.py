@@ -29,16 +29,13 @@ from toolplug.runtime._config import (
     resolve_tool_config,
 )
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
+from toolplug.search._index import Hit
 
 __all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
 
 
 class CallEngine(Protocol):
-    """What runs a registry's calls; ``toolplug.calls`` provides the one ``load()`` uses.
-
-    The registry knows what is installed and usable; running calls is the layer above it.
-    The registry holds its engine through this protocol so that it never imports that layer.
-    """
+    """What runs a registry's calls (``toolplug.calls``), held so runtime never imports it."""
 
     def call(self, name: str, arguments: Any, host: Any, approver: Any) -> ToolResult:
         """Run one call and wait for its result."""
@@ -57,8 +54,7 @@ EngineFactory: TypeAlias = "Callable[[Registry], CallEngine]"
 class Registry:
     """The installed tools as one process sees them: metadata, config and availability.
 
-    Build one with ``toolplug.load()``. Everything it reports is sorted, so the same
-    installed plugins and configuration always give the same answers in the same order.
+    Build one with ``toolplug.load()``. Everything it reports is sorted (deterministic).
     """
 
     def __init__(
@@ -248,6 +244,13 @@ class Registry:
 
     # -- running ---------------------------------------------------------------------
 
+    def search(self, task: str, *, limit: int | None = 10) -> list[Hit]:
+        """The available tools best matching ``task``: scores and matched terms per field."""
+        from toolplug.search._index import embedder_of, index_of
+
+        tools = [t.metadata for t in self.select()]  # the index is built once per tool set
+        return index_of(tools).search(task, limit, embed=embedder_of(self))
+
     def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
         """The context a call of this tool receives (built once per tool, then reused)."""
         contexts: dict[str, ToolContext] = self.__dict__.setdefault("_contexts", {})
@@ -291,11 +294,9 @@ class Registry:
     ) -> ToolResult:
         """Call a tool and return its result; never raises for the tool's or caller's fault.
 
-        ``arguments`` is the model's JSON object (a mapping, or the JSON text). It is
-        validated against the tool's ``parameters`` and defaults are filled in before the
-        tool runs. A sync tool runs in this thread; an async tool on an event loop of its own
-        (use ``acall`` from async code). ``context`` reaches the tool as ``context.host``;
-        ``approver`` decides first on a call that needs approval (docs/concepts.md).
+        ``arguments``: the model's JSON object (a mapping or JSON text), validated, defaults
+        filled. ``context`` reaches the tool as ``context.host``; ``approver`` decides first
+        on a call that needs approval (docs/concepts.md). From async code use ``acall``.
         """
         return self._engine.call(name, arguments, context, approver)
 
