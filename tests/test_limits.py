@@ -7,10 +7,14 @@ argument, megabytes of output handed to the model, deep documents that crashed t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import toolplug
 from tests.conftest import Run
@@ -225,3 +229,53 @@ def test_a_path_over_the_platform_limits_is_a_validation_error(path: str, tmp_pa
     assert result.error.type == ErrorType.VALIDATION, result.error
     assert "use a shorter path" in result.error.message
     assert len(result.error.message) < 300
+
+
+# -- fuzzing the command line -------------------------------------------------------------
+
+SECRET_ENV = "CLI_FUZZ_SECRET_7c41e9"
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
+    max_leaves=30,
+)
+_WORDS = st.text(max_size=40).filter(lambda t: "\x00" not in t)
+_DEEP = st.integers(1_000, 80_000).map(lambda n: "[" * n + "]" * n)
+_ARGUMENTS = st.one_of(
+    st.tuples(st.just("call"), st.sampled_from(["static_links", "readability", "nope", ""]),
+              st.lists(_WORDS, max_size=4)).map(lambda t: [t[0], t[1], *t[2]]),
+    st.tuples(st.just("call"), st.just("static_links"), st.just("--json"),
+              _JSON.map(json.dumps) | _WORDS | _DEEP).map(list),
+    st.tuples(st.just("call"), st.just("static_links"), _DEEP.map("action=".__add__))
+    .map(list),
+    st.tuples(st.just("search"), _WORDS, st.sampled_from(["--json", "--limit", "3", ""]))
+    .map(lambda t: [w for w in t if w]),
+    st.tuples(st.sampled_from(["info", "prompt", "list", "schema"]),
+              st.lists(_WORDS, max_size=3)).map(lambda t: [t[0], *t[1]]),
+    st.lists(_WORDS, max_size=5),
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_ARGUMENTS)
+def test_fuzzed_command_lines_answer_in_one_of_three_ways(arguments: list[str]) -> None:
+    from toolplug.cli import main
+
+    buffer = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOOLPLUG_PLUGINS", "toolplug-static-links,toolplug-readability")
+        patch.setenv("TOOLPLUG_NO_CACHE", "1")
+        patch.setenv("SECRET_FOR_FUZZ", SECRET_ENV)
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            try:
+                code = main(arguments)
+            except SystemExit as stop:  # argparse's --help and usage errors
+                code = stop.code if isinstance(stop.code, int) else 0
+    output = buffer.getvalue()
+    assert code in (0, 1, 2), (arguments, output[-500:])
+    assert "Traceback" not in output
+    assert "internal error" not in output
+    assert SECRET_ENV not in output
+    assert len(output) < 200_000
