@@ -1024,6 +1024,24 @@ def test_generated_anthropic_strict_invariants(schema: dict[str, Any]) -> None:
     assert descriptions(transform_schema(out)) == descriptions(out)
 
 
+def test_a_format_beside_an_enum_is_described_not_kept() -> None:
+    # Found by the property test above: Anthropic's strict grammar reads only the values
+    # of an enum, so its SDK moved the format into the description.
+    schema = {"type": "object", "properties": {"a": {"allOf": [
+        {"enum": [""]}, {"anyOf": [{"type": "string", "format": "date-time"}]}]}}}
+    out = strict_schema(schema, dialect="anthropic")
+    from anthropic.lib._parse._transform import transform_schema
+
+    assert descriptions(transform_schema(out)) == descriptions(out)
+    def keys(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            return set(node) | {k for v in node.values() for k in keys(v)}
+        return {k for v in node for k in keys(v)} if isinstance(node, list) else set()
+
+    assert "format" not in keys(out)
+    assert "format date-time" in json.dumps(out)  # described instead
+
+
 def descriptions(schema: Any) -> list[str]:
     """Every description in a schema, sorted."""
     found: list[str] = []

@@ -266,7 +266,9 @@ class _Rewrite:
         elif type_ == "string":
             fmt = node.get("format")
             folded = ["minLength", "maxLength", "pattern"]
-            if fmt in self.rules.formats:
+            # Beside an enum the format adds nothing the values do not already say, and
+            # Anthropic's strict grammar takes no keyword but the values there.
+            if fmt in self.rules.formats and "enum" not in out and "const" not in out:
                 out["format"] = fmt
             else:
                 folded.append("format")
