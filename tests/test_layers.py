@@ -38,7 +38,7 @@ def _lint(tmp_path: Path, module: str, addition: str) -> subprocess.CompletedPro
 def test_the_real_tree_keeps_its_layers(tmp_path: Path) -> None:
     done = _lint(tmp_path, "contract/_errors.py", "")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -50,6 +50,12 @@ def test_the_real_tree_keeps_its_layers(tmp_path: Path) -> None:
         ("runtime/_registry.py", "\n\ndef _sneak():\n    from toolplug.calls import _engine\n"),
         # two siblings of one layer: render may not import calls
         ("render/_prompt.py", "\n\ndef _sneak():\n    import toolplug.calls._plan\n"),
+        # a renderer using the registry for more than a type (a forbidden contract)
+        ("render/_prompt.py", "\nfrom toolplug.runtime import _registry  # noqa\n"),
+        # the schema rewrites reaching into the contract
+        ("schema/_losses.py", "\nfrom toolplug.contract import _tool  # noqa\n"),
+        # the call engine fetching through the network guard
+        ("calls/_engine.py", "\n\ndef _sneak():\n    import toolplug.http._guard\n"),
     ],
 )
 def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, addition: str) -> None:
