@@ -392,6 +392,23 @@ def test_rate_limit_waits_are_awaited(gate: Gate) -> None:
     assert order == ["call 1", "tick", "call 2"]
 
 
+def test_a_rate_limit_wait_longer_than_the_time_limit_is_refused_at_once(gate: Gate) -> None:
+    # The slot frees in 60 s, the time limit is 0.5 s: waiting could only end in a timeout.
+    config = {"tools": {"square": {"timeout_seconds": 0.5,
+                                   "rate_limit": {"calls": 1, "per_seconds": 60}}}}
+    tools = registry(config)
+    assert tools.call("square", {"n": 1}).ok
+    started = time.monotonic()
+    refused = tools.call("square", {"n": 2})
+    assert time.monotonic() - started < 0.5  # not after waiting out the limit
+    assert refused.error is not None
+    assert refused.error.type == "RateLimitError"
+    assert refused.error.retry_possible
+    assert 59 < refused.error.details["retry_after_seconds"] <= 60
+    assert "longer than the 0.5 s time limit" in refused.error.message
+    assert gate.attempts == 1
+
+
 def test_the_memory_cache_is_bounded_by_entries(gate: Gate) -> None:
     config = {"calls": {"cache_entries": 50}, "tools": {"square": {"cache_ttl_seconds": 60}}}
     tools = registry(config)

@@ -239,7 +239,9 @@ def replica_env(tmp_path: Path, redis_url: str) -> dict[str, str]:
     config = tmp_path / "toolplug.toml"
     config.write_text(
         f'[calls]\nstore = "{redis_url}"\n\n'
-        "[tools.ping]\nrate_limit = { calls = 10, per_seconds = 60, wait = false }\n",
+        # The setting, waiting allowed: a slot 60 s away is past the time limit, so
+        # the call is refused at once rather than left waiting.
+        "[tools.ping]\nrate_limit = { calls = 10, per_seconds = 60 }\n",
         encoding="utf-8",
     )
     return {

@@ -604,11 +604,11 @@ class Invoker:
             hit = await self._store.cached(key)
             if hit is not None:
                 return hit
+        timeout = policy.timeout_seconds or meta.timeout_seconds
         if policy.rate_limit_calls:
-            refused = await self._admit(call.tool, policy, inline=inline)
+            refused = await self._admit(call.tool, policy, timeout, inline=inline)
             if refused is not None:
                 return refused
-        timeout = policy.timeout_seconds or meta.timeout_seconds
         result = await self._attempts(call, policy, timeout, inline=inline)
         if key is not None and result.ok:
             await self._store.keep(key, result, policy.cache_ttl_seconds)
@@ -627,18 +627,26 @@ class Invoker:
         """The ``approve_call`` hook as the last approver (None without implementations)."""
         return self.registry.plugin_manager.hook.approve_call(request=request)
 
-    async def _admit(self, tool: str, policy: CallPolicy, *, inline: bool) -> ToolResult | None:
+    async def _admit(
+        self, tool: str, policy: CallPolicy, timeout: float, *, inline: bool
+    ) -> ToolResult | None:
+        """Take a rate-limit slot, waiting for one at most the call's time limit."""
+        deadline = time.monotonic() + timeout
         while True:
             delay = await self._store.admit(
                 tool, policy.rate_limit_calls, policy.rate_limit_per_seconds
             )
             if not delay:
                 return None
-            if not policy.rate_limit_wait:
+            left = deadline - time.monotonic()
+            if not policy.rate_limit_wait or delay > left:
+                why = "" if not policy.rate_limit_wait else (
+                    f" (longer than the {timeout:g} s time limit allows waiting)"
+                )
                 return ToolResult.failure(
                     ErrorType.RATE_LIMIT,
                     f"{tool} allows {policy.rate_limit_calls} call(s) per "
-                    f"{policy.rate_limit_per_seconds:g} s; try again in {delay:.1f} s",
+                    f"{policy.rate_limit_per_seconds:g} s; try again in {delay:.1f} s{why}",
                     retry_possible=True,
                     details={"retry_after_seconds": round(delay, 3)},
                 )
