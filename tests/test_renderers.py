@@ -8,6 +8,7 @@ the command line prints for the same options.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,20 @@ RENDERERS: dict[str, Callable[..., list[str]]] = {
     "prompt": lambda r, **o: _names_in_section(toolplug.optional_tools_section(r, **o)),
     # provider exports: the exported names
     "export": lambda r, **o: _names_exported(toolplug.export_tools(r, "anthropic", **o)),
+    # the loss report of an export: the tools it covers
+    "explain": lambda r, **o: list(toolplug.explain_export(r, "gemini-openapi", **o)),
+    # the reference pages written to disk (documentation includes unavailable tools unless
+    # told otherwise, so the default is given here to compare like with like)
+    "docs": lambda r, **o: _pages_written(r, **{"include_unavailable": False, **o}),
 }
+
+
+def _pages_written(registry: toolplug.Registry, **options: Any) -> list[str]:
+    from toolplug.render._docs import write_reference
+
+    with tempfile.TemporaryDirectory() as out:
+        paths = write_reference(registry, out, **options)
+    return [p.stem for p in paths if p.name != "index.md"]
 
 
 @pytest.mark.parametrize("renderer", sorted(RENDERERS))
@@ -77,6 +91,16 @@ def test_every_renderer_selects_the_same_way(
     else:
         assert names >= expected
         assert ("github_api" in names) == bool(options.get("include_unavailable"))
+
+
+def test_registry_search_takes_the_same_options(registry: toolplug.Registry) -> None:
+    task = "recent posts from the blog feed or repository releases"
+    available = {hit.name for hit in registry.search(task)}
+    assert "github_api" not in available  # no token here
+    everything = {hit.name for hit in registry.search(task, include_unavailable=True)}
+    assert "github_api" in everything
+    narrowed = registry.search(task, toolset="writer", include_unavailable=True)
+    assert {hit.name for hit in narrowed} <= {"static_links", "rss_feed", "github_api"}
 
 
 def test_reference_pages_take_the_same_options(registry: toolplug.Registry) -> None:

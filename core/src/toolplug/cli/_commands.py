@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", help="the task, in the user's words")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=10,
                    help="list at most N tools (default 10)")
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=_cmd_search)
 
@@ -173,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "an index, in the style of the seeds. Pages do not depend on this "
                        "machine's environment (availability is not part of them).")
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: document the tools most relevant to this task")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="document at most N tools (the most relevant to --task, else by name)")
     p.add_argument("--output", metavar="DIR", default="toolplug-docs",
                    help="where to write (default ./toolplug-docs)")
     p.set_defaults(handler=_cmd_docs)
@@ -601,7 +607,10 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     registry = _load(args)
-    hits = [hit for hit in registry.search(args.task, limit=args.limit) if hit.score > 0]
+    found = registry.search(
+        args.task, limit=args.limit, toolset=args.toolset, include_unavailable=args.all
+    )
+    hits = [hit for hit in found if hit.score > 0]
     if args.json:
         _emit(registry, _dumps([hit.to_dict() for hit in hits]))
     elif not hits:
@@ -630,6 +639,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
             strict=args.strict_schema,
             toolset=args.toolset,
             include_unavailable=args.all,
+            task=args.task,
+            max_tools=args.max_tools,
         )
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
@@ -668,7 +679,9 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     from toolplug.render._docs import write_reference
 
     registry = _load(args)
-    written = write_reference(registry, args.output, toolset=args.toolset)
+    written = write_reference(
+        registry, args.output, toolset=args.toolset, task=args.task, max_tools=args.max_tools
+    )
     _emit(registry, f"wrote {len(written)} page(s) to {args.output}")
     return EXIT_OK
 

@@ -715,16 +715,26 @@ def reference_pages(
 
 
 def write_reference(
-    registry: Registry, out_dir: str | Path, *, toolset: str | Toolset | None = None
+    registry: Registry,
+    out_dir: str | Path,
+    *,
+    toolset: str | Toolset | None = None,
+    include_unavailable: bool = True,
+    task: str | None = None,
+    max_tools: int | None = None,
 ) -> list[Path]:
     """Write the reference into ``out_dir`` (created if needed); return the paths written.
 
-    Earlier generated pages of tools no longer installed are removed; a file is taken as
-    generated only when it starts with ``GENERATED_MARKER``, so nothing else is touched.
+    The selection options are those of ``reference_pages``. Earlier generated pages of
+    tools not selected are removed; a file is taken as generated only when it starts with
+    ``GENERATED_MARKER``, so nothing else is touched.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pages = reference_pages(registry, toolset=toolset)
+    pages = reference_pages(
+        registry, toolset=toolset, include_unavailable=include_unavailable, task=task,
+        max_tools=max_tools,
+    )
     for old in sorted(out.glob("*.md")):
         if old.name not in pages and _is_generated(old):
             old.unlink()

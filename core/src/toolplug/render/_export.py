@@ -176,14 +176,20 @@ def explain_export(
     strict: bool | None = None,
     toolset: str | Toolset | None = None,
     include_unavailable: bool = False,
+    task: str | None = None,
+    max_tools: int | None = None,
 ) -> dict[str, list[SchemaLoss]]:
     """The loss report of an export: ``explain_tool`` for each selected tool, by name.
 
     This is what ``toolplug schema --format FORMAT --explain`` prints. Every tool is a key,
-    with an empty list when its export loses nothing.
+    with an empty list when its export loses nothing. The selection options are those of
+    ``export_tools``; with ``max_tools``, the report covers the tools exported in full.
     """
     check_format(fmt, strict)
-    chosen = select_tools(registry, toolset=toolset, include_unavailable=include_unavailable)
+    chosen = select_tools(
+        registry, toolset=toolset, include_unavailable=include_unavailable, task=task,
+        max_tools=max_tools,
+    )
     return {
         meta.name: explain_tool(meta, fmt, strict=strict)
         for meta in sorted(chosen, key=lambda m: m.name)

@@ -83,9 +83,7 @@ class Registry:
             values, missing = resolve_tool_config(
                 config, tool.metadata, env=env, redactor=self.redactor, files_read=self.files_read
             )
-            self._tool_config[name] = values
-            self._missing[name] = missing
-        for name, tool in loaded.tools.items():
+            self._tool_config[name], self._missing[name] = values, missing
             hints = tool.metadata.annotations
             ttl = config.tools.get(name, {}).get("cache_ttl_seconds", 0)
             if ttl and not (hints.read_only and hints.idempotent):
@@ -231,24 +229,26 @@ class Registry:
         result = []
         for name, tool in self._loaded.tools.items():
             meta = tool.metadata
-            if chosen is not None and not chosen.matches(name, meta.category):
-                continue
-            if category is not None and meta.category != category:
-                continue
-            if optional_only and meta.optionality != "optional":
-                continue
-            if not include_unavailable and not self.availability(name).available:
-                continue
-            result.append(tool)
+            if (
+                (chosen is None or chosen.matches(name, meta.category))
+                and (category is None or meta.category == category)
+                and (not optional_only or meta.optionality == "optional")
+                and (include_unavailable or self.availability(name).available)
+            ):
+                result.append(tool)
         return result
 
     # -- running ---------------------------------------------------------------------
 
-    def search(self, task: str, *, limit: int | None = 10) -> list[Hit]:
-        """The available tools best matching ``task``: scores and matched terms per field."""
+    def search(
+        self, task: str, *, limit: int | None = 10, toolset: str | Toolset | None = None,
+        include_unavailable: bool = False,
+    ) -> list[Hit]:
+        """The tools (``select``'s choice) best matching ``task``: scores, matched terms."""
         from toolplug.search._index import embedder_of, index_of
 
-        tools = [t.metadata for t in self.select()]  # the index is built once per tool set
+        chosen = self.select(toolset=toolset, include_unavailable=include_unavailable)
+        tools = [t.metadata for t in chosen]  # the index is built once per set of tools
         return index_of(tools).search(task, limit, embed=embedder_of(self))
 
     def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
