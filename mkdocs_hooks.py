@@ -9,8 +9,8 @@ repository to where it is on the site, so ``mkdocs build --strict`` checks every
 page added under docs/ or guidelines/ is on the site without any change here.
 
 A public name without a docstring fails the build too (a warning, which ``--strict`` makes
-an error): every name in ``__all__`` of ``toolplug``, ``toolplug.http`` and
-``toolplug.testing``, and every public method and property of the classes among them.
+an error): every name in ``__all__`` of ``toolplug``, ``toolplug.http``,
+``toolplug.schema``, ``toolplug.search`` and ``toolplug.testing``, and every public method and property of the classes among them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent
 EXTRA_PAGES = ("README.md", "guidelines/**/*.md", "plugins/*/README.md", "bench/*.md")
-PUBLIC_MODULES = ("toolplug", "toolplug.http", "toolplug.testing")
+PUBLIC_MODULES = (
+    "toolplug", "toolplug.http", "toolplug.schema", "toolplug.search", "toolplug.testing"
+)
 _LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 
 log = logging.getLogger("mkdocs.plugins.toolplug")

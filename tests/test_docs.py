@@ -192,6 +192,65 @@ def test_every_skipped_block_says_why() -> None:
     assert unmarked == [], 'write the reason: <!-- skip: next "why it cannot run" -->'
 
 
+def test_no_toolplug_session_hides_outside_a_console_block() -> None:
+    """A ``$ toolplug ...`` line in a text or sh block would never be compared with the
+    command's real output: such sessions belong in ``console`` blocks."""
+    module = harness()
+    fence = re.compile(r"^```(\S*)\s*$")
+    hidden = []
+    for page in sorted(p for p in ROOT.glob("**/*.md") if module.is_doc(p)):
+        language = None
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            found = fence.match(line)
+            if found:
+                language = found[1] if language is None else None
+            elif (
+                language not in (None, "console")
+                and line.startswith("$ ")
+                and module.shows_toolplug(line[2:])
+            ):
+                hidden.append(f"{page.relative_to(ROOT)}:{number}: {line}")
+    assert hidden == [], "show these sessions in console blocks, so they are run"
+
+
+def test_docs_import_no_private_module() -> None:
+    """Docs name only public modules: a private one (``toolplug._export`` once) moves
+    without notice, and the doc tests would not notice an import that still works."""
+    module = harness()
+    private = re.compile(r"\btoolplug(?:\.\w+)*\._[a-z]\w*")
+    found = []
+    for page in sorted(p for p in ROOT.glob("**/*.md") if module.is_doc(p)):
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\b(?:import|from)\b", line) and private.search(line):
+                found.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == [], "import from toolplug, toolplug.http, .schema, .search or .testing"
+
+
+def test_the_guide_shows_the_kit_as_it_is() -> None:
+    """The guide's signature block of the contract kit (a skipped block: signatures, not a
+    program) names the parameters and defaults the functions really have."""
+    import inspect
+
+    import toolplug.testing
+
+    guide = (ROOT / "guidelines" / "README.md").read_text(encoding="utf-8")
+    marker = guide.index('<!-- skip: next "signatures, not a program" -->')
+    block = guide[marker:].split("```python\n", 1)[1].split("```", 1)[0]
+    calls = [" ".join(c.split()) for c in re.split(r"(?m)^(?=\w+\()", block) if c.strip()]
+    shown = {}
+    for call in calls:
+        parts = re.fullmatch(r"(\w+)\((.*)\)", call)
+        assert parts is not None, call
+        shown[parts[1]] = parts[2]
+    assert set(shown) == {"check_plugin", "check_tool"}
+    for name, parameters in shown.items():
+        function = getattr(toolplug.testing, name)
+        real = inspect.signature(function).replace(return_annotation=inspect.Signature.empty)
+        plain = [p.replace(annotation=inspect.Parameter.empty) for p in real.parameters.values()]
+        bare = real.replace(parameters=plain)
+        assert f"({parameters})" == str(bare), f"guidelines/README.md shows {name} out of date"
+
+
 if __name__ == "__main__":
     CLI_DOC.write_text(cli_reference(CLI_DOC.read_text(encoding="utf-8")), encoding="utf-8")
     sys.stdout.write(f"{CLI_DOC.relative_to(ROOT)}\n")
