@@ -1,8 +1,10 @@
 """toolplug-mastodon: post a status to a Mastodon instance, or delete one.
 
 The first catalog tool that changes the world outside the session: its annotations say so
-(not read-only, open-world; ``delete`` is destructive), so by default every call waits for
-a person's approval (docs/concepts.md, Approvals)::
+(destructive, because ``delete`` removes a status; not read-only; open-world), so by default
+every call waits for a person's approval (docs/concepts.md, Approvals). Before the first post
+or delete for an instance and token, the token is checked with the instance's
+verify_credentials endpoint, once per process::
 
     [tools.mastodon]
     instance_url = "https://mastodon.social"
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from typing import Any, Final
 
@@ -23,6 +26,7 @@ from toolplug import (
     ConfigField,
     DetectContext,
     ErrorSpec,
+    ErrorType,
     Example,
     Guidelines,
     Tool,
@@ -47,6 +51,19 @@ _SETUP: Final = """\
        instance_url = "https://mastodon.example"
        export MASTODON_ACCESS_TOKEN=...
    or keep the token in another variable: access_token = { env = "MY_MASTODON_TOKEN" }"""
+
+_NEW_TOKEN: Final = (
+    "the user must create a new access token (Preferences > Development, scopes "
+    "write:statuses and read:accounts) and set it as MASTODON_ACCESS_TOKEN or "
+    "[tools.mastodon] access_token. Do not retry; nothing was posted or deleted."
+)
+
+_verified: set[tuple[str, str]] = set()
+"""(instance URL, SHA-256 of the token) pairs whose credentials check passed in this process.
+
+Only successes are kept; a token the instance later refuses is dropped again. The token
+itself is not kept here, only its digest."""
+_verified_lock: Final = threading.Lock()
 
 
 def _account_problem(ctx: DetectContext) -> str | None:
@@ -97,11 +114,12 @@ class MastodonTool(Tool):
             ),
             common_mistakes=(
                 "Posting a draft before the user has read it",
+                "Deleting without the user's word: a deleted status cannot be restored",
                 "Using delete with a status id of another account: only your own can go",
                 "Putting content warnings in the text instead of content_warning",
             ),
         ),
-        requires_capabilities=(ACCOUNT,),
+        requires_capabilities=(ACCOUNT, "network"),
         produces=("published_post",),
         parameters={
             "type": "object",
@@ -164,11 +182,14 @@ class MastodonTool(Tool):
             ),
             ErrorSpec(
                 type="PermissionError",
-                when="the token is refused, or the network guard refuses the instance",
+                when="the token is invalid, revoked or lacks a scope (checked with the "
+                "instance's verify_credentials before the first post or delete), or the "
+                "network guard refuses the instance",
             ),
             ErrorSpec(
                 type="NotFoundError",
-                when="delete names a status that does not exist or is not yours",
+                when="delete names a status that does not exist or is not yours, or "
+                "instance_url has no Mastodon API",
             ),
             ErrorSpec(
                 type="RateLimitError",
@@ -206,16 +227,17 @@ class MastodonTool(Tool):
             ConfigField(
                 name="access_token",
                 type="string",
-                description="An access token with write:statuses (secret: give it as "
-                "MASTODON_ACCESS_TOKEN or { env = ... })",
+                description="An access token with write:statuses and read:accounts (secret: "
+                "give it as MASTODON_ACCESS_TOKEN or { env = ... })",
                 secret=True,
                 env_var="MASTODON_ACCESS_TOKEN",
             ),
         ),
         setup_instructions=_SETUP,
         required_packages=("toolplug-mastodon",),
+        # destructive: delete removes a status for good (MCP hosts get destructiveHint).
         annotations=Annotations(
-            read_only=False, destructive=False, idempotent=False, open_world=True
+            read_only=False, destructive=True, idempotent=False, open_world=True
         ),
         timeout_seconds=45,
     )
@@ -226,26 +248,79 @@ class MastodonTool(Tool):
 
         from toolplug_mastodon._guarded import guarded_session
 
+        deleting = arguments["action"] == "delete"
+        if deleting and not arguments.get("status_id"):
+            return ToolResult.failure("ValidationError", "status_id is required to delete a status")
+        if not deleting and not arguments.get("text"):
+            return ToolResult.failure("ValidationError", "text is required to post a status")
+        instance = context.config["instance_url"].rstrip("/")
+        token = context.config["access_token"]
         api = Mastodon(
-            access_token=context.config["access_token"],
-            api_base_url=context.config["instance_url"].rstrip("/"),
+            access_token=token,
+            api_base_url=instance,
             session=guarded_session(context.network),
             ratelimit_method="throw",
             version_check_mode="none",
             request_timeout=30,
         )
+        key = (instance, hashlib.sha256(token.encode()).hexdigest())
+        _verify(api, key)
         try:
-            if arguments["action"] == "delete":
+            if deleting:
                 return _delete(api, arguments)
             return _post(api, arguments)
         except Exception as exc:
+            failure = _failure(api, exc)
+            if failure.type == ErrorType.PERMISSION:
+                with _verified_lock:  # refused after all (revoked since): check it again
+                    _verified.discard(key)
+            raise failure from None
+
+
+def _verify(api: Any, key: tuple[str, str]) -> None:
+    """Check the token with verify_credentials, unless it passed before in this process.
+
+    Raises:
+        ToolFailure: the instance refused the token (PermissionError, with how to fix it),
+            has no Mastodon API there (NotFoundError), or could not be asked (as
+            ``_failure``).
+    """
+    with _verified_lock:
+        if key in _verified:
+            return
+    from mastodon import errors
+
+    try:
+        api.account_verify_credentials()
+    except errors.MastodonUnauthorizedError as exc:
+        raise ToolFailure(
+            ErrorType.PERMISSION,
+            f"the instance refused the access token ({_said(exc)}): it is invalid, expired "
+            f"or revoked; {_NEW_TOKEN}",
+        ) from None
+    except errors.MastodonNotFoundError:
+        raise ToolFailure(
+            ErrorType.NOT_FOUND,
+            "the instance has no Mastodon API (verify_credentials was not found); the user "
+            "must check [tools.mastodon] instance_url. Nothing was posted or deleted.",
+        ) from None
+    except errors.MastodonAPIError as exc:
+        if _status(exc) != 403:
             raise _failure(api, exc) from None
+        raise ToolFailure(
+            ErrorType.PERMISSION,
+            f"the instance refused to show the token's account ({_said(exc)}): the token "
+            f"lacks the read:accounts scope the credentials check needs, or the account is "
+            f"disabled; {_NEW_TOKEN}",
+        ) from None
+    except Exception as exc:
+        raise _failure(api, exc) from None
+    with _verified_lock:
+        _verified.add(key)
 
 
 def _post(api: Any, arguments: dict[str, Any]) -> ToolResult:
-    text = arguments.get("text")
-    if not text:
-        return ToolResult.failure("ValidationError", "text is required to post a status")
+    text = arguments["text"]
     options: dict[str, Any] = {
         k: arguments[k] for k in ("visibility", "in_reply_to_id", "language") if k in arguments
     }
@@ -265,9 +340,7 @@ def _post(api: Any, arguments: dict[str, Any]) -> ToolResult:
 
 
 def _delete(api: Any, arguments: dict[str, Any]) -> ToolResult:
-    status_id = arguments.get("status_id")
-    if not status_id:
-        return ToolResult.failure("ValidationError", "status_id is required to delete a status")
+    status_id = arguments["status_id"]
     api.status_delete(status_id)
     return ToolResult.success(f"Deleted status {status_id}.", {"id": status_id, "deleted": True})
 
@@ -294,7 +367,9 @@ def _failure(api: Any, exc: Exception) -> ToolFailure:
         )
     if isinstance(exc, errors.MastodonUnauthorizedError):
         return ToolFailure(
-            "PermissionError", f"the instance refused the access token: {_said(exc)}"
+            "PermissionError",
+            f"the instance refused the access token: {_said(exc)}; the user must check "
+            "MASTODON_ACCESS_TOKEN (or [tools.mastodon] access_token). Do not retry.",
         )
     if isinstance(exc, errors.MastodonNotFoundError):
         return ToolFailure("NotFoundError", f"no such status on this account: {_said(exc)}")
@@ -305,6 +380,12 @@ def _failure(api: Any, exc: Exception) -> ToolFailure:
     if isinstance(exc, errors.MastodonAPIError):
         return ToolFailure("ValidationError", f"the instance refused the request: {_said(exc)}")
     return ToolFailure("ExecutionError", f"{type(exc).__name__}: {exc}")
+
+
+def _status(exc: Exception) -> int | None:
+    """The HTTP status of a Mastodon.py API error: its args are (text, status, reason, message)."""
+    status = exc.args[1] if len(exc.args) > 1 else None
+    return status if isinstance(status, int) else None
 
 
 def _said(exc: Exception) -> str:
