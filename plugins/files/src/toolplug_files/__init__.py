@@ -71,13 +71,18 @@ _SHARED_FIELDS: Final = (
     ),
 )
 
+_PAGE_CHARS: Final = 20_000
+"""Characters read_file returns when max_chars is not given: a page that, with its copy in
+``data`` (JSON escapes and all), fits the default output budget of a call (50,000
+characters), so it comes back whole and its next_offset is exactly where to read on."""
+
 _PATH_HELP: Final = (
     "File path: file_cache_dir/<path>, file_state_dir/<path>, or a path relative to file_cache_dir"
 )
 
 
 class ReadFileTool(Tool):
-    """Reads a UTF-8 text file inside the sandbox."""
+    """Reads a UTF-8 text file inside the sandbox, a page at a time."""
 
     metadata = ToolMetadata(
         name="read_file",
@@ -94,6 +99,7 @@ class ReadFileTool(Tool):
                 "You saved notes, drafts or downloads earlier and need them again",
                 "The task refers to a file in file_state_dir, such as a contacts or TODO file",
                 "You must check a file's current content before changing it with write_file",
+                "A file is too long for one reply: read it page by page with offset",
             ),
             do_not=(
                 "The content is already in the conversation",
@@ -103,6 +109,8 @@ class ReadFileTool(Tool):
             common_mistakes=(
                 "Passing file_cache_dir alone instead of file_cache_dir/<file>",
                 "Using ../ to climb out of the root; it is refused, not resolved",
+                "Taking one page for the whole file: when next_offset is set, call again "
+                "with offset set to it",
                 "Taking a truncated read for the whole file; check truncated and warnings",
                 "Retrying a PermissionError with another spelling of the same path",
             ),
@@ -112,6 +120,23 @@ class ReadFileTool(Tool):
             "type": "object",
             "properties": {
                 "path": {"type": "string", "minLength": 1, "description": _PATH_HELP},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": (
+                        "Where to start, in characters into the file's text (0: the "
+                        "beginning). To read on, pass the next_offset of the last reply; "
+                        "after a reply cut by toolplug, the last offset plus the characters "
+                        "received"
+                    ),
+                },
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "default": _PAGE_CHARS,
+                    "description": "The most characters to return from offset on",
+                },
             },
             "required": ["path"],
             "additionalProperties": False,
@@ -125,14 +150,39 @@ class ReadFileTool(Tool):
                 "bytes_read": {"type": "integer"},
                 "truncated": {"type": "boolean", "description": "The file is over max_bytes"},
                 "binary": {"type": "boolean", "description": "Not UTF-8 text; not shown"},
-                "content": {"type": ["string", "null"]},
+                "content": {
+                    "type": ["string", "null"],
+                    "description": "The text from offset on, at most max_chars characters",
+                },
+                "offset": {"type": "integer", "description": "The first character returned"},
+                "chars": {"type": "integer", "description": "Characters in content"},
+                "total_chars": {
+                    "type": ["integer", "null"],
+                    "description": "Characters in the text read (all of it unless truncated); "
+                    "null for a binary file",
+                },
+                "next_offset": {
+                    "type": ["integer", "null"],
+                    "description": "The offset of the rest; null when content reaches the end",
+                },
             },
-            "required": ["path", "size_bytes", "truncated", "binary", "content"],
+            "required": [
+                "path",
+                "size_bytes",
+                "truncated",
+                "binary",
+                "content",
+                "offset",
+                "chars",
+                "total_chars",
+                "next_offset",
+            ],
         },
         errors=(
             ErrorSpec(
                 type="ValidationError",
-                when="the path is empty, contains a NUL byte, or is a bare alias",
+                when="the path is empty, contains a NUL byte, or is a bare alias; offset is "
+                "past the end of the text",
             ),
             ErrorSpec(
                 type="PermissionError",
@@ -150,6 +200,23 @@ class ReadFileTool(Tool):
             Example(
                 description="Read the active contacts from the state directory",
                 input={"path": "file_state_dir/contacts/ACTIVE.md"},
+            ),
+            Example(
+                description="Read on in a long log, from the next_offset of the last reply",
+                input={"path": "file_state_dir/log.md", "offset": 20000},
+                output={
+                    "path": "file_state_dir/log.md",
+                    "absolute_path": "/home/me/agent/state/log.md",
+                    "size_bytes": 91250,
+                    "bytes_read": 91250,
+                    "truncated": False,
+                    "binary": False,
+                    "content": "- 2025-02-11: sent the February issue\n...",
+                    "offset": 20000,
+                    "chars": 20000,
+                    "total_chars": 90812,
+                    "next_offset": 40000,
+                },
             ),
         ),
         config_fields=(

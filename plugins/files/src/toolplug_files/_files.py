@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolplug import ErrorType, ToolContext, ToolFailure, ToolResult
+from toolplug_files import _PAGE_CHARS
 from toolplug_files._sandbox import Sandbox, Target
 
 __all__ = ["read_file", "write_file"]
@@ -42,12 +43,24 @@ _SIGNATURES: Final = (
 
 
 def read_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-    """Read a text file inside the sandbox, up to ``max_bytes``."""
+    """Read a page of a text file inside the sandbox (of its first ``max_bytes``)."""
     try:
+        offset = _whole(arguments.get("offset", 0), "offset", least=0)
+        limit = _whole(arguments.get("max_chars", _PAGE_CHARS), "max_chars", least=1)
         target = Sandbox.from_context(context).resolve(arguments.get("path"), writing=False)
-        return _read(target, int(context.config.get("max_bytes", 200_000)))
+        return _read(target, int(context.config.get("max_bytes", 200_000)), offset, limit)
     except ToolFailure as failure:
         return failure.to_result()
+
+
+def _whole(value: Any, name: str, *, least: int) -> int:
+    """``value`` as a whole number of at least ``least``; schema-checked already for calls
+    through a registry, checked again for a hand-made call of ``run``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ToolFailure(
+            ErrorType.VALIDATION, f"{name}: expected a whole number >= {least}, got {value!r}"
+        )
+    return value
 
 
 def write_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -89,7 +102,7 @@ def write_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
 # --- reading --------------------------------------------------------------------------------
 
 
-def _read(target: Target, cap: int) -> ToolResult:
+def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:
     shown = target.shown
     try:
         fd = os.open(target.real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
@@ -132,17 +145,45 @@ def _read(target: Target, cap: int) -> ToolResult:
         "truncated": truncated,
         "binary": text is None,
         "content": text,
+        "offset": offset,
+        "chars": 0,
+        "total_chars": None,
+        "next_offset": None,
     }
     if text is None:
         kind = _kind(target.real, data)
         output = f"{shown} is a binary file ({size} bytes, {kind}); its bytes are not shown."
         return ToolResult.success(output, result)
+    total = len(text)
+    if offset > total:
+        within = f" (the first {len(data)} bytes: read_file max_bytes)" if truncated else ""
+        raise ToolFailure(
+            ErrorType.VALIDATION,
+            f"offset {offset} is past the end of {shown}, whose text{within} is {total} "
+            f"characters long; give an offset from 0 to {total}",
+        )
+    page = text[offset : offset + limit]
+    end = offset + len(page)
+    more = end < total
+    result.update(
+        content=page, chars=len(page), total_chars=total, next_offset=end if more else None
+    )
     warnings = []
+    if more:
+        warnings.append(
+            f"{shown}: characters {offset} to {end} of {total} were returned; call read_file "
+            f"again with offset {end} for the rest"
+        )
     if truncated:
         warnings.append(
             f"{shown} is {size} bytes; only the first {len(data)} were read (read_file max_bytes)"
         )
-    output = text if text else f"({shown} is empty)"
+    if page:
+        output = page  # exactly the text: a cut reply's offset arithmetic holds
+    elif total:
+        output = f"(no more text: {shown} has {total} characters and offset {offset} is the end)"
+    else:
+        output = f"({shown} is empty)"
     return ToolResult.success(output, result, warnings=warnings)
 
 
