@@ -46,6 +46,11 @@ _DEFAULTS: Final[dict[str, Any]] = {
     "max_download_bytes": 50_000_000,
     "auth_profiles": {},
 }
+_PAGE_CHARS: Final = 20_000
+"""Characters of a text answer returned when max_chars is not given: a page that, with the
+status lines and its copy in ``data`` (JSON escapes, headers and all), fits the default
+output budget of a call (50,000 characters), so it comes back whole and its next_offset is
+exactly where to read on."""
 _TOKEN_PATTERN: Final = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 _AUTH_PROFILES_SCHEMA: Final = {
     "type": "object",
@@ -125,6 +130,8 @@ class UrlFetch(Tool):
                 "the downloads directory, such as 'reports/q3.pdf'.",
                 "Ignoring truncated: true: the body was cut at max_bytes; raise max_bytes "
                 "(up to the configured cap) or download the file.",
+                "Stopping at the first page of a long text: when next_offset is set, call "
+                "again with offset set to it for the rest.",
             ),
         ),
         requires_capabilities=("network",),
@@ -189,6 +196,24 @@ class UrlFetch(Tool):
                         "flagged as truncated."
                     ),
                 },
+                # Defaults in the descriptions, as for max_bytes: the tool fills them in.
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": (
+                        "For a text answer: where to start, in characters into the body's "
+                        "text (default 0). To read on, pass the next_offset of the last "
+                        "answer (the request is sent again, so only with GET)."
+                    ),
+                },
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": (
+                        "For a text answer: the most characters of the body's text to return "
+                        f"from offset on (default {_PAGE_CHARS})."
+                    ),
+                },
             },
             "required": ["url"],
             "additionalProperties": False,
@@ -210,7 +235,29 @@ class UrlFetch(Tool):
                 "truncated": {"type": "boolean"},
                 "sha256": {"type": "string"},
                 "elapsed_ms": {"type": "number"},
-                "text": {"type": ["string", "null"], "description": "The body, when text."},
+                "text": {
+                    "type": ["string", "null"],
+                    "description": "The body, when text: at most max_chars characters from "
+                    "offset on.",
+                },
+                "offset": {
+                    "type": "integer",
+                    "description": "A text answer: the first character of the text returned.",
+                },
+                "chars": {
+                    "type": "integer",
+                    "description": "A text answer: the characters in text.",
+                },
+                "total_chars": {
+                    "type": "integer",
+                    "description": "A text answer: the length of the whole text (of the bytes "
+                    "read: all of the body unless truncated).",
+                },
+                "next_offset": {
+                    "type": ["integer", "null"],
+                    "description": "A text answer: the offset of the rest; null when text "
+                    "reaches the end.",
+                },
                 "binary": {
                     "type": ["boolean", "null"],
                     "description": "True when the body was described, not shown; null for a "
@@ -234,7 +281,8 @@ class UrlFetch(Tool):
             ErrorSpec(
                 type="ValidationError",
                 when="A refused header, a body with GET or DELETE, credentials in the URL, "
-                "or a download_path that names a directory.",
+                "a download_path that names a directory, an offset with another method than "
+                "GET or with download_path, or an offset past the end of the text.",
             ),
             ErrorSpec(
                 type="PermissionError",
@@ -274,6 +322,10 @@ class UrlFetch(Tool):
                 input={"url": "https://docs.python.org/3/library/json.html"},
             ),
             Example(
+                description="Read on in a long page, from the next_offset of the last answer",
+                input={"url": "https://docs.python.org/3/library/json.html", "offset": 20000},
+            ),
+            Example(
                 description="Create an issue through an API whose token lives in a profile",
                 input={
                     "url": "https://api.github.com/repos/OWNER/REPO/issues",
@@ -303,7 +355,7 @@ class UrlFetch(Tool):
                         "content_type": "application/pdf",
                         "truncated": False,
                         "sha256": "9f2c…",
-                    }
+                    },
                 },
             ),
         ),
@@ -382,6 +434,7 @@ async def _run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult
     timeout = _timeout(arguments.get("timeout_seconds"), settings, context, warnings)
     downloading = arguments.get("download_path") is not None
     max_bytes = _max_bytes(arguments.get("max_bytes"), settings, downloading, warnings)
+    page = _page(arguments, method, downloading)
 
     auth = None
     profile = arguments.get("auth_profile")
@@ -418,7 +471,7 @@ async def _run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult
         data = {"method": method, **_fetch.describe(result)}
         if target is not None:
             return _downloaded(result, data, target, redactor, warnings)
-        return _answer(result, data, redactor, warnings, settings)
+        return _answer(result, data, redactor, warnings, settings, page=page)
     except ToolFailure as failure:
         raise ToolFailure(
             failure.type, redactor.text(failure.message), retry_possible=failure.retry_possible
@@ -487,6 +540,33 @@ def _max_bytes(
     return asked
 
 
+def _page(arguments: Mapping[str, Any], method: str, downloading: bool) -> tuple[int, int]:
+    """``(offset, max_chars)`` of the text to return, checked before anything is sent."""
+    found = []
+    for name, value, least in (
+        ("offset", arguments.get("offset", 0), 0),
+        ("max_chars", arguments.get("max_chars", _PAGE_CHARS), 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ToolFailure(
+                "ValidationError", f"{name}: expected a whole number >= {least}, got {value!r}"
+            )
+        found.append(value)
+    offset, limit = found
+    if offset and downloading:
+        raise ToolFailure(
+            "ValidationError",
+            "offset: a download saves the whole body; leave offset out with download_path",
+        )
+    if offset and method != "GET":
+        raise ToolFailure(
+            "ValidationError",
+            f"offset: reading on sends the request again, which only GET may do; a {method} "
+            "is not repeated to page through its answer (ask for less instead)",
+        )
+    return offset, limit
+
+
 _DOWNLOAD_FAILURES: Final = {404: "NotFoundError", 410: "NotFoundError"}
 
 
@@ -541,6 +621,8 @@ def _answer(
     redactor: Redactor,
     warnings: list[str],
     settings: Mapping[str, Any],
+    *,
+    page: tuple[int, int],
 ) -> ToolResult:
     from toolplug_url_fetch._fetch import is_text
 
@@ -552,8 +634,27 @@ def _answer(
         hops = ", ".join(f"{hop['status']} -> {hop['url']}" for hop in data["redirects"])
         lines.append(f"Redirected: {hops}")
     if is_text(media, result.content):
-        text = result.text()
-        data = {**data, "text": text, "binary": False}
+        # Redacted before it is paged: a secret split by a page boundary would slip through.
+        whole = redactor.text(result.text())
+        offset, limit = page
+        total = len(whole)
+        if offset > total:
+            raise ToolFailure(
+                "ValidationError",
+                f"offset {offset} is past the end of the text from {result.final_url}, which "
+                f"is {total} characters long; give an offset from 0 to {total}",
+            )
+        text = whole[offset : offset + limit]
+        end = offset + len(text)
+        data = {
+            **data,
+            "text": text,
+            "binary": False,
+            "offset": offset,
+            "chars": len(text),
+            "total_chars": total,
+            "next_offset": end if end < total else None,
+        }
         charset = f"; charset {data['charset']}" if data["charset"] else ""
         lines.append(f"Content-Type: {shown}{charset}; {data['bytes']} bytes")
         if data["truncated"]:
@@ -562,6 +663,13 @@ def _answer(
                 f"(cap {settings['max_bytes']}) or use download_path for the whole body."
             )
             warnings.append("the body was truncated at max_bytes")
+        if end < total:
+            lines.append(
+                f"Characters {offset} to {end} of {total} shown; call url_fetch again with "
+                f"offset {end} for the rest."
+            )
+        elif offset:
+            lines.append(f"Characters {offset} to {end} of {total} shown: the end of the text.")
         lines += ["", text]
     else:
         data = {**data, "text": None, "binary": True}
