@@ -26,7 +26,11 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parent
 EXTRA_PAGES = ("README.md", "guidelines/**/*.md", "plugins/*/README.md", "bench/*.md")
 PUBLIC_MODULES = (
-    "toolplug", "toolplug.http", "toolplug.schema", "toolplug.search", "toolplug.testing"
+    "toolplug",
+    "toolplug.http",
+    "toolplug.schema",
+    "toolplug.search",
+    "toolplug.testing",
 )
 _LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 
