@@ -10,7 +10,8 @@ page added under docs/ or guidelines/ is on the site without any change here.
 
 A public name without a docstring fails the build too (a warning, which ``--strict`` makes
 an error): every name in ``__all__`` of ``toolplug``, ``toolplug.http``,
-``toolplug.schema``, ``toolplug.search`` and ``toolplug.testing``, and every public method and property of the classes among them.
+``toolplug.schema``, ``toolplug.search`` and ``toolplug.testing``, and every public method
+and property of the classes among them.
 """
 
 from __future__ import annotations
