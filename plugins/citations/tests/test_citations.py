@@ -76,6 +76,24 @@ def test_duplicates_merge_by_normalized_url(tmp_path: Path) -> None:
     assert normalize_url("https://a.example:8443/") == "https://a.example:8443"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[",  # an unclosed IPv6 bracket: urlsplit raises
+        "https://example.org:99999/x",  # a port out of range: .port raises
+    ],
+)
+def test_a_url_that_does_not_parse_is_compared_as_written(tmp_path: Path, url: str) -> None:
+    tools = load(tmp_path)
+    assert normalize_url(url) == url
+    missing = call(tools, action="remove", url=url)
+    assert missing.error is not None
+    assert missing.error.type == "NotFoundError"  # not an ExecutionError with a traceback
+    assert call(tools, action="add", url=url).data["status"] == "added"
+    assert call(tools, action="add", url=url).data["status"] == "known"
+    assert call(tools, action="remove", url=url).ok
+
+
 def test_projects_are_separate_and_names_are_checked(tmp_path: Path) -> None:
     tools = load(tmp_path, project="book")
     call(tools, action="add", url="https://example.org/a")

@@ -35,7 +35,17 @@ from toolplug import (
 from toolplug_citations._format import STYLES, render
 from toolplug_citations._store import Entry, Store
 
-__all__ = ["CitationsTool", "default_store_dir", "flush", "register_tools", "tool_call"]
+__all__ = [
+    "TOOLPLUG_CONTRACT",
+    "CitationsTool",
+    "default_store_dir",
+    "flush",
+    "register_tools",
+    "tool_call",
+]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 log = logging.getLogger("toolplug.citations")
 

@@ -52,10 +52,14 @@ class Entry:
 
 def normalize_url(url: str) -> str:
     """The URL as duplicates are recognised: lower-case scheme and host, no default port,
-    no fragment, no tracking parameters, no trailing slash on the path."""
-    parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower()
-    port = parts.port
+    no fragment, no tracking parameters, no trailing slash on the path. Text that does not
+    parse as a URL (``http://[``, a port out of range) is compared as written."""
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return url.strip()
     if port and not (
         (parts.scheme == "http" and port == 80) or (parts.scheme == "https" and port == 443)
     ):
