@@ -2,18 +2,27 @@
 
 For each catalog tool, Hypothesis generates arguments that match its schema and arguments
 that are anything at all (wrong types, huge strings, deep nesting, unicode, nulls, extra
-keys). Whatever arrives: no exception escapes ``call``, no call hangs, and every call whose
-arguments break the schema is answered with a ValidationError result.
+keys). Whatever arrives: no exception escapes ``call``, no call hangs, every call whose
+arguments break the schema is answered with a ValidationError result, every reply fits the
+tool's output budget, and no reply, log line, stdout or stderr holds a secret or a
+traceback.
+
+The secrets are real: github_api's token (``{ env = "VAR" }`` in the configuration) and a
+url_fetch auth profile's token are sent to a service on 127.0.0.1 that echoes every request
+header back in its answer, so a secret reaches the tools' results unless it is redacted.
 
 Nothing leaves the machine: name resolution answers only for loopback names, every
-network tool is pointed at a closed port on 127.0.0.1 (or at the guard, which refuses
-anything else), and a tripwire fails the test if any socket connects beyond loopback.
+network tool is pointed at the echo service or a closed port on 127.0.0.1 (or at the guard,
+which refuses anything else), and a tripwire fails the test if any socket connects beyond
+loopback.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import logging
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -24,17 +33,47 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
 
 import toolplug
+from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, reply_chars
 from toolplug.schema import drop_strict_nulls
 
-CALLS_PER_TOOL = {"valid": 400, "invalid": 712}
-"""Twelve catalog tools x 1,112 generated calls: more than 13,000 calls in every CI run."""
+CALLS_PER_TOOL = {"valid": 120, "invalid": 200}
+"""Twelve catalog tools x 320 generated calls: close to 4,000 calls, within a minute in CI."""
 
 ERROR_TYPES = {
     "ValidationError", "NotFoundError", "PermissionError", "TimeoutError", "RateLimitError",
     "UnavailableError", "ExecutionError", "NetworkError", "ParseError",
 }
+
+SECRETS = {
+    "FUZZ_GITHUB_TOKEN": "ghp_fuzz_token_0123456789",
+    "FUZZ_URL_TOKEN": "urlfetch_fuzz_secret_5c2d8e1f",
+    "MASTODON_ACCESS_TOKEN": "mastodon_fuzz_token_77aa31",
+}
+"""Read by the tools through the configuration (github_api, url_fetch's ``echo`` profile)
+or their own variable (mastodon)."""
+
+
+def echo_headers(server: HTTPServer) -> None:
+    """Answer every request with 422 and its own headers, Authorization included, as a
+    service that reflects a token back in its error does."""
+
+    def handler(request: Request) -> Response:
+        headers = dict(request.headers)
+        body = {"message": f"echo {headers.get('Authorization', '')}", "headers": headers}
+        return Response(json.dumps(body), status=422, content_type="application/json")
+
+    server.expect_request(re.compile(".*")).respond_with_handler(handler)
+
+
+def assert_clean(text: str) -> None:
+    """No secret, and no traceback, in ``text``."""
+    for secret in SECRETS.values():
+        assert secret not in text, f"a secret leaked: {text[:300]!r}"
+    assert "Traceback (most recent call last)" not in text, text[:2000]
 
 
 def _closed_port() -> int:
@@ -44,7 +83,19 @@ def _closed_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[toolplug.Registry]:
+def echo() -> Iterator[HTTPServer]:
+    """The echoing service on 127.0.0.1, for the whole module."""
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.start()
+    echo_headers(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def registry(
+    tmp_path_factory: pytest.TempPathFactory, echo: HTTPServer
+) -> Iterator[toolplug.Registry]:
     root = tmp_path_factory.mktemp("fuzz")
     closed = f"http://127.0.0.1:{_closed_port()}"
     ics = root / "calendar.ics"
@@ -61,7 +112,10 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[toolplug.Regi
         "tools": {
             "web_search": {"backend": "searxng", "searxng_url": closed},
             "rss_feed": {"feeds": [f"{closed}/feed.xml"]},
-            "github_api": {"api_url": closed},
+            "github_api": {"api_url": echo.url_for("/api/v3").rstrip("/"),
+                           "token": {"env": "FUZZ_GITHUB_TOKEN"}},
+            "url_fetch": {"auth_profiles": {"echo": {"env": "FUZZ_URL_TOKEN",
+                                                     "hosts": ["127.0.0.1"]}}},
             "calendar": {"sources": [{"name": "local", "path": str(ics)},
                                      {"name": "remote", "url": f"{closed}/cal.ics"}]},
             "static_links": {"links": [{"name": "gh", "url": "https://github.com/x"}]},
@@ -70,11 +124,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[toolplug.Regi
         },
     }
     # Approve every call: the fuzzing is about the tools (approvals: tests/test_approvals.py).
-    reg = toolplug.load(
-        config,
-        env={"GITHUB_TOKEN": "ghp_fuzz_token_0123456789", "MASTODON_ACCESS_TOKEN": "fuzz-token"},
-        approver=lambda r: True,
-    )
+    reg = toolplug.load(config, env=SECRETS, approver=lambda r: True)
     yield reg
     reg.close()
 
@@ -206,6 +256,11 @@ _NOT_JSON = object()
 def check(registry: toolplug.Registry, name: str, arguments: Any) -> None:
     result = registry.call(name, arguments)
     assert isinstance(result, toolplug.ToolResult)
+    budget = registry.tools[name].metadata.max_output_chars or DEFAULT_OUTPUT_CHARS
+    assert reply_chars(result) <= budget, (name, reply_chars(result))
+    assert_clean(json.dumps(result.to_dict(), ensure_ascii=False, default=repr))
+    assert_clean(result.for_model())
+    assert_clean(repr(result))
     if result.error is not None:
         assert result.error.type in ERROR_TYPES, result.error
         assert isinstance(result.error.message, str)
@@ -230,9 +285,30 @@ def check(registry: toolplug.Registry, name: str, arguments: Any) -> None:
         assert result.error.type == "ValidationError", result.error
 
 
+def targeted(name: str, echo: HTTPServer) -> st.SearchStrategy[Any]:
+    """Valid calls that make a tool send a secret to the echo service (github_api sends its
+    token with every call already)."""
+    if name == "url_fetch":
+        paths = st.text("abcxyz/-._~%", max_size=12)
+        return st.fixed_dictionaries(
+            {"url": paths.map(lambda path: echo.url_for("/" + path)),
+             "auth_profile": st.just("echo")},
+            optional={"method": st.sampled_from(["GET", "DELETE", "HEAD"]),
+                      "max_bytes": st.integers(1, 5_000)},
+        )
+    return st.nothing()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", catalog_tools())
-def test_generated_calls(registry: toolplug.Registry, name: str) -> None:
+def test_generated_calls(
+    registry: toolplug.Registry,
+    echo: HTTPServer,
+    name: str,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
     schema = registry.tools[name].metadata.parameters
     assert registry.availability(name).available, registry.availability(name).reasons
     limit = sys.getrecursionlimit()
@@ -250,7 +326,7 @@ def test_generated_calls(registry: toolplug.Registry, name: str) -> None:
     validator = Draft202012Validator(schema)
 
     @common(CALLS_PER_TOOL["valid"])
-    @given(from_schema(schema).filter(validator.is_valid))
+    @given(st.one_of(from_schema(schema), targeted(name, echo)).filter(validator.is_valid))
     def valid(arguments: Any) -> None:
         check(registry, name, arguments)
 
@@ -262,11 +338,29 @@ def test_generated_calls(registry: toolplug.Registry, name: str) -> None:
     valid()
     invalid()
     assert sys.getrecursionlimit() == limit
+    out, err = capfd.readouterr()
+    assert_clean(out + err)
+    assert_clean(caplog.text)
+
+
+def test_the_secrets_really_reach_the_tools(registry: toolplug.Registry, echo: HTTPServer) -> None:
+    """Each secret travels to the echo service, which sends it back; no result keeps it."""
+    echo.clear_log()
+    results = [
+        registry.call("github_api", {"action": "get_readme", "owner": "o", "repo": "r"}),
+        registry.call("url_fetch", {"url": echo.url_for("/x"), "auth_profile": "echo"}),
+    ]
+    sent = [request.headers.get("Authorization", "") for request, _ in echo.log]
+    assert sent == [f"Bearer {SECRETS['FUZZ_GITHUB_TOKEN']}", SECRETS["FUZZ_URL_TOKEN"]]
+    assert "echo Bearer ***" in results[0].for_model()
+    assert "echo ***" in results[1].for_model()
+    for result in results:
+        assert_clean(json.dumps(result.to_dict(), ensure_ascii=False))
 
 
 def test_every_catalog_tool_is_fuzzed() -> None:
     assert len(catalog_tools()) == 12
-    assert sum(CALLS_PER_TOOL.values()) * len(catalog_tools()) >= 10_000
+    assert sum(CALLS_PER_TOOL.values()) * len(catalog_tools()) >= 3_500
 
 
 def test_generated_files_stay_in_the_sandbox(registry: toolplug.Registry, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ The assertions are about order and content, never about how long something took.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -90,9 +91,51 @@ class Steps(Tool):
         return ToolResult.success("three steps" if progress else "three steps, unreported")
 
 
+ROW = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "text": {"type": "string"}},
+    "required": ["n", "text"],
+}
+
+
+class Rows(Tool):
+    metadata = ToolMetadata(
+        name="rows", description="Return 5,000 rows, as text and as data.", category="utility",
+        returns={"type": "object", "properties": {"rows": {"type": "array", "items": ROW}},
+                 "required": ["rows"]},
+        max_output_chars=5_000,
+    )
+
+    def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        rows = [{"n": n, "text": "row " * 10} for n in range(5_000)]
+        text = "\n".join(f"{row['n']}: {row['text']}" for row in rows)
+        return ToolResult.success(text, {"rows": rows}, warnings=["w" * 100_000])
+
+
+class Tally(Tool):
+    metadata = ToolMetadata(
+        name="tally", description="Count 50,000 words.", category="utility",
+        returns={"type": "object", "required": ["counts"], "properties": {
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}}}},
+        max_output_chars=5_000,
+    )
+
+    def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        return ToolResult.success("50,000 words", {"counts": {f"w{n}": n for n in range(50_000)}})
+
+
+class AllRows(Rows):
+    metadata = ToolMetadata(
+        name="all_rows", description="Return 5,000 rows, all of them.", category="utility",
+        returns={"type": "object", "required": ["rows"], "properties": {
+            "rows": {"type": "array", "items": ROW, "minItems": 5_000}}},
+        max_output_chars=5_000,
+    )
+
+
 @hookimpl
 def register_tools(register: Any) -> None:
-    for tool in (Noisy, Hang, Sleepy, Stuck, Steps):
+    for tool in (Noisy, Hang, Sleepy, Stuck, Steps, Rows, Tally, AllRows):
         register(tool)
 '''
 
@@ -242,3 +285,51 @@ def test_http_progress_reaches_a_client_that_asks_for_it(tmp_path: Path, marks: 
     port = free_port()
     with http_server(tmp_path, port):
         check_progress(lambda: streamable_http_client(f"http://127.0.0.1:{port}/mcp"))
+
+
+def test_a_reply_over_the_budget_is_cut_to_fit_and_stays_valid(
+    tmp_path: Path, marks: Path
+) -> None:
+    """The whole reply (text and structuredContent) fits the budget; the official client
+    checks the cut structuredContent against the tool's outputSchema on every success."""
+    errors = tmp_path / "stderr.txt"
+
+    async def session() -> dict[str, types.CallToolResult]:
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                stdio_client(params(tmp_path), errlog=errlog) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                return {name: await client.call_tool(name, {})
+                        for name in ("rows", "tally", "all_rows")}
+
+    with errors.open("w", encoding="utf-8") as errlog:
+        results = anyio.run(session)
+    for name, result in results.items():
+        size = len(text_of(result)) + len(json.dumps(result.structured_content or ""))
+        assert size <= 5_000, name
+
+    rows, tally = results["rows"], results["tally"]
+    assert not rows.is_error, text_of(rows)
+    assert rows.structured_content is not None
+    assert rows.structured_content["rows"][0] == {"n": 0, "text": "row " * 10}
+    assert text_of(rows).startswith("0: row row")
+    assert "[output cut by toolplug: " in text_of(rows)
+    assert "the structured data was cut to fit 5,000 characters" in text_of(rows)
+    assert "toolplug left out the end of 1 long warning" in text_of(rows)
+    # Too wide to fit, the map used to be left out and the call reported as the plugin's
+    # bug ("None is not of type 'object'"); now its tail goes and the rest still matches.
+    assert not tally.is_error, text_of(tally)
+    assert tally.structured_content is not None
+    assert 0 < len(tally.structured_content["counts"]) < 50_000
+    assert "trailing object members were left out" in text_of(tally)
+
+    # Cut to fit, the rows break the schema (minItems): a success would need data that
+    # matches, so the cut reply comes as an error result, not blamed on the tool.
+    cut = results["all_rows"]
+    assert cut.is_error
+    assert cut.structured_content is None
+    assert text_of(cut).startswith("0: row row")
+    assert "the call itself succeeded" in text_of(cut)
+    assert "does not match its declared returns schema" not in text_of(cut)

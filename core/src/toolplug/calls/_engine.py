@@ -473,7 +473,8 @@ class Invoker:
             if meta is not None
             else None
         ) or self._settings.max_output_chars
-        if result.error is None and result.data is None and len(result.output) <= budget:
+        plain = result.error is None and result.data is None and not result.citations
+        if plain and len(result.for_model()) <= budget:
             return result  # the common case, without a look at the arguments
         pages = meta is not None and "offset" in meta.parameters.get("properties", {})
         return bounded(result, call.arguments, budget, pages=pages)

@@ -3,28 +3,36 @@
 In: an argument document nested deeper than ``MAX_ARGUMENT_DEPTH`` or holding more than
 ``MAX_ARGUMENT_CHARS`` characters (keys and strings counted, every other value as one) is
 refused with a ``ValidationError`` before any tool runs, whoever sent it (API, CLI, MCP,
-plans). Out: a result's text, error message and structured data are cut to the call's
-output budget (``max_output_chars``), and the cut says so; an error message never quotes
-more than a short prefix of a long argument.
+plans). Out: the whole reply a model sees fits the call's output budget
+(``max_output_chars``): the text with its warnings (``ToolResult.for_model``), the structured
+data as JSON and the citations, counted together by ``reply_chars``. Warnings and citations
+get a small share, the text and the data split the rest; each cut says so in the reply, and
+the cut data stays valid JSON. An error message never quotes more than a short prefix of a
+long argument.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolplug.contract._tool import ErrorType, ToolResult
+from toolplug.contract._tool import Citation, ErrorType, ToolResult
 
 __all__ = [
+    "DATA_CUT",
     "DEFAULT_OUTPUT_CHARS",
     "MAX_ARGUMENT_CHARS",
     "MAX_ARGUMENT_DEPTH",
+    "SMALLEST_BUDGET",
     "TooLarge",
     "argument_problem",
     "bounded",
+    "data_cut",
     "loads_bounded",
+    "reply_chars",
 ]
 
 MAX_ARGUMENT_DEPTH: Final = 32
@@ -35,9 +43,27 @@ DEFAULT_OUTPUT_CHARS: Final = 50_000
 """The output budget of a call unless the tool or the configuration sets another."""
 QUOTED_CHARS: Final = 80
 """The longest part of one argument an error message may quote."""
+SMALLEST_BUDGET: Final = 1_000
+"""The smallest output budget: room for a useful prefix and the notices of what was cut."""
+DATA_CUT: Final = "the structured data was cut to fit "
+"""How the warning that the budget cut a result's data begins (see ``data_cut``)."""
 _ERROR_CHARS: Final = 2_000
 """An error message is for a model to act on: never longer than this."""
+_ERROR_TYPE_CHARS: Final = 100
 _LONG_ARGUMENT: Final = 200
+_WARNING_CHARS: Final = 500
+"""The longest one warning may be in a reply that had to be cut."""
+_SIDE_SHARE: Final = 8
+"""Warnings, and citations, each take at most this fraction (1/8) of a cut reply."""
+_TITLE_CHARS: Final = 200
+_URL_CHARS: Final = 2_000
+"""A citation with a longer URL is left out of a cut reply: half a URL points nowhere."""
+_NOTICE_ROOM: Final = 500
+"""Kept free for toolplug's two notice lines (at most about 470 characters together) when
+the text and the data share a budget."""
+_WRAPPING: Final = len(json.dumps({"result": None})) - len("null")
+"""MCP may carry the data wrapped as ``{"result": ...}`` (``toolplug.render._mcp``)."""
+_UNMEASURABLE: Final = sys.maxsize
 
 
 def argument_problem(value: Any) -> str | None:
@@ -91,45 +117,176 @@ def loads_bounded(text: str | bytes) -> Any:
     return value
 
 
+def reply_chars(result: ToolResult) -> int:
+    """The characters a result takes of its budget: the text a model reads
+    (``for_model``), and for a success the data and the citations as JSON (data that cannot
+    be written as JSON counts as more than any budget)."""
+    size = len(result.for_model())
+    if result.error is None:
+        size += _data_chars(result.data) + _citations_chars(result.citations)
+    return size
+
+
+def data_cut(result: ToolResult) -> bool:
+    """True when ``bounded`` cut the result's structured data, or left it out."""
+    return any(warning.startswith(DATA_CUT) for warning in result.warnings)
+
+
 def bounded(
     result: ToolResult, arguments: Mapping[str, Any], budget: int, *, pages: bool = False
 ) -> ToolResult:
-    """The result within ``budget`` characters of text and of JSON data, cut where needed.
+    """The result cut so that ``reply_chars(result) <= budget``, saying what was cut.
 
-    ``pages``: the tool takes an ``offset``, so the cut notice says how to read on.
+    Each warning is cut to 500 characters and the warnings to an eighth of the budget, the
+    citations likewise; the text and the data split what is left, each getting at least
+    half of it when both need more. Long data strings are shortened first, then the tails
+    of the longest arrays and objects go. ``pages``: the tool takes an ``offset``, so the
+    cut notice says how to read on. A budget under ``SMALLEST_BUDGET`` counts as that.
     """
-    error = result.error
-    if error is not None:
-        message = _unquoted(error.message, arguments)
-        if len(message) > min(budget, _ERROR_CHARS):
-            keep = min(budget, _ERROR_CHARS)
-            message = message[:keep] + f"... [{len(message) - keep:,} characters cut]"
-        if message != error.message:
-            result = dataclasses.replace(result, error=dataclasses.replace(error, message=message))
+    budget = max(budget, SMALLEST_BUDGET)
+    if result.error is not None:
+        return _bounded_error(result, arguments, budget)
+    if reply_chars(result) <= budget:
         return result
-    changes: dict[str, Any] = {}
-    output = result.output
-    if len(output) > budget:
-        dropped = len(output) - budget
-        how = (
-            "call the tool again with a larger offset for the rest"
-            if pages
-            else "ask for less (narrower arguments) to see the rest"
+    warnings, fewer_warnings = _fewer_warnings(result.warnings, budget // _SIDE_SHARE)
+    citations, fewer_citations = _fewer_citations(result.citations, budget // _SIDE_SHARE)
+    notes: list[str] = []
+    data = result.data
+    rest = budget - _warnings_chars(warnings) - _citations_chars(citations) - _NOTICE_ROOM
+    room = max(rest // 2, rest - len(result.output))
+    if _data_chars(data) > room:
+        data, cut = _shrunk(data, room - _WRAPPING)
+        notes.append(
+            f"{DATA_CUT}{budget:,} characters: {cut}; the call itself succeeded, ask for less "
+            "to see all of it"
         )
-        changes["output"] = (
-            output[:budget]
-            + f"\n[output cut by toolplug: {dropped:,} of {len(output):,} characters dropped "
-            f"(the limit is {budget:,}); {how}]"
-        )
-    if result.data is not None:
-        data, cut = _shrunk(result.data, budget)
-        if cut:
-            changes["data"] = data
-            changes["warnings"] = (
-                *result.warnings,
-                f"the structured data was cut to fit {budget:,} characters: {cut}",
+    fewer = " and ".join(part for part in (fewer_warnings, fewer_citations) if part)
+    if fewer:
+        notes.append(f"to fit {budget:,} characters, toolplug left out {fewer}")
+    shortened = dataclasses.replace(
+        result, output="", data=data, citations=citations,
+        warnings=(*warnings, *notes),
+    )
+    # The text takes whatever the rest left: two characters go to the blank line before
+    # the warnings.
+    space = budget - reply_chars(shortened) - (2 if shortened.warnings else 0)
+    output = _cut_output(result.output, space, budget, pages)
+    return dataclasses.replace(shortened, output=output)
+
+
+def _bounded_error(result: ToolResult, arguments: Mapping[str, Any], budget: int) -> ToolResult:
+    """The error with its message (and type) short enough for its JSON to fit ``budget``."""
+    error = result.error
+    assert error is not None
+    message = _unquoted(error.message, arguments)
+    kind = error.type
+    if len(kind) > _ERROR_TYPE_CHARS:
+        kind = kind[:_ERROR_TYPE_CHARS] + "..."
+    keep = min(budget, _ERROR_CHARS)
+    while True:
+        shown = message if len(message) <= keep else _cut_message(message, keep)
+        cut = result
+        if (shown, kind) != (error.message, error.type):
+            cut = dataclasses.replace(
+                result, error=dataclasses.replace(error, message=shown, type=kind)
             )
-    return dataclasses.replace(result, **changes) if changes else result
+        excess = reply_chars(cut) - budget
+        if excess <= 0 or keep == 0:
+            return cut
+        # The rest of the JSON, or escapes in it, took more room than the message's share.
+        keep = max(min(keep, len(message)) - excess, 0)
+
+
+def _cut_message(message: str, keep: int) -> str:
+    return message[:keep] + f"... [{len(message) - keep:,} characters cut]"
+
+
+def _cut_output(output: str, space: int, budget: int, pages: bool) -> str:
+    """The output within ``space`` characters, its notice included."""
+    if len(output) <= space:
+        return output
+    how = (
+        "call the tool again with a larger offset for the rest"
+        if pages
+        else "ask for less (narrower arguments) to see the rest"
+    )
+
+    def notice(kept: int) -> str:
+        return (
+            f"\n[output cut by toolplug: {len(output) - kept:,} of {len(output):,} characters "
+            f"dropped (the limit is {budget:,}); {how}]"
+        )
+
+    keep = max(space - len(notice(0)), 0)  # the notice is never longer than with 0 kept
+    text = output[:keep] + notice(keep)
+    return text if len(text) <= space else text[:max(space, 0)]
+
+
+def _warnings_chars(warnings: tuple[str, ...]) -> int:
+    return len(ToolResult(warnings=warnings).for_model())
+
+
+def _fewer_warnings(warnings: tuple[str, ...], room: int) -> tuple[tuple[str, ...], str]:
+    """The first warnings that fit ``room``, long ones cut; and what was left out."""
+    kept: list[str] = []
+    used = shortened = 0
+    for warning in warnings:
+        short = warning if len(warning) <= _WARNING_CHARS else warning[:_WARNING_CHARS] + "..."
+        cost = _warnings_chars((short,)) + 1  # and the line break between two
+        if used + cost > room:
+            break
+        kept.append(short)
+        used += cost
+        shortened += short is not warning
+    dropped = len(warnings) - len(kept)
+    what = [f"{dropped:,} of {_count(len(warnings), 'warning')}"] if dropped else []
+    what += [f"the end of {_count(shortened, 'long warning')}"] if shortened else []
+    return tuple(kept), " and ".join(what)
+
+
+def _citations_chars(citations: tuple[Citation, ...]) -> int:
+    if not citations:
+        return 0
+    return len(json.dumps([c.to_dict() for c in citations], ensure_ascii=False))
+
+
+def _fewer_citations(
+    citations: tuple[Citation, ...], room: int
+) -> tuple[tuple[Citation, ...], str]:
+    """The first citations that fit ``room``, long titles cut (a URL over 2,000 characters
+    leaves its citation out: half a URL points nowhere); and what was left out."""
+    kept: list[Citation] = []
+    used = len("[]")
+    shortened = 0
+    for original in citations:
+        if len(original.url) > _URL_CHARS:
+            continue
+        citation = original
+        if len(original.title) > _TITLE_CHARS:
+            citation = dataclasses.replace(original, title=original.title[:_TITLE_CHARS] + "...")
+        cost = len(json.dumps(citation.to_dict(), ensure_ascii=False)) + (2 if kept else 0)
+        if used + cost > room:
+            break
+        kept.append(citation)
+        used += cost
+        shortened += citation is not original
+    dropped = len(citations) - len(kept)
+    what = [f"{dropped:,} of {_count(len(citations), 'citation')}"] if dropped else []
+    what += [f"the end of {_count(shortened, 'long citation title')}"] if shortened else []
+    return tuple(kept), " and ".join(what)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
+def _data_chars(data: Any) -> int:
+    if data is None:
+        return 0
+    try:
+        return len(json.dumps(data, ensure_ascii=False, default=str)) + _WRAPPING
+    except (TypeError, ValueError, RecursionError):
+        return _UNMEASURABLE
 
 
 def _unquoted(message: str, arguments: Mapping[str, Any]) -> str:
@@ -156,63 +313,95 @@ def _strings(value: Any) -> list[str]:
 
 
 def _shrunk(data: Any, budget: int) -> tuple[Any, str]:
-    """Data whose JSON text fits ``budget``: the longest strings shortened first, then
-    array tails dropped. Returns the data and what was cut ("" when nothing was)."""
+    """Data whose JSON text fits ``budget``, and what was cut to make it fit: the longest
+    strings shortened first, then the second half of the largest array or object dropped,
+    again and again; None when not even the empty shell fits."""
     try:
-        size = len(json.dumps(data, ensure_ascii=False, default=str))
+        data = json.loads(json.dumps(data, ensure_ascii=False, default=str))  # a copy to cut
     except (TypeError, ValueError, RecursionError):
-        return data, ""
-    if size <= budget:
-        return data, ""
-    data = json.loads(json.dumps(data, ensure_ascii=False, default=str))  # a copy to cut
-    strings = 0
-    for _ in range(64):  # each round at least halves the longest strings
+        return None, "it cannot be written as JSON and was left out"
+    strings = False
+    for _ in range(64):  # each round halves the longest strings, or cuts them enough
+        excess = _json_chars(data) - budget
+        if excess <= 0:
+            break
         longest = max(map(len, _strings(data)), default=0)
         if longest <= QUOTED_CHARS + 3:  # short strings stay whole: items go instead
             break
-        limit = max(longest // 2, QUOTED_CHARS)
+        # Cut by the excess (and the "..."), or by half when that is more.
+        limit = max(longest - excess - 3, longest // 2, QUOTED_CHARS)
         data = _cut_strings(data, limit)
-        strings += 1
-        if len(json.dumps(data, ensure_ascii=False)) <= budget:
-            return data, "long strings were shortened"
-    items = 0
-    while len(json.dumps(data, ensure_ascii=False)) > budget:
-        dropped = _halve_longest_array(data)
+        strings = True
+    items = members = 0
+    while _json_chars(data) > budget:
+        dropped, in_array = _halve_largest(data)
         if not dropped:
-            return None, "the data did not fit and was left out"
-        items += dropped
-    what = "long strings were shortened and " if strings else ""
-    return data, f"{what}{items:,} trailing array items were left out"
+            return None, "it did not fit and was left out"
+        if in_array:
+            items += dropped
+        else:
+            members += dropped
+    gone = " and ".join(
+        [f"{items:,} trailing array items"] * bool(items)
+        + [f"{members:,} trailing object members"] * bool(members)
+    )
+    if strings:
+        return data, f"long strings were shortened, and {gone} were left out" if gone else (
+            "long strings were shortened"
+        )
+    return data, f"{gone} were left out" if gone else "it was made plain JSON"
+
+
+def _json_chars(data: Any) -> int:
+    return len(json.dumps(data, ensure_ascii=False))
 
 
 def _cut_strings(value: Any, limit: int) -> Any:
+    """The value (a copy that is cut in place) with every string over ``limit`` cut."""
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + "..."
-    if isinstance(value, dict):
-        return {k: _cut_strings(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cut_strings(v, limit) for v in value]
-    return value
-
-
-def _halve_longest_array(value: Any) -> int:
-    """Drop the second half of the array with the most items; how many were dropped."""
-    longest: list[Any] = []
+    if not isinstance(value, dict | list):
+        return value
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, list):
-            if len(item) > len(longest):
-                longest = item
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-    if not longest:
-        return 0
-    keep = len(longest) // 2
-    dropped = len(longest) - keep
-    del longest[keep:]
-    return dropped
+        keys = item.keys() if isinstance(item, dict) else range(len(item))
+        for key in keys:
+            inner = item[key]
+            if isinstance(inner, str) and len(inner) > limit:
+                item[key] = inner[:limit] + "..."
+            elif isinstance(inner, dict | list):
+                stack.append(inner)
+    return value
+
+
+def _halve_largest(value: Any) -> tuple[int, bool]:
+    """Drop the second half of the array or object with the most items (an array on a
+    tie); how many items went, and whether they were an array's."""
+    largest: list[Any] | dict[str, Any] | None = None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list | dict):
+            if item and (largest is None or _outweighs(item, largest)):
+                largest = item
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    if largest is None:
+        return 0, False
+    keep = len(largest) // 2
+    dropped = len(largest) - keep
+    if isinstance(largest, list):
+        del largest[keep:]
+        return dropped, True
+    for key in list(largest)[keep:]:
+        del largest[key]
+    return dropped, False
+
+
+def _outweighs(item: list[Any] | dict[str, Any], other: list[Any] | dict[str, Any]) -> bool:
+    if len(item) != len(other):
+        return len(item) > len(other)
+    return isinstance(item, list) and isinstance(other, dict)
 
 
 def too_big(problem: str) -> ToolResult:

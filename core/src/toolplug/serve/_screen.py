@@ -6,25 +6,43 @@ a message it refuses with only a debug log: a client that sent positional ``para
 forever. Over HTTP it answers most of them, but without the request's id. ``screen`` looks
 at a message first: what the SDK accepts passes on untouched; for anything else it returns
 the error reply JSON-RPC 2.0 prescribes, with the request's id when the id can be read.
+A message nested too deeply for ``json.loads`` has its id read by a bounded scan of the
+top-level object, without parsing the deep part.
+
+Over HTTP, ``ScreeningApp`` also refuses a POST body over ``MAX_BODY_BYTES`` with 413 as
+soon as the size is known, keeping none of it (the rest is read and dropped, up to a bound,
+so that the client gets the answer).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-from toolplug.calls._limits import argument_problem
+from toolplug.calls._limits import MAX_ARGUMENT_DEPTH, argument_problem
 
-__all__ = ["ScreeningApp", "screen"]
+__all__ = ["MAX_BODY_BYTES", "ScreeningApp", "screen"]
 
 log = logging.getLogger("toolplug")
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 INVALID_PARAMS: Final = -32602
+MAX_BODY_BYTES: Final = 8 * 1024 * 1024
+"""The largest POST body the HTTP server takes: twice the 4 MB the largest argument document
+the input limits accept (1,000,000 characters) can take as UTF-8 JSON."""
+_DRAINED: Final = 4
+"""An over-size body up to this many times the limit is read to its end (and dropped)."""
+_DRAIN_SECONDS: Final = 10
 _SHOWN: Final = 200
+_SCAN_STEPS: Final = 300_000
+"""The most brackets and strings the scan of a too-deep message passes before giving up."""
+_STRUCTURE: Final = re.compile(r'[\[\]{}"]')
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+_PAIRS: Final = {"]": "[", "}": "{"}
 
 
 def screen(line: str | bytes) -> dict[str, Any] | None:
@@ -47,7 +65,7 @@ def screen(line: str | bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
     except RecursionError:
-        return _reply(None, PARSE_ERROR, "the message nests too deeply to be read")
+        return _too_deep(line if isinstance(line, str) else line.decode("utf-8", "replace"))
     except ValueError as exc:
         return _reply(None, PARSE_ERROR, f"the message is not JSON: {exc}")
     if isinstance(message, list):
@@ -84,6 +102,94 @@ def screen(line: str | bytes) -> dict[str, Any] | None:
     return _reply(request_id, INVALID_REQUEST, f"the message was refused: {_short(refused)}")
 
 
+def _too_deep(text: str) -> dict[str, Any]:
+    """The reply to a message nested deeper than ``json.loads`` goes: with its id when a
+    scan of the top-level object finds a string or integer ``"id"``, else a parse error."""
+    try:
+        members = _members(text)
+    except (ValueError, _GiveUp):
+        members = None
+    raw_id, _ = (members or {}).get("id", (None, 0))
+    if members is None or not isinstance(raw_id, str | int) or isinstance(raw_id, bool):
+        return _reply(None, PARSE_ERROR, "the message nests too deeply to be read")
+    if "method" not in members and ("result" in members or "error" in members):
+        log.info("dropped a response that nests too deeply to be read")
+        return {}
+    if max(members, key=lambda key: members[key][1]) == "params":
+        return _reply(
+            raw_id,
+            INVALID_PARAMS,
+            f"params nest deeper than {MAX_ARGUMENT_DEPTH} levels of objects and arrays "
+            "(the limit); send a flatter document",
+        )
+    return _reply(raw_id, INVALID_REQUEST, "the message nests too deeply to be read")
+
+
+class _GiveUp(Exception):
+    """The scan took more than ``_SCAN_STEPS`` steps."""
+
+
+def _members(text: str) -> dict[str, tuple[Any, int]] | None:
+    """Each member of the JSON object ``text`` as ``key: (value, depth)``, read without
+    parsing nested values: a string, number, boolean or null value as itself, an array or
+    object as ``...`` with how deep it nests. None when the text is not one object."""
+    decoder = json.JSONDecoder()
+    members: dict[str, tuple[Any, int]] = {}
+    pos = _space(text, 0)
+    if not text.startswith("{", pos):
+        return None
+    pos = _space(text, pos + 1)
+    steps = 0
+    while not (text.startswith("}", pos) and not members):  # "{}" has no members
+        if not text.startswith('"', pos):
+            return None
+        key, pos = decoder.raw_decode(text, pos)  # a string: nothing nested to recurse into
+        pos = _space(text, pos)
+        if not text.startswith(":", pos):
+            return None
+        pos = _space(text, pos + 1)
+        if text.startswith(("[", "{"), pos):
+            pos, depth, steps = _skip_nested(text, pos, steps)
+            members[key] = (..., depth)
+        else:
+            value, pos = decoder.raw_decode(text, pos)
+            members[key] = (value, 0)
+        pos = _space(text, pos)
+        if text.startswith("}", pos):
+            break
+        if not text.startswith(",", pos):
+            return None
+        pos = _space(text, pos + 1)
+    return members if _space(text, pos + 1) == len(text) else None
+
+
+def _skip_nested(text: str, pos: int, steps: int) -> tuple[int, int, int]:
+    """Past the array or object at ``pos``: where it ends, how deep it nests, the steps."""
+    decoder = json.JSONDecoder()
+    opened: list[str] = []
+    depth = 0
+    while True:
+        found = _STRUCTURE.search(text, pos)
+        steps += 1
+        if found is None or steps > _SCAN_STEPS:
+            raise _GiveUp
+        mark, pos = found.group(), found.end()
+        if mark == '"':
+            _, pos = decoder.raw_decode(text, found.start())
+        elif mark in "[{":
+            opened.append(mark)
+            depth = max(depth, len(opened))
+        elif not opened or opened.pop() != _PAIRS[mark]:
+            raise _GiveUp
+        elif not opened:
+            return pos, depth, steps
+
+
+def _space(text: str, pos: int) -> int:
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
 def _reply(request_id: str | int | None, code: int, message: str) -> dict[str, Any]:
     log.info("answered a malformed message with %s: %s", code, message)
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
@@ -97,10 +203,12 @@ def _short(exc: BaseException) -> str:
 
 class ScreeningApp:
     """ASGI middleware for streamable HTTP: a POSTed message ``screen`` refuses is answered
-    with HTTP 400 and the JSON-RPC error; every other request goes to the SDK's app."""
+    with HTTP 400 and the JSON-RPC error, a body over ``max_body`` bytes with HTTP 413 (no
+    more than ``max_body`` bytes of it are kept); every other request goes to the SDK's
+    app."""
 
-    def __init__(self, app: Any, path: str) -> None:
-        self.app, self.path = app, path
+    def __init__(self, app: Any, path: str, *, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app, self.path, self.max_body = app, path, max_body
 
     async def __call__(
         self,
@@ -111,21 +219,84 @@ class ScreeningApp:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        body = b""
+        declared = _declared_length(scope)
+        if declared > self.max_body:
+            await self._too_large(receive, send, more=declared <= _DRAINED * self.max_body)
+            return
+        chunks: list[bytes] = []
+        size = 0
         while True:
             event = await receive()
-            body += event.get("body", b"")
+            if event["type"] != "http.request":
+                return  # the client went away before its message was complete
+            chunk = event.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await self._too_large(receive, send, more=bool(event.get("more_body")))
+                return
+            chunks.append(chunk)
             if not event.get("more_body"):
                 break
+        body = b"".join(chunks)
         reply = screen(body) if body.strip() else None
         if reply is None:
             await self.app(scope, _replay(body, receive), send)
             return
-        status = 202 if not reply else 400
-        content = json.dumps(reply).encode() if reply else b""
-        headers = [(b"content-type", b"application/json")] if content else []
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        await _respond(send, 202 if not reply else 400, reply)
+
+    async def _too_large(
+        self,
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        *,
+        more: bool,
+    ) -> None:
+        """Answer 413. With ``more``, first read on and drop what the client is still
+        sending (up to a few times the limit, for a few seconds): a connection closed with
+        data unread is reset, and the client may lose the answer."""
+        if more:
+            import anyio
+
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                dropped = 0
+                while dropped <= _DRAINED * self.max_body:
+                    event = await receive()
+                    dropped += len(event.get("body", b""))
+                    if event["type"] != "http.request" or not event.get("more_body"):
+                        break
+        reply = _reply(
+            None,
+            INVALID_REQUEST,
+            f"the request body is larger than {self.max_body:,} bytes (the limit); send less, "
+            "or point the tool at a file or URL instead",
+        )
+        # Some of the body may be left unread: the connection carries no further request.
+        await _respond(send, 413, reply, close=True)
+
+
+def _declared_length(scope: MutableMapping[str, Any]) -> int:
+    """The request's Content-Length, or -1 when it has none that is a number."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            text = value.decode("latin-1").strip()
+            return int(text) if text.isdigit() else -1
+    return -1
+
+
+async def _respond(
+    send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    status: int,
+    reply: dict[str, Any],
+    *,
+    close: bool = False,
+) -> None:
+    content = json.dumps(reply).encode() if reply else b""
+    headers = [(b"content-type", b"application/json")] if content else []
+    headers.append((b"content-length", str(len(content)).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
 
 
 def _replay(

@@ -132,9 +132,9 @@ def build_server(
         name = params.name
         try:
             if deferred is not None and name == deferred.name:
-                result = await deferred.answer(ctx, params.arguments)
+                result = _within_budget(await deferred.answer(ctx, params.arguments), params)
             elif name in registry.tools and name not in in_toolset:
-                result = _outside_toolset(name, toolset, served)
+                result = _within_budget(_outside_toolset(name, toolset, served), params)
             else:
                 progress = _Progress.asked_by(ctx)
                 host: dict[str, Any] = {"transport": "mcp"}
@@ -149,13 +149,13 @@ def build_server(
                         await progress.sent()
             return _answer(registry, served.get(name), result, checker)
         except Exception as exc:  # never let one call take the server down
-            log.exception("serving the MCP call of %s failed", name)
+            log.exception("serving the MCP call of %.100s failed", name)
             from toolplug.contract._tool import ErrorType, ToolResult
 
             failed = ToolResult.failure(
                 ErrorType.EXECUTION, f"{name} failed: {type(exc).__name__}: {exc}"
             )
-            return _answer(registry, None, failed, checker)
+            return _answer(registry, None, _within_budget(failed, params), checker)
 
     has_optional = any(meta.optionality == "optional" for meta in served.values())
     instructions = optional_tools_section(registry, toolset=toolset) if has_optional else None
@@ -413,6 +413,7 @@ def _answer(
 ) -> CallToolResult:
     from mcp import types
 
+    from toolplug.calls._limits import data_cut
     from toolplug.contract._tool import ErrorType, ToolResult
     from toolplug.render._mcp import mcp_output_schema, structured_content
 
@@ -422,6 +423,20 @@ def _answer(
         if schema is not None:
             structured = _redacted(registry, structured_content(metadata, result.data))
             problem = check.problem(metadata, schema, structured)
+            if problem is not None and data_cut(result):
+                # The output budget cut the data (or left it out) and what is left breaks
+                # the schema: no plugin bug. A success must carry structuredContent that
+                # matches (clients check, and refuse a success without it), so the reply
+                # goes as an error result, its text (which says the call succeeded and what
+                # was cut) unchanged.
+                log.info(
+                    "%s: the data cut to fit the output budget no longer matches its returns "
+                    "schema %s; answered as an error result",
+                    metadata.name,
+                    problem,
+                )
+                text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+                return types.CallToolResult(content=[text], is_error=True)
             if problem is not None:
                 # A client checks structuredContent against outputSchema; a mismatch is the
                 # plugin's bug, reported as such rather than as a protocol violation.
@@ -438,6 +453,13 @@ def _answer(
     if structured is not None:
         return types.CallToolResult(content=[text], structured_content=structured)
     return types.CallToolResult(content=[text], is_error=not result.ok)
+
+
+def _within_budget(result: ToolResult, params: CallToolRequestParams) -> ToolResult:
+    """A reply made here rather than by a call, bounded as a call's would be."""
+    from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, bounded
+
+    return bounded(result, {"name": params.name, **(params.arguments or {})}, DEFAULT_OUTPUT_CHARS)
 
 
 def _outside_toolset(
@@ -559,11 +581,13 @@ def _serve_http(server: Server[Any], host: str, port: int) -> None:
             file=sys.stderr,
         )
     # Host and Origin checks against DNS rebinding are on when the host is a loopback name.
-    from toolplug.serve._screen import ScreeningApp
+    from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES
+    )
     config = uvicorn.Config(
-        ScreeningApp(app, HTTP_PATH),
+        ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES),
         log_level="warning",
         timeout_graceful_shutdown=_GRACE_SECONDS,
         lifespan="on",
