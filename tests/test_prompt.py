@@ -166,3 +166,12 @@ def test_guidance_that_names_an_unavailable_tool_is_left_out() -> None:
     with_fx = section(grant=["fx_key"])
     assert "- Money: use currency_convert instead." in with_fx
     assert "- Exchange rates: call currency_convert." in with_fx
+    # Available, but outside the toolset the model is given: left out the same way.
+    registry = toolplug.load(
+        {"toolsets": {"units": {"include": ["unit_convert"]}}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("p", Plugin)], grant=["fx_key"],
+    )
+    units = toolplug.optional_tools_section(registry, toolset="units")
+    assert "### unit_convert" in units
+    assert "use currency_convert" not in units
+    assert "call currency_convert" not in units

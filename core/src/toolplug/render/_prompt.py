@@ -61,8 +61,14 @@ def optional_tools_section(
         task=task,
         max_tools=max_tools,
     )
-    absent = [] if include_unavailable else sorted(
-        name for name in registry.tools if not registry.availability(name).available
+    # Guidance that names a tool the model is not offered would send it to that tool:
+    # one that is unavailable here, or outside the toolset.
+    outside = registry.toolset(toolset) if toolset is not None else None
+    absent = sorted(
+        name
+        for name, registered in registry.tools.items()
+        if (not include_unavailable and not registry.availability(name).available)
+        or (outside is not None and not outside.matches(name, registered.metadata.category))
     )
     approvals = {
         meta.name: approval_reason(meta, registry.config.tools.get(meta.name, {}).get("approval"))
