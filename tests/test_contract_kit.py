@@ -7,6 +7,7 @@ them prove the kit passes what is right.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 import toolplug
 from toolplug import (
+    Annotations,
     Capability,
     ConfigField,
     ConfigKey,
@@ -46,8 +48,11 @@ def metadata(name: str, **extra: Any) -> ToolMetadata:
         "errors": (ErrorSpec(type="NotFoundError", when="nothing is there"),),
         "examples": (Example(description="the usual call", input={}),),
         "parameters": {"type": "object", "properties": {}},
+        "annotations": Annotations(read_only=True, idempotent=True, open_world=False),
         **extra,
     }
+    if fields["annotations"] is None:  # a tool that declares none
+        del fields["annotations"]
     return ToolMetadata(**fields)
 
 
@@ -192,27 +197,92 @@ def test_exact_outputs_compares_values() -> None:
     ]
 
 
+# -- annotations: what the approval policy reads ------------------------------------------
+
+
+class Unannotated(Tool):
+    """Declares no annotations: the approval policy would never gate it."""
+
+    metadata = metadata("unannotated", annotations=None)
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("done")
+
+
+def test_a_tool_without_annotations_fails_the_kit() -> None:
+    assert "annotations" not in Unannotated.metadata.model_fields_set
+    found = problems(Unannotated)
+    assert len(found) == 1
+    assert found[0].startswith("declares no annotations, so the approval policy never asks")
+    assert "read_only=..., destructive=..., idempotent=..., open_world=..." in found[0]
+
+
+def test_annotations_left_at_their_defaults_are_declared() -> None:
+    # Annotations() says "neither read-only nor closed-world": gated, so declared enough
+    assert problems(counting({"total": 1}, {"total": 1}, annotations=Annotations())) == []
+
+
+def test_missing_annotations_are_listed_with_the_other_problems() -> None:
+    class Careless(Tool):
+        metadata = metadata("careless", annotations=None, errors=())
+
+        def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            return ToolResult.success("done")
+
+    found = problems(Careless)
+    assert len(found) == 2
+    assert found[0] == "declares no errors (metadata.errors)"
+    assert found[1].startswith("declares no annotations")
+
+
 # -- async tools under load --------------------------------------------------------------------
 
 
-class Awaits(Tool):
-    """Awaits its I/O: many calls at once take about as long as one."""
+def sleeper(name: str, sleep: Callable[[], Any]) -> type[Tool]:
+    """An async tool whose run calls ``sleep()`` and awaits what it returns, if anything."""
+    declared = metadata(name)
 
-    metadata = metadata("awaits")
+    class Sleeper(Tool):
+        metadata = declared
 
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        await asyncio.sleep(0.05)
-        return ToolResult.success("done")
+        async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            waiting = sleep()
+            if waiting is not None:
+                await waiting
+            return ToolResult.success("done")
+
+    return Sleeper
 
 
-class BlocksTheLoop(Tool):
-    """Sleeps with time.sleep in an async run: every call waits for the one before."""
+async def many_steps() -> None:
+    for _ in range(200):
+        await asyncio.sleep(0)
 
-    metadata = metadata("blocks")
 
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        time.sleep(0.2)  # the mistake: a blocking call on the event loop
-        return ToolResult.success("done")
+def compute(seconds: float) -> None:
+    """Work on the CPU for ``seconds`` of CPU time (longer on a loaded machine)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+BLOCKING = [
+    # a short block on the loop: 24 calls at once wait 10 ms for each other call
+    sleeper("blocks_10ms", lambda: time.sleep(0.01)),
+    # a long one
+    sleeper("blocks_200ms", lambda: time.sleep(0.2)),
+    # no sleep, but 10 ms of work on the loop's thread
+    sleeper("computes_10ms", lambda: compute(0.01)),
+]
+
+AWAITING = [
+    # awaits its wait: many calls at once take about as long as one
+    sleeper("awaits", lambda: asyncio.sleep(0.01)),
+    # waits in the default thread pool, which 24 calls at once fill four times over
+    sleeper("threads", lambda: asyncio.to_thread(time.sleep, 0.01)),
+    # busy but fair: 200 short steps a call, each giving the loop back
+    sleeper("many_steps", many_steps),
+]
 
 
 class SyncSleeps(Tool):
@@ -225,21 +295,57 @@ class SyncSleeps(Tool):
         return ToolResult.success("done")
 
 
+class WaitsOnItsOwnPool(Tool):
+    """Holds a pool thread while it waits for more work in the same pool: a deadlock."""
+
+    metadata = metadata("own_pool")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        loop = asyncio.get_running_loop()
+
+        def outer() -> None:  # in a pool thread, waiting for an inner job of the same pool
+            asyncio.run_coroutine_threadsafe(asyncio.to_thread(time.sleep, 0.01), loop).result()
+
+        await asyncio.to_thread(outer)
+        return ToolResult.success("done")
+
+
 def test_concurrent_calls_is_four_times_the_default_pool() -> None:
     import os
 
     assert concurrent_calls() == 4 * min(32, (os.cpu_count() or 1) + 4) >= 20
 
 
-def test_an_async_tool_that_awaits_passes_under_load() -> None:
-    assert problems(Awaits) == []
+@pytest.mark.parametrize("tool", AWAITING, ids=lambda t: t.metadata.name)
+def test_an_async_tool_that_awaits_passes_under_load(tool: type[Tool]) -> None:
+    assert problems(tool) == []
 
 
-def test_an_async_tool_that_blocks_the_event_loop_fails_the_kit() -> None:
-    found = problems(BlocksTheLoop)
+@pytest.mark.parametrize("tool", BLOCKING, ids=lambda t: t.metadata.name)
+def test_an_async_tool_that_blocks_the_event_loop_fails_the_kit(tool: type[Tool]) -> None:
+    found = problems(tool)
     assert len(found) == 1
-    assert f"{concurrent_calls()} calls at once" in found[0]
-    assert "blocks the event loop" in found[0]
+    assert found[0].startswith(f"{concurrent_calls()} calls at once stalled the event loop: ")
+    assert "over the limit of 4 ms a call: run blocks the event loop (time.sleep" in found[0]
+    assert "await asyncio.to_thread(...)" in found[0]  # and how to fix it
+
+
+def test_the_kit_stops_starting_calls_once_the_loop_stalled_past_its_limit() -> None:
+    found = problems(BLOCKING[1])  # here after the first call, which blocked for 200 ms
+    pattern = r"a call held it for (\d+) ms on average \((\d+) ms over the 1 call "
+    held = re.search(pattern, found[0])
+    assert held is not None, found[0]
+    assert 100 <= int(held[1]) == int(held[2]) < 1000
+
+
+def test_a_tool_waiting_on_a_pool_its_calls_filled_fails_without_hanging() -> None:
+    started = time.perf_counter()
+    found = problems(WaitsOnItsOwnPool)
+    assert time.perf_counter() - started < 30
+    assert len(found) == 1
+    assert found[0].startswith(f"{concurrent_calls()} calls at once: ")  # a few may finish
+    assert " finished within " in found[0]
+    assert "a thread pool they filled" in found[0]
 
 
 def test_a_sync_tool_is_not_called_concurrently_by_the_kit() -> None:

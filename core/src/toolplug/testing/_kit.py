@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
+import concurrent.futures
+import contextlib
+import gc
+import operator
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import types
+from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import pytest
 
@@ -20,6 +27,8 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import Tool, ToolContext
     from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._registry import Registry
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ContractError",
@@ -65,7 +74,12 @@ def concurrent_calls() -> int:
     ``min(32, cpus + 4)`` threads; four times that many calls in flight shows a tool that
     blocks the event loop or waits on a pool that the calls themselves have used up.
     """
-    return 4 * min(32, (os.cpu_count() or 1) + 4)
+    return 4 * _default_workers()
+
+
+def _default_workers() -> int:
+    """The size of the default thread pool of ``concurrent.futures`` and ``asyncio``."""
+    return min(32, (os.cpu_count() or 1) + 4)
 
 
 def check_tool(
@@ -84,7 +98,8 @@ def check_tool(
     Rules: metadata is a ``ToolMetadata`` and passes registration checks; every example
     validates; every example's declared ``output`` matches ``returns``; the parameters
     export to every provider format; an optional tool has a usage hint and DO / DO NOT
-    guidance; the errors it returns are declared.
+    guidance; the errors it returns are declared; it declares ``annotations`` (without
+    them the approval policy never gates it).
 
     With ``run_examples``, each example is called the way a host calls the tool: through
     ``Registry.call`` (arguments validated, defaults filled, the tool's settings resolved
@@ -93,8 +108,10 @@ def check_tool(
     successful result's ``data`` must match ``returns`` and have the shape of the example's
     declared ``output`` (the same keys and JSON types; equal values with
     ``exact_outputs=True``). An async tool is then called ``concurrent_calls()`` times at
-    once with its first example; all of them must finish within a budget set by the time of
-    one call, or the tool blocks the event loop or starves a thread pool.
+    once with its first example: the calls may hold the event loop in steps of 2 ms or more
+    for at most 4 ms a call on average (a ``run`` that blocks the loop fails), and all of
+    them must finish within a budget set by the time of one call (one that waits on a
+    thread pool its own calls filled fails).
 
     The examples run in ``env`` alone, an empty environment by default: the process's
     variables never leak in. Required capabilities are detected, never granted: one that is
@@ -136,6 +153,12 @@ def check_tool(
             problems.append("an optional tool needs DO and DO NOT guidelines")
     if not meta.errors:
         problems.append("declares no errors (metadata.errors)")
+    if "annotations" not in meta.model_fields_set:
+        problems.append(
+            "declares no annotations, so the approval policy never asks before a call of it, "
+            "whatever it does: declare annotations=Annotations(read_only=..., "
+            "destructive=..., idempotent=..., open_world=...) so that approvals can be decided"
+        )
     if not meta.examples:
         problems.append("has no examples")
     if meta.returns is not None:
@@ -302,41 +325,285 @@ def _shape_problems(declared: object, real: object, where: str = "output") -> li
     return []
 
 
-def _concurrency_problems(registry: Registry, name: str, arguments: dict[str, Any]) -> list[str]:
-    """Call an async tool many times at once; all must finish in a budget set by one call.
+_STRETCH: Final = 0.002
+"""A step of a call this long or longer may stall the event loop; a shorter one never does.
 
-    A tool that blocks the event loop runs the calls one after another; one that waits on a
-    thread pool the calls themselves filled never finishes. Either way the calls take far
-    longer than one call does; awaiting non-blocking work, they take about as long.
+Shorter steps are the ordinary work between two awaits: a busy but well-behaved tool takes
+many of them, and none keeps another call waiting long.
+"""
+
+_STALL_PER_CALL: Final = 0.004
+"""The stall allowed per call: the calls may stall the loop ``concurrent_calls()`` x 4 ms in all.
+
+A call that blocks for 10 ms stalls it more than twice that. Well-behaved tools, a loopback
+network tool among them, stayed under a third of it on two cores loaded by six CPU-bound
+processes, and a stall is measured twice before it is reported.
+"""
+
+_TICK: Final = 0.001
+"""How often the bystander thread wakes."""
+
+_LATE: Final = 0.003
+"""A bystander tick this late after the one before, less its wait for a CPU: no GIL to be had."""
+
+
+class _Stalls:
+    """How long the calls stalled the event loop, step by step; enter it on the loop's thread.
+
+    A step's wall time alone overstates it: the loop's thread also waits for a CPU (other
+    processes) and for the GIL (other threads, such as a loopback server's), which is no
+    fault of the tool. So a step stalls the loop for the CPU time it used, plus the time it
+    slept (wall time less CPU time, less its wait for a CPU) while the GIL was free. That
+    a bystander thread of the kit's tells: waking every millisecond, it keeps its rhythm
+    while the loop's thread is blocked in a call (``time.sleep``, a blocking socket or
+    lock), which frees the GIL, and falls behind while other threads hold the GIL. A wait
+    for a CPU is known on Linux (``/proc/thread-self/schedstat``); elsewhere it counts as
+    sleep, and as falling behind.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        """The stalls added up, in seconds."""
+        self.longest = 0.0
+        """The longest stall of one step."""
+        self._ticks: list[tuple[float, float]] = []
+        """When the bystander woke, and how long it had waited for a CPU by then."""
+        self._done = threading.Event()
+        self._bystander = threading.Thread(
+            target=self._tick, name="toolplug-kit-bystander", daemon=True
+        )
+        self.queued = _QueueClock.NONE
+        """How long the loop's thread has waited for a CPU so far, in seconds."""
+
+    def __enter__(self) -> _Stalls:
+        self.queued = _QueueClock()
+        self._bystander.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._bystander.join()
+        self.queued.close()
+
+    def _tick(self) -> None:
+        ticks, now, queued = self._ticks, time.perf_counter, _QueueClock()
+        try:
+            while not self._done.wait(_TICK):
+                ticks.append((now(), queued()))
+        finally:
+            queued.close()
+
+    def step(self, started: float, cpu: float, queued: float) -> None:
+        """Count a step begun at ``started`` that used ``cpu`` s of CPU, ``queued()`` then."""
+        ended = time.perf_counter()
+        if ended - started < _STRETCH:
+            return
+        asleep = ended - started - cpu - (self.queued() - queued)
+        stall = cpu + min(max(asleep, 0.0), self._free(started, ended))
+        if stall >= _STRETCH:
+            self.total += stall
+            self.longest = max(self.longest, stall)
+
+    def _free(self, start: float, end: float) -> float:
+        """How long between ``start`` and ``end`` the bystander kept its rhythm."""
+        ticks = self._ticks
+        index = max(bisect.bisect_right(ticks, start, key=operator.itemgetter(0)), 1)
+        free = 0.0
+        while index < len(ticks) and ticks[index][0] <= end:
+            (before, queued_before), (after, queued_after) = ticks[index - 1], ticks[index]
+            if after - before - (queued_after - queued_before) <= _LATE:
+                free += after - max(before, start)
+            index += 1
+        return free
+
+
+class _QueueClock:
+    """How long the thread that made it has waited for a CPU, in seconds: Linux says, else 0."""
+
+    NONE: ClassVar[_QueueClock]
+    """A clock that always says 0."""
+
+    def __init__(self, path: str | None = "/proc/thread-self/schedstat") -> None:
+        self._fd: int | None = None
+        if path is not None:
+            with contextlib.suppress(OSError):
+                self._fd = os.open(path, os.O_RDONLY)
+
+    def __call__(self) -> float:
+        if self._fd is None:
+            return 0.0
+        # "time on the CPU, time waiting for it, time slices", in nanoseconds
+        return int(os.pread(self._fd, 64, 0).split()[1]) / 1e9
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+_QueueClock.NONE = _QueueClock(None)
+
+
+@types.coroutine
+def _timed(coroutine: Coroutine[Any, Any, _T], stalls: _Stalls) -> Generator[Any, Any, _T]:
+    """Drive ``coroutine`` as ``await`` would, timing each step it takes on the loop."""
+    sent: Any = None
+    error: BaseException | None = None
+    while True:
+        started, cpu, queued = time.perf_counter(), time.thread_time(), stalls.queued()
+        try:
+            waiting = coroutine.send(sent) if error is None else coroutine.throw(error)
+        except StopIteration as stop:
+            stalls.step(started, time.thread_time() - cpu, queued)
+            result: _T = stop.value
+            return result
+        except BaseException:
+            stalls.step(started, time.thread_time() - cpu, queued)
+            raise
+        stalls.step(started, time.thread_time() - cpu, queued)
+        try:
+            sent, error = (yield waiting), None
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (a cancellation): pass it on
+            sent, error = None, exc
+
+
+def _timing_factory(stalls: _Stalls) -> Callable[..., asyncio.Task[Any]]:
+    """A task factory timing every task on the loop: the kit's calls and what they start."""
+
+    async def timed(coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return await _timed(coroutine, stalls)
+
+    def factory(
+        loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, Any], **options: Any
+    ) -> asyncio.Task[Any]:
+        return asyncio.Task(timed(coroutine), loop=loop, **options)
+
+    return factory
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """What one round of calls at once showed."""
+
+    single: float
+    """How long one call alone took, in seconds."""
+    budget: float
+    """How long all the calls together may take: as long as one after another, and 2 s more."""
+    started: int
+    """How many calls were started (fewer than planned once the loop stalled too long)."""
+    finished: int
+    """How many of them finished within the budget."""
+    stalls: _Stalls
+    """How long the calls held the loop."""
+
+
+def _concurrency_problems(registry: Registry, name: str, arguments: Mapping[str, Any]) -> list[str]:
+    """Call an async tool many times at once; none may stall the loop or wait forever.
+
+    Every step each call takes on the event loop is timed (a task factory wraps the calls
+    and any task they start) and counted as ``_Stalls`` says: a ``run`` that blocks
+    (``time.sleep``, blocking I/O, heavy CPU work) stalls the loop in long steps, which add
+    up over the calls, while the time the loop's thread waits for a CPU or for the GIL is
+    no stall of the tool's. A heartbeat task's gaps would count that too. A round that
+    stalls too long is measured once more, and the better of the two reported, so that a
+    burst of load from elsewhere is not blamed on the tool.
+
+    All calls must also finish in a budget set by the time of one call: one that waits on
+    a thread pool its own calls filled, or on a lock another call holds, does not.
     """
     count = concurrent_calls()
+    limit = count * _STALL_PER_CALL
+    measured = _measure_concurrency(registry, name, arguments, count, limit)
+    if measured.stalls.total >= limit:
+        again = _measure_concurrency(registry, name, arguments, count, limit)
+        measured = min(measured, again, key=lambda m: m.stalls.total)
+    if measured.stalls.total >= limit:
+        stalls, started = measured.stalls, measured.started
+        calls = f"{started} call{'s' if started > 1 else ''}"
+        return [
+            f"{count} calls at once stalled the event loop: a call held it for "
+            f"{stalls.total / started * 1000:.0f} ms on average ({stalls.total * 1000:.0f} ms "
+            f"over the {calls} started, in steps of {_STRETCH * 1000:.0f} ms or more, "
+            f"the longest {stalls.longest * 1000:.0f} ms), over the limit of "
+            f"{_STALL_PER_CALL * 1000:.0f} ms a call: run blocks the event loop (time.sleep, "
+            "a blocking client such as requests, blocking file or socket I/O, heavy CPU "
+            "work), and every other call waits meanwhile. Await non-blocking work instead "
+            "(asyncio.sleep, toolplug.http.fetch, httpx.AsyncClient), run the blocking work in "
+            "a thread (await asyncio.to_thread(...)), or make run a plain def (it then runs "
+            "in a worker thread)"
+        ]
+    if measured.finished < count:
+        return [
+            f"{count} calls at once: {measured.finished} finished within "
+            f"{measured.budget:.2f} s, for a tool that takes {measured.single:.3f} s a call: "
+            "run waits on something its own calls hold, such as a thread pool they filled "
+            "(work in asyncio.to_thread that itself waits for the pool) or a lock. Give "
+            "blocking work that waits for other work a pool or a limit of its own"
+        ]
+    return []
 
-    async def measure() -> tuple[float, float, int]:
-        await registry.acall(name, dict(arguments))  # warm up: validators, the instance
-        single = time.perf_counter()
-        await registry.acall(name, dict(arguments))
-        single = time.perf_counter() - single
-        budget = single * count / 4 + 0.5
-        started = time.perf_counter()
-        tasks = [asyncio.ensure_future(registry.acall(name, dict(arguments))) for _ in range(count)]
-        done, pending = await asyncio.wait(tasks, timeout=budget)
-        elapsed = time.perf_counter() - started
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        return single, elapsed if not pending else max(elapsed, budget), len(done)
 
-    single, elapsed, finished = asyncio.run(measure())
-    budget = single * count / 4 + 0.5
-    if finished == count and elapsed <= budget:
-        return []
-    return [
-        f"{count} calls at once ({finished} finished) took {elapsed:.2f} s, over the budget of "
-        f"{budget:.2f} s for a tool that takes {single:.3f} s a call: run blocks the event loop "
-        "(time.sleep, blocking I/O, heavy CPU work) or waits on a thread pool its own calls "
-        "filled. Await non-blocking I/O, or make run a plain def (it then runs in a worker "
-        "thread)"
-    ]
+def _measure_concurrency(
+    registry: Registry, name: str, arguments: Mapping[str, Any], count: int, limit: float
+) -> _Measured:
+    """One round of ``count`` calls at once, on a fresh loop whose thread pool is started."""
+    workers = _default_workers()
+    pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="toolplug-kit")
+    # Start every thread of the pool first, as a long-running host has: a thread starting
+    # inside a call holds the loop until it runs, which a loaded machine makes slow.
+    barrier = threading.Barrier(workers)
+    concurrent.futures.wait([pool.submit(barrier.wait, 10) for _ in range(workers)])
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(pool)
+    try:
+        return loop.run_until_complete(_calls_at_once(registry, name, arguments, count, limit))
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+            # A thread stuck in a tool's deadlock must not keep the tests from going on.
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _calls_at_once(
+    registry: Registry, name: str, arguments: Mapping[str, Any], count: int, limit: float
+) -> _Measured:
+    await registry.acall(name, dict(arguments))  # warm up: validators, the instance, imports
+    begun = time.perf_counter()
+    await registry.acall(name, dict(arguments))
+    single = time.perf_counter() - begun
+    # Generous, since only a call that never finishes must miss it: calls queued four deep
+    # for the pool's threads take about 4 x single, but a loaded machine slows them all.
+    budget = single * count + 2.0
+    loop = asyncio.get_running_loop()
+    gc.collect()  # the test process's garbage, collected in a call, is no stall of the tool
+    calls: list[asyncio.Task[Any]] = []
+    with _Stalls() as stalls:
+        loop.set_task_factory(_timing_factory(stalls))
+        begun = time.perf_counter()
+        try:
+            for _ in range(count):
+                calls.append(loop.create_task(registry.acall(name, dict(arguments))))
+                await asyncio.sleep(0)  # its first step runs now: stop once stalled enough
+                if stalls.total >= limit:
+                    break
+            left = budget - (time.perf_counter() - begun)
+            done, pending = await asyncio.wait(calls, timeout=max(left, 0.0))
+            for call in pending:
+                call.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            loop.set_task_factory(None)
+    return _Measured(single, budget, len(calls), len(done), stalls)
 
 
 def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[str]:
