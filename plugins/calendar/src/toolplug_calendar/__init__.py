@@ -38,7 +38,16 @@ from toolplug import (
     provides,
 )
 
-__all__ = ["CAPABILITY", "CalendarTool", "register_capabilities", "register_tools"]
+__all__ = [
+    "CAPABILITY",
+    "TOOLPLUG_CONTRACT",
+    "CalendarTool",
+    "register_capabilities",
+    "register_tools",
+]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 _SOURCE_SCHEMA: Final[dict[str, Any]] = {
     "type": "array",

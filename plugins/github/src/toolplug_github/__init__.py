@@ -25,7 +25,16 @@ from toolplug import (
     provides,
 )
 
-__all__ = ["GITHUB_TOKEN", "GitHubApiTool", "register_capabilities", "register_tools"]
+__all__ = [
+    "GITHUB_TOKEN",
+    "TOOLPLUG_CONTRACT",
+    "GitHubApiTool",
+    "register_capabilities",
+    "register_tools",
+]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 ACTIONS: Final = ("get_file", "get_readme", "list_releases", "get_issue", "search_code")
 

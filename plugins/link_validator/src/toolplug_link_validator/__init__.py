@@ -10,7 +10,10 @@ from toolplug import provides
 from toolplug_link_validator._progress import ProgressBar, progress_bar
 from toolplug_link_validator._tool import LinkValidator
 
-__all__ = ["LinkValidator", "ProgressBar", "progress_bar", "register_tools"]
+__all__ = ["TOOLPLUG_CONTRACT", "LinkValidator", "ProgressBar", "progress_bar", "register_tools"]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 
 register_tools = provides(LinkValidator)

@@ -23,7 +23,10 @@ from toolplug import (
     provides,
 )
 
-__all__ = ["AUDIENCES", "Audience", "ReadabilityTool", "register_tools"]
+__all__ = ["AUDIENCES", "TOOLPLUG_CONTRACT", "Audience", "ReadabilityTool", "register_tools"]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 MAX_TEXT_CHARS: Final = 200_000
 """The longest text one call scores (about 30,000 words)."""

@@ -26,7 +26,10 @@ from toolplug import (
     provides,
 )
 
-__all__ = ["MAX_LIMIT", "RssFeedTool", "register_tools"]
+__all__ = ["MAX_LIMIT", "TOOLPLUG_CONTRACT", "RssFeedTool", "register_tools"]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 MAX_LIMIT: Final = 50
 """The most items one call returns."""

@@ -28,7 +28,16 @@ from toolplug import (
     provides,
 )
 
-__all__ = ["CAPABILITY", "StaticLinksTool", "register_capabilities", "register_tools"]
+__all__ = [
+    "CAPABILITY",
+    "TOOLPLUG_CONTRACT",
+    "StaticLinksTool",
+    "register_capabilities",
+    "register_tools",
+]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 _LINK_SCHEMA: dict[str, Any] = {
     "type": "array",

@@ -32,11 +32,15 @@ from toolplug import (
 
 __all__ = [
     "BACKEND_CAPABILITY",
+    "TOOLPLUG_CONTRACT",
     "WebSearchTool",
     "backend_problem",
     "register_capabilities",
     "register_tools",
 ]
+
+TOOLPLUG_CONTRACT = "1.0"
+"""The toolplug contract this plugin was written for; toolplug warns when it differs."""
 
 BACKENDS: Final = ("ddgs", "searxng")
 MAX_RESULTS: Final = 20
