@@ -245,7 +245,9 @@ class __CLASS__(Tool):
                 output={"words": 4, "lines": 2, "characters": 26, "top_words": []},
             ),
         ),
-        annotations=Annotations(read_only=True, idempotent=True, open_world=False),
+        annotations=Annotations(
+            read_only=True, destructive=False, idempotent=True, open_world=False
+        ),
         timeout_seconds=5,
     )
 

@@ -148,7 +148,9 @@ class WeatherForecastTool(Tool):
             ),
         ),
         setup_instructions="pip install toolplug-weather, then set WEATHER_API_KEY.",
-        annotations=Annotations(read_only=True, idempotent=True, open_world=True),
+        annotations=Annotations(
+            read_only=True, destructive=False, idempotent=True, open_world=True
+        ),
         timeout_seconds=20,
     )
 
