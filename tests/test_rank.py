@@ -7,10 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolplug
 from toolplug import Guidelines, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
 from toolplug.render._select import rank as rank_tools
+from toolplug.search import Index
 
 # 40 distractors, built from pairs so that they share everyday words ("find", "recent",
 # "list", "check", "page") with the catalog, as real neighbours in a big install would.
@@ -102,3 +105,59 @@ def test_ranking_is_deterministic_and_ties_keep_name_order() -> None:
              for n in ("b_tool", "a_tool", "c_tool")]
     assert [m.name for m in rank_tools(metas, "unrelated")] == ["a_tool", "b_tool", "c_tool"]
     assert [m.name for m in rank_tools(metas, "", limit=2)] == ["a_tool", "b_tool"]
+
+
+# -- ranking with a limit: the best put in order, not every tool -------------------------
+
+CATALOG = [
+    ToolMetadata(name=name, description=text, category="utility")
+    for name, text in [
+        ("b_weather", "Weather forecast for a city."),
+        ("a_weather", "Weather forecast for a city."),  # the same words: tied, by name
+        ("rain_radar", "Rain radar images for a city."),
+        ("stock_quote", "Stock price of a company."),
+        ("zebra_facts", "Facts about zebras."),
+        ("apple_pie", "A recipe for apple pie."),
+    ]
+]
+
+
+def every_tool_in_order(tools: list[ToolMetadata], task: str) -> list[str]:
+    """The definition: by score, best first, ties by name; the tools that score nothing
+    after, by name."""
+    scores = Index(tools).scores(task)
+    positions = sorted(range(len(tools)), key=lambda p: (-scores.get(p, 0.0), tools[p].name))
+    return [tools[p].name for p in positions]
+
+
+@pytest.mark.parametrize("task", [
+    "weather forecast",  # two tied at the top, one more on "city", the rest by name
+    "rain in the city",  # one clear best, then the city ties
+    "zzzz qqqq",  # matches nothing: all by name
+    "stock",  # one match, the others fill by name
+])
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 5, 6, 50])
+def test_a_limited_ranking_is_the_full_ranking_cut(task: str, limit: int) -> None:
+    expected = every_tool_in_order(CATALOG, task)
+    assert [m.name for m in rank_tools(CATALOG, task)] == expected
+    assert [m.name for m in rank_tools(CATALOG, task, limit=limit)] == expected[:limit]
+    hits = Index(CATALOG).search(task, limit, keep_all=True)
+    assert [h.name for h in hits] == expected[:limit]
+
+
+WORDS = ["weather", "city", "rain", "stock", "price", "recipe", "zebra", "map", "train"]
+descriptions = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join)
+
+
+@given(
+    st.lists(st.tuples(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), descriptions),
+             unique_by=lambda t: t[0], max_size=15),
+    descriptions,
+    st.integers(min_value=0, max_value=20),
+)
+def test_any_limited_ranking_is_the_full_ranking_cut(
+    pairs: list[tuple[str, str]], task: str, limit: int
+) -> None:
+    tools = [ToolMetadata(name=n, description=d, category="utility") for n, d in pairs]
+    expected = every_tool_in_order(tools, task)
+    assert [m.name for m in rank_tools(tools, task, limit=limit)] == expected[:limit]

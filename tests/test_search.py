@@ -19,7 +19,7 @@ import toolplug
 from tests.conftest import Run
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
 from toolplug.search._index import Index, index_of
-from toolplug.search._text import words
+from toolplug.search._text import terms, words
 
 NOUNS = ["invoice", "ticket", "playlist", "meeting", "parcel", "recipe", "flight", "budget",
          "sensor", "contract"]
@@ -87,6 +87,54 @@ def test_filler_and_single_letters_do_not_count() -> None:
     assert words("Can you please help me, I want to") == []
     assert words("Mr. X") == ["mr"]
     assert words("renting rented rents") == ["rent", "rent", "rent"]
+
+
+# Words written in camelCase: brand names in prose, identifiers in names and parameters.
+CAMEL = [
+    meta("repo_reader", "Read issues from GitHub repositories."),
+    meta("jira_issues", "List the issues of a Jira project."),
+    meta("photo_backup", "Copy the photos of an iPhone to the cloud."),
+    meta("phone_dialer", "Call a phone number."),
+    meta("video_trends", "Trending videos on YouTube by country."),
+    meta("tube_map", "Plan a journey on the London Tube."),
+    meta("search_page", "Search a page of results.",
+         parameters={"type": "object", "properties": {"maxResults": {"type": "integer"}}}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("GitHub", ["github"]),  # not git + hub, which no description says
+    ("iPhone", ["iphon"]),  # not "phone" (the "i" is one letter and dropped)
+    ("YouTube videos", ["youtub", "video"]),  # not "you" (filler) + "tube"
+    ("maxResults", ["maxresult"]),  # an identifier pasted into a request stays whole too
+])
+def test_a_request_keeps_a_camel_case_word_whole(text: str, expected: list[str]) -> None:
+    assert words(text) == expected
+    assert words(text.lower()) == expected  # the same term as the word in any case
+
+
+@pytest.mark.parametrize(("identifier", "expected"), [
+    ("maxResults", ("maxresult", "max", "result")),  # whole, then each hump
+    ("HTTPServer", ("httpserver", "http", "server")),  # an acronym is one hump
+    ("userId", ("userid", "user", "id")),
+    ("max_results", ("max", "result")),  # no humps: split at "_" only
+])
+def test_an_identifier_counts_whole_and_by_its_humps(
+    identifier: str, expected: tuple[str, ...]
+) -> None:
+    assert terms(identifier, identifiers=True) == expected
+
+
+@pytest.mark.parametrize(("query", "tool"), [
+    ("Show me GitHub issues", "repo_reader"),  # was jira_issues: "git" and "hub" matched nothing
+    ("sync my iPhone", "photo_backup"),  # was phone_dialer, on "phone"
+    ("what is new on YouTube", "video_trends"),  # was tube_map, on "tube"
+    ("max results", "search_page"),  # a camelCase parameter still matches its parts
+    ("maxResults", "search_page"),  # and itself
+])
+def test_a_camel_case_word_meets_the_same_word_in_a_tool(query: str, tool: str) -> None:
+    index = Index(distractors() + CAMEL)
+    assert index.search(query, 1)[0].name == tool
 
 
 def test_matched_terms_are_reported_per_field() -> None:

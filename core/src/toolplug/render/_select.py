@@ -74,9 +74,7 @@ def search(
     """The tools that match ``query``, best first, at most ``limit``; none for no match."""
     from toolplug.search._index import index_of
 
-    by_name = {m.name: m for m in tools}
-    hits = index_of(tools).search(query, limit, embed=embed)
-    return [by_name[h.name] for h in hits if h.score > 0]
+    return index_of(tools).ranking(query, limit, embed=embed, keep_all=False)
 
 
 def metadata_of(source: Any, function: str) -> list[ToolMetadata] | None:

@@ -6,7 +6,8 @@ term's weight in a tool is BM25F: its count in each field, normalised by that fi
 length, times the field's weight, summed, then saturated (``k1``) and multiplied by the
 term's inverse document frequency. All of that is computed once, when the index is built;
 a query only adds up the precomputed weights of its terms (an inverted index), so it
-costs a few postings lookups, not a pass over every tool.
+costs a few postings lookups, not a pass over every tool. Ranking with a limit puts only
+the best in order, not every tool.
 
 The field weights were found by measurement (``bench/tool_search.py``: coordinate ascent
 on recall@5 + MRR over BFCL's non-live categories; the live categories held out).
@@ -19,15 +20,16 @@ per index.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import threading
 import weakref
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.search._text import term_counts, words
+from toolplug.search._text import terms, words
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
@@ -75,28 +77,36 @@ class Hit:
 
 def fields_of(meta: ToolMetadata) -> dict[str, str]:
     """The text of each field of one tool."""
-    properties = meta.parameters.get("properties", {})
-    names, texts = [], []
-    for name, schema in properties.items():
-        names.append(str(name))
-        if isinstance(schema, Mapping):
-            texts.append(str(schema.get("description", "")))
-            texts.extend(str(v) for v in schema.get("enum", ()) if isinstance(v, str))
-    examples = []
+    properties = meta.parameters.get("properties") or {}
+    texts: list[str] = []
+    for schema in properties.values():
+        if type(schema) is dict or isinstance(schema, Mapping):  # the first test is cheaper
+            description = schema.get("description")
+            if description:
+                texts.append(str(description))
+            enum = schema.get("enum")
+            if enum:
+                texts.extend(v for v in enum if isinstance(v, str))
+    examples: list[str] = []
     for example in meta.examples:
         examples.append(example.description)
-        examples.extend(str(v) for v in example.input.values() if isinstance(v, str))
+        examples.extend(v for v in example.input.values() if isinstance(v, str))
+    guidelines = meta.guidelines
     return {
         "name": meta.name,
         "description": meta.description,
         "usage": meta.usage_hint,
-        "do": " ".join(meta.guidelines.do),
-        "do_not": " ".join(meta.guidelines.do_not),
+        "do": " ".join(guidelines.do),
+        "do_not": " ".join(guidelines.do_not),
         "category": meta.category,
-        "parameters": " ".join(names),
+        "parameters": " ".join(map(str, properties)),
         "parameter_text": " ".join(texts),
         "examples": " ".join(examples),
     }
+
+
+_IDENTIFIERS: Final = frozenset({"name", "parameters"})
+"""The fields that hold identifiers, where a camelCase word also counts as its humps."""
 
 
 class Index:
@@ -107,50 +117,54 @@ class Index:
     ) -> None:
         self.tools = list(tools)
         self.names = [m.name for m in self.tools]
-        names = {"name", "parameters"}  # identifiers: camelCase is split there
-        per_tool = [
-            {
-                f: term_counts(t, identifiers=f in names)
-                for f, t in fields_of(m).items()
-                if t and weights.get(f)
-            }
-            for m in self.tools
-        ]
-        averages = {
-            f: (sum(sum(d[f].values()) for d in per_tool if f in d) / len(per_tool) or 1.0)
-            if per_tool
-            else 1.0
-            for f in weights
+        self._by_name = sorted(range(len(self.names)), key=self.names.__getitem__)
+        # The build is pure Python and touches every word of every tool, so it is written
+        # for speed, and to leave the garbage collector little to track: a tool's fields and
+        # their terms are tuples of strings (which the collector stops tracking), postings
+        # are dicts of numbers (never tracked), and there is no tuple per (term, tool). A
+        # large build then seldom sets off a full collection (tens of ms in a large host).
+        field_names: list[tuple[str, ...]] = []  # per tool, its fields that hold terms
+        field_terms: list[tuple[tuple[str, ...], ...]] = []  # and their terms, in order
+        totals = dict.fromkeys(weights, 0)
+        for meta in self.tools:
+            fields: list[str] = []
+            found: list[tuple[str, ...]] = []
+            for f, text in fields_of(meta).items():
+                if text and weights.get(f):
+                    these = terms(text, identifiers=f in _IDENTIFIERS)
+                    if these:
+                        fields.append(f)
+                        found.append(these)
+                        totals[f] += len(these)
+            field_names.append(tuple(fields))
+            field_terms.append(tuple(found))
+        many = len(self.tools) or 1
+        averages = {f: totals[f] / many or 1.0 for f in weights}
+        postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
+        for position, held in enumerate(zip(field_names, field_terms, strict=True)):
+            blended: dict[str, float] = {}  # a term's count in each field, scaled, summed
+            get = blended.get
+            for f, these in zip(*held, strict=True):
+                scale = weights[f] / (1 - _B + _B * len(these) / averages[f])
+                for term in these:
+                    blended[term] = get(term, 0.0) + scale
+            for term, tf in blended.items():
+                postings[term][position] = tf / (_K1 + tf)
+        self.postings: dict[str, dict[int, float]] = dict(postings)
+        """Each term's tools (by position) and its saturated weight in each."""
+        self.idf = {  # how rare a term is, known once every tool is read
+            term: math.log(1 + (many - len(found) + 0.5) / (len(found) + 0.5))
+            for term, found in postings.items()
         }
-        blended: list[dict[str, float]] = []
-        for document in per_tool:
-            mixed: dict[str, float] = {}
-            for f, counts in document.items():
-                if not counts:
-                    continue
-                scale = weights[f] / (1 - _B + _B * sum(counts.values()) / averages[f])
-                for term, count in counts.items():
-                    mixed[term] = mixed.get(term, 0.0) + scale * count
-            blended.append(mixed)
-        having = Counter(term for mixed in blended for term in mixed)
-        total = len(blended)
-        self.postings: dict[str, list[tuple[int, float]]] = {}
-        for position, mixed in enumerate(blended):
-            for term, tf in mixed.items():
-                idf = math.log(1 + (total - having[term] + 0.5) / (having[term] + 0.5))
-                self.postings.setdefault(term, []).append((position, idf * tf / (_K1 + tf)))
-        self._fields = per_tool
+        self._field_names = field_names
+        self._field_terms = field_terms
         self._vectors: list[list[float]] | None = None
         self._embedded_by: Embedder | None = None
         self._lock = threading.Lock()
 
     def scores(self, query: str) -> dict[int, float]:
         """Lexical score of each matching tool (by position)."""
-        totals: dict[int, float] = {}
-        for term in set(words(query)):
-            for position, weight in self.postings.get(term, ()):
-                totals[position] = totals.get(position, 0.0) + weight
-        return totals
+        return self._lexical(set(words(query)))
 
     def search(
         self, query: str, limit: int | None = None, *, embed: Embedder | None = None,
@@ -160,29 +174,74 @@ class Index:
 
         ``keep_all``: tools that match nothing follow, by name (a ranking of every tool).
         """
-        lexical = self.scores(query)
-        if embed is not None:
-            lexical = self._fused(query, lexical, embed)
+        asked = set(words(query))
+        scored = self._scored(query, asked, embed)
+        return [
+            Hit(self.names[p], scored.get(p, 0.0), self._matched(p, asked))
+            for p in self._order(scored, limit, keep_all)
+        ]
+
+    def ranking(
+        self, query: str, limit: int | None = None, *, embed: Embedder | None = None,
+        keep_all: bool = True,
+    ) -> list[ToolMetadata]:
+        """The tools in the order of ``search``, without scores or matched terms.
+
+        What renderers rank by. With a ``limit`` only the best are put in order, then as many
+        of the tools no term matched as fill it (by name, in an order kept since the build):
+        a query does not sort every tool.
+        """
+        scored = self._scored(query, set(words(query)), embed)
+        return [self.tools[p] for p in self._order(scored, limit, keep_all)]
+
+    def _lexical(self, asked: set[str]) -> dict[int, float]:
+        totals: dict[int, float] = {}
+        get = totals.get
+        for term in sorted(asked):  # sorted: the same sums, to the last bit, in every process
+            found = self.postings.get(term)
+            if found is not None:
+                idf = self.idf[term]
+                for position, weight in found.items():
+                    totals[position] = get(position, 0.0) + idf * weight
+        return totals
+
+    def _scored(self, query: str, asked: set[str], embed: Embedder | None) -> dict[int, float]:
+        lexical = self._lexical(asked)
+        return lexical if embed is None else self._fused(query, lexical, embed)
+
+    def _order(self, scored: dict[int, float], limit: int | None, keep_all: bool) -> list[int]:
+        """Positions: the scored best first, ties by name; then, with ``keep_all``, the
+        others by name; at most ``limit``."""
+        names = self.names
+
         def key(p: int) -> tuple[float, str]:
-            return (-lexical[p], self.names[p])
+            return (-scored[p], names[p])
 
-        if limit is not None and not keep_all:
-            order = heapq.nsmallest(max(limit, 0), lexical, key=key)
-        else:
-            order = sorted(lexical, key=key)
-        if keep_all:
-            rest = sorted((p for p in range(len(self.names)) if p not in lexical),
-                          key=lambda p: self.names[p])
-            order += rest
-        if limit is not None:
-            order = order[: max(limit, 0)]
-        terms = set(words(query))
-        return [Hit(self.names[p], lexical.get(p, 0.0), self._matched(p, terms)) for p in order]
+        if limit is None:
+            order = sorted(scored, key=key)
+            if keep_all:
+                order += [p for p in self._by_name if p not in scored]
+            return order
+        limit = max(limit, 0)
+        if limit == 0:
+            return []
+        best: Iterable[int] = scored
+        if len(scored) > limit:
+            # Only the tools scored at least the limit-th best score are put in order: found
+            # by comparing bare numbers, which costs a fraction of a sort key per tool.
+            cut = heapq.nlargest(limit, scored.values())[-1]
+            best = [p for p, score in scored.items() if score >= cut]
+        order = sorted(best, key=key)[:limit]
+        if keep_all and len(order) < limit:
+            unscored = (p for p in self._by_name if p not in scored)
+            order += itertools.islice(unscored, limit - len(order))
+        return order
 
-    def _matched(self, position: int, terms: set[str]) -> dict[str, tuple[str, ...]]:
+    def _matched(self, position: int, asked: set[str]) -> dict[str, tuple[str, ...]]:
         found = {}
-        for f, counts in self._fields[position].items():
-            hits = tuple(sorted(t for t in terms if t in counts))
+        held = zip(self._field_names[position], self._field_terms[position], strict=True)
+        for f, these in held:
+            hits = tuple(sorted(asked.intersection(these)))
             if hits:
                 found[f] = hits
         return found
@@ -224,7 +283,7 @@ def index_of(tools: Sequence[ToolMetadata]) -> Index:
     Keyed by the metadata objects themselves (held, so the key cannot be reused): a
     different set of tools, or a tool whose metadata changed, gets an index of its own.
     """
-    key = tuple(id(m) for m in tools)
+    key = tuple(map(id, tools))
     with _CACHE_LOCK:
         found = _CACHE.get(key)
         if found is not None:
@@ -247,10 +306,7 @@ def ranked(
     if not task.strip() and embed is None:
         ordered = sorted(tools, key=lambda m: m.name)
         return ordered if limit is None else ordered[: max(limit, 0)]
-    index = index_of(tools)
-    by_name = {m.name: m for m in tools}
-    return [by_name[h.name] for h in index.search(task, limit, embed=embed, keep_all=True)]
-
+    return index_of(tools).ranking(task, limit, embed=embed)
 
 
 _EMBEDDERS: weakref.WeakKeyDictionary[Any, Embedder | None] = weakref.WeakKeyDictionary()

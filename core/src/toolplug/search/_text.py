@@ -5,7 +5,12 @@ spaces (Chinese, Japanese, Korean) becomes overlapping character pairs, so a req
 Japanese matches a description in Japanese. Words of one letter, and the filler a request
 wraps around its point ("can you", "please", "I want to"), are dropped. Latin-script words
 are stemmed with the Snowball English stemmer ("renting" and "rent" meet; "Angeles" stays
-itself). Identifiers split at ``_``, ``.``, ``-`` and camelCase humps.
+itself).
+
+Identifiers (a tool's name, its parameter names) split at ``_``, ``.`` and ``-``, and a
+camelCase word there counts both whole and as its humps: ``maxResults`` holds
+``maxresult``, ``max`` and ``result``. Prose, and every request, is never split at humps,
+so "GitHub" in a request meets "GitHub" in a description, not "git" and "hub".
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections import Counter
+from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["term_counts", "words"]
+__all__ = ["terms", "words"]
 
 _WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
 _HUMP: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -34,6 +39,92 @@ _FILLER: Final = (
 )
 _STOP: Final = frozenset(_FILLER.split())
 """Words that say nothing about which tool fits: function words and request filler."""
+
+_KNOWN_WORDS: Final = 131_072
+"""How many distinct words a vocabulary keeps before it starts afresh (a bound on memory)."""
+
+_ALNUM: Final = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_ASCII_WORDS: Final = bytes(c if c in _ALNUM else 32 for c in range(256))
+"""For ``bytes.translate``: letters and digits kept, anything else a space. Split at the
+spaces, ASCII text gives the words ``_WORD`` finds, in a tenth of the time."""
+
+
+class _Vocabulary:
+    """The terms of each word of one kind of text, worked out once per word.
+
+    Building an index turns tens of thousands of texts into terms, so a text whose words
+    are all known is turned into terms in C: split by ``bytes.translate`` when it is ASCII,
+    then one dictionary lookup per word.
+    """
+
+    def __init__(self, terms_of: Callable[[str], tuple[str, ...]], *, lower: bool) -> None:
+        self.terms_of = terms_of
+        self.ascii_words = _ASCII_WORDS.lower() if lower else _ASCII_WORDS
+        self.one: dict[str | bytes, str] = {}
+        """Each known word that is one term: that term, or "" when it is none (filler)."""
+        self.several: dict[str | bytes, tuple[str, ...]] = {}
+        """Each known word that is several terms (a CJK run, a camelCase identifier)."""
+
+    def __call__(self, text: str) -> tuple[str, ...]:
+        found: list[Any] = (
+            text.encode().translate(self.ascii_words).split()
+            if text.isascii()
+            else _WORD.findall(text)
+        )
+        try:
+            return tuple(filter(None, map(self.one.__getitem__, found)))
+        except KeyError:  # a word of several terms, or one not met yet
+            return tuple(itertools.chain.from_iterable(map(self._learn, found)))
+
+    def _learn(self, word: str | bytes) -> tuple[str, ...]:
+        one = self.one.get(word)
+        if one is not None:
+            return (one,) if one else ()
+        several = self.several.get(word)
+        if several is not None:
+            return several
+        if len(self.one) + len(self.several) >= _KNOWN_WORDS:
+            self.one.clear()
+            self.several.clear()
+        found = self.terms_of(word if isinstance(word, str) else word.decode())
+        if len(found) > 1:
+            self.several[word] = found
+        else:
+            self.one[word] = found[0] if found else ""
+        return found
+
+
+def words(text: str) -> list[str]:
+    """The ranking terms of ``text``, in order (repeats kept)."""
+    return list(_PROSE(text))
+
+
+def terms(text: str, *, identifiers: bool = False) -> tuple[str, ...]:
+    """The ranking terms of ``text`` as the index keeps them, in order (repeats kept).
+
+    ``identifiers``: the text is names (a tool's, its parameters'), where a camelCase word
+    also counts as its humps.
+    """
+    return _IDENTIFIER(text) if identifiers else _PROSE(text)
+
+
+def _prose_terms(raw: str) -> tuple[str, ...]:
+    """The terms of one word: its stem, its CJK character pairs, or none (filler)."""
+    word = raw.lower()
+    if word.isascii():
+        return (_stem(word),) if len(word) > 1 and word not in _STOP else ()
+    if any(_cjk(c) for c in raw):
+        return tuple(_pairs(raw))
+    return (word,) if len(word) > 1 and word not in _STOP else ()
+
+
+def _identifier_terms(raw: str) -> tuple[str, ...]:
+    """The terms of one word of an identifier: the whole word's, then its humps'."""
+    whole = _prose_terms(raw)
+    humps = _HUMP.split(raw)
+    if len(humps) == 1:
+        return whole
+    return whole + tuple(term for hump in humps for term in _prose_terms(hump))
 
 
 def _cjk(char: str) -> bool:
@@ -54,41 +145,15 @@ def _stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
-def words(text: str) -> list[str]:
-    """The ranking terms of ``text``, in order (repeats kept)."""
-    return [term for raw in _WORD.findall(_HUMP.sub(" ", text)) for term in _terms(raw)]
-
-
-def term_counts(text: str, *, identifiers: bool = False) -> dict[str, int]:
-    """How often each term occurs in ``text``: what the index stores.
-
-    Words are counted first (at C speed) and each distinct word is turned into terms
-    once; camelCase is split only in ``identifiers`` (names), where it means something.
-    """
-    if identifiers:
-        text = _HUMP.sub(" ", text)
-    counts: dict[str, int] = {}
-    terms = _terms
-    for raw, n in Counter(_WORD.findall(text)).items():
-        for term in terms(raw):
-            counts[term] = counts.get(term, 0) + n
-    return counts
-
-
-@functools.lru_cache(maxsize=131_072)
-def _terms(raw: str) -> tuple[str, ...]:
-    """The terms of one word: its stem, its CJK character pairs, or none (filler)."""
-    word = raw.lower()
-    if word.isascii():
-        return (_stem(word),) if len(word) > 1 and word not in _STOP else ()
-    if any(_cjk(c) for c in raw):
-        return tuple(_pairs(raw))
-    return (word,) if len(word) > 1 and word not in _STOP else ()
-
-
 def _pairs(run: str) -> list[str]:
     """Character pairs of a run of CJK text (the run itself when it is one character)."""
     chars = [c.lower() for c in run]
     if len(chars) == 1:
         return chars
     return [a + b for a, b in itertools.pairwise(chars)]
+
+
+_PROSE: Final = _Vocabulary(_prose_terms, lower=True)
+"""Prose and requests: each word lower-cased and stemmed."""
+_IDENTIFIER: Final = _Vocabulary(_identifier_terms, lower=False)
+"""Identifiers: a camelCase word counts whole and as its humps, so its case is kept."""
