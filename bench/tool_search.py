@@ -10,16 +10,21 @@ live categories (requests real users sent) are held out and reported once, at th
 Anchors, over the same tool text (name, description, parameter names, descriptions and enum
 values) in the same run: plain BM25 (``bm25s``, its default English stop words, no stemmer)
 and scikit-learn's TF-IDF with cosine similarity. Reported: recall@1/5/10 (the share of a
-request's expected functions found in the top k), MRR and ms per query; then index build
-and query time at 1,000 and 10,000 tools.
+request's expected functions found in the top k), MRR and ms per query. Then the timings,
+each the median of ``--rounds``: index build and ``Index.search`` at 1,000, 2,000 and 10,000
+tools (and the first build in a fresh process, before any word is stemmed), and ms per query
+through the calls users make on a registry of 2,000 tools loaded from code
+(``registry.search``, ``optional_tools_section``) with the parts the time goes to.
 
     uv run --with bm25s --with scikit-learn python bench/tool_search.py
     uv run --with bm25s --with scikit-learn python bench/tool_search.py --tune
+    uv run python bench/tool_search.py --timings-only
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import re
@@ -27,12 +32,13 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolplug import ToolMetadata
-from toolplug.search._index import FIELD_WEIGHTS, Index
+from toolplug import Tool, ToolContext, ToolMetadata, ToolResult
+from toolplug.search._index import FIELD_WEIGHTS, Index, index_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BFCL = ROOT / "bench" / ".venvs" / "bfcl"
@@ -204,42 +210,137 @@ def tune(corpus: Corpus, dev: list[tuple[str, set[str]]]) -> dict[str, float]:
     return weights
 
 
-def scaling(corpus: Corpus, queries: list[str]) -> None:
-    print("\nIndex build and query time by number of tools (toolplug)\n")
-    print("| tools | build s | ms per query |")
-    print("|---:|---:|---:|")
-    base = list(corpus.tools.values())
-    for size in (1_000, 2_000, 10_000):
-        tools: list[ToolMetadata] = []
-        for copy in itertools.count():
-            for m in base:
-                if len(tools) == size:
-                    break
-                name = m.name if not copy else f"{m.name[:56]}_c{copy}"
-                tools.append(m.model_copy(update={"name": name}))
+def scaled(corpus: Corpus, size: int) -> list[ToolMetadata]:
+    """``size`` tools: the corpus's functions, then renamed copies of them."""
+    tools: list[ToolMetadata] = []
+    for copy in itertools.count():
+        for m in corpus.tools.values():
             if len(tools) == size:
-                break
-        started = time.perf_counter()
-        index = Index(tools)
-        build = time.perf_counter() - started
-        started = time.perf_counter()
-        for query in queries:
-            index.search(query, 10)
-        per_query = 1000 * (time.perf_counter() - started) / len(queries)
-        print(f"| {size:,} | {build:.3f} | {per_query:.3f} |")
+                return tools
+            name = m.name if not copy else f"{m.name[:56]}_c{copy}"
+            tools.append(m.model_copy(update={"name": name}))
+    return tools
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tune", action="store_true", help="search the field weights first")
-    options = parser.parse_args()
-    corpus = Corpus(data_dir())
-    dev = [r for c in DEV for r in corpus.requests[c]]
-    held = [r for c in HELD_OUT for r in corpus.requests[c]]
-    print(f"{len(corpus.tools):,} distinct functions; {len(dev):,} development requests, "
-          f"{len(held):,} held-out live requests")
-    weights = tune(corpus, dev) if options.tune else dict(FIELD_WEIGHTS)
-    if options.tune:
+def per_query_ms(rank: Callable[[str], object], queries: Sequence[str]) -> tuple[float, float]:
+    """Milliseconds per query: wall-clock time, and the CPU time of this process (which
+    other processes on the same cores inflate less)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for query in queries:
+        rank(query)
+    count = len(queries)
+    return (1000 * (time.perf_counter() - wall) / count,
+            1000 * (time.process_time() - cpu) / count)
+
+
+def timed_build(tools: Sequence[ToolMetadata]) -> tuple[Index, float, float]:
+    """An index of ``tools`` and the seconds it took: wall-clock and CPU."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    index = Index(tools)
+    return index, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def scaling(corpus: Corpus, queries: list[str], rounds: int) -> None:
+    """Index build and ``Index.search`` time at 1k / 2k / 10k tools: medians of ``rounds``,
+    the sizes interleaved within each round."""
+    sizes = (1_000, 2_000, 10_000)
+    catalogs = {size: scaled(corpus, size) for size in sizes}
+    cold = {size: [first_build(size) for _ in range(3)] for size in (2_000, 10_000)}
+    Index(list(corpus.tools.values()))  # the corpus's words met once, as in a running host
+    builds: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
+    queried: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
+    for _round in range(rounds):
+        for size in sizes:
+            index, wall, cpu = timed_build(catalogs[size])
+            builds[size].append((wall, cpu))
+            queried[size].append(per_query_ms(functools.partial(index.search, limit=10),
+                                              queries))
+    print(f"\nIndex build and query time by number of tools (toolplug; medians of {rounds} "
+          "rounds)\n")
+    print("| tools | build s | fastest build s | build s, CPU | ms per query "
+          "| ms per query, CPU |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        walls = [w for w, _ in builds[size]]
+        print(f"| {size:,} | {statistics.median(walls):.3f} | {min(walls):.3f} "
+              f"| {statistics.median(c for _, c in builds[size]):.3f} "
+              f"| {statistics.median(w for w, _ in queried[size]):.3f} "
+              f"| {statistics.median(c for _, c in queried[size]):.3f} |")
+    print("\nThe first build in a fresh process, every word stemmed for the first time "
+          "(median of 3 processes, wall / CPU): " + ", ".join(
+              f"{size:,} tools {statistics.median(w for w, _ in runs):.3f} / "
+              f"{statistics.median(c for _, c in runs):.3f} s" for size, runs in cold.items()))
+
+
+def first_build(size: int) -> tuple[float, float]:
+    """Seconds of the first index build in a new process (every word stemmed for the first
+    time) at ``size`` tools: wall-clock and CPU."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import tool_search as t; "
+            "c = t.scaled(t.Corpus(t.data_dir()), int(sys.argv[2])); "
+            "print(*t.timed_build(c)[1:])")
+    run = subprocess.run([sys.executable, "-c", code, str(ROOT / "bench"), str(size)],
+                         check=True, capture_output=True, text=True)
+    wall, cpu = run.stdout.split()
+    return float(wall), float(cpu)
+
+
+def _run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+    return ToolResult.success("")
+
+
+def callers_path(corpus: Corpus, queries: list[str], rounds: int, size: int = 2_000) -> None:
+    """Ms per query through the calls users make, on a registry of ``size`` tools loaded
+    from code; and the parts of ``optional_tools_section``, to show where the time goes."""
+    import toolplug
+    from toolplug.render._prompt import render_optional_tools
+    from toolplug.render._select import rank, select_tools
+
+    classes = [type(m.name, (Tool,), {"metadata": m, "run": _run}) for m in scaled(corpus, size)]
+    plugin = types.SimpleNamespace(register_tools=toolplug.provides(*classes))
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("bench", plugin)])
+    assert len(registry.tools) == size
+    chosen = [t.metadata for t in registry.select(optional_only=True)]
+    top = rank(chosen, queries[0], 5)
+    index = index_of([t.metadata for t in registry.select()])
+    ways: dict[str, Callable[[str], object]] = {
+        "Index.search(task, 10)": lambda q: index.search(q, 10),
+        "registry.search(task, limit=5)": lambda q: registry.search(q, limit=5),
+        "optional_tools_section(registry, task=..., max_tools=5)": (
+            lambda q: toolplug.optional_tools_section(registry, task=q, max_tools=5)
+        ),
+        "  of which registry.select(optional_only=True)": (
+            lambda q: registry.select(optional_only=True)
+        ),
+        "  of which select_tools(registry, task=..., max_tools=5)": (
+            lambda q: select_tools(registry, optional_only=True, task=q, max_tools=5)
+        ),
+        "  of which ranking the selected tools (rank(tools, task, 5))": (
+            lambda q: rank(chosen, q, 5)
+        ),
+        "  of which listing the unavailable tools": (
+            lambda q: sorted(n for n in registry.tools if not registry.availability(n).available)
+        ),
+        "  of which rendering five tools": lambda q: render_optional_tools(top),
+    }
+    times: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+    for _round in range(rounds):
+        for way, call in ways.items():
+            times[way].append(per_query_ms(call, queries))
+    print(f"\nThe callers' path at {size:,} tools (a registry loaded from code; medians of "
+          f"{rounds} rounds)\n")
+    print("| call | ms per query | fastest round | ms per query, CPU |")
+    print("|---|---:|---:|---:|")
+    for way, measured in times.items():
+        walls = [w for w, _ in measured]
+        print(f"| {way} | {statistics.median(walls):.3f} | {min(walls):.3f} "
+              f"| {statistics.median(c for _, c in measured):.3f} |")
+
+
+def recall(
+    corpus: Corpus, dev: list[tuple[str, set[str]]], held: list[tuple[str, set[str]]],
+    weights: dict[str, float], *, tuned: bool,
+) -> None:
+    if tuned:
         print(f"\ntuned weights: {json.dumps(weights)}")
     rankers = {
         "toolplug": toolplug_ranker(corpus, weights),
@@ -260,7 +361,26 @@ def main() -> None:
     print(f"\nheld-out recall@5: toolplug {held_rows['toolplug']['r@5']:.3f}, better baseline "
           f"{best_baseline:.3f}, margin {held_rows['toolplug']['r@5'] - best_baseline:+.3f} "
           "(goal +0.05)")
-    scaling(corpus, [text for text, _ in held[:300]])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tune", action="store_true", help="search the field weights first")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the timings")
+    parser.add_argument("--timings-only", action="store_true",
+                        help="skip the recall tables: build and query times only")
+    options = parser.parse_args()
+    corpus = Corpus(data_dir())
+    dev = [r for c in DEV for r in corpus.requests[c]]
+    held = [r for c in HELD_OUT for r in corpus.requests[c]]
+    print(f"{len(corpus.tools):,} distinct functions; {len(dev):,} development requests, "
+          f"{len(held):,} held-out live requests")
+    queries = [text for text, _ in held[:300]]
+    if not options.timings_only:
+        recall(corpus, dev, held, tune(corpus, dev) if options.tune else dict(FIELD_WEIGHTS),
+               tuned=options.tune)
+    scaling(corpus, queries, options.rounds)
+    callers_path(corpus, queries, options.rounds)
     print(f"\nmedian query length: {statistics.median(len(t.split()) for t, _ in held)} words")
 
 
