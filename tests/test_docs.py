@@ -15,10 +15,13 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+import toolplug
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_DOC = ROOT / "docs" / "cli.md"
@@ -249,6 +252,41 @@ def test_the_guide_shows_the_kit_as_it_is() -> None:
         plain = [p.replace(annotation=inspect.Parameter.empty) for p in real.parameters.values()]
         bare = real.replace(parameters=plain)
         assert f"({parameters})" == str(bare), f"guidelines/README.md shows {name} out of date"
+
+
+def test_the_real_embedder_example_runs_against_fastembeds_interface(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/ranking.md's fastembed block is skipped by the doc tests (it downloads a model).
+    Run it here with a stand-in ``fastembed`` module of the same interface, which is what the
+    block relies on: ``TextEmbedding(name).embed(texts)`` yielding arrays with ``tolist()``.
+    The toolplug half (the hook, ``load(plugins=...)``, hybrid ranking) runs for real."""
+    page = (ROOT / "docs" / "ranking.md").read_text(encoding="utf-8")
+    marker = page.index("downloads a model; the test below uses a deterministic embedder")
+    block = page[marker:].split("```python\n", 1)[1].split("```", 1)[0]
+
+    class Vector(list[float]):
+        def tolist(self) -> list[float]:
+            return list(self)
+
+    class TextEmbedding:
+        def __init__(self, model_name: str) -> None:
+            assert model_name == "BAAI/bge-small-en-v1.5"
+
+        def embed(self, texts: list[str]) -> Iterator[Vector]:
+            for text in texts:  # a bag of letters: deterministic, and similar texts are near
+                yield Vector(float(text.lower().count(c)) for c in "abcdefghijklmnopqrstuvwxyz")
+
+    monkeypatch.setitem(sys.modules, "fastembed", ModuleType("fastembed"))
+    monkeypatch.setattr(sys.modules["fastembed"], "TextEmbedding", TextEmbedding, raising=False)
+    namespace: dict[str, object] = {}
+    exec(compile(block, "docs/ranking.md", "exec"), namespace)
+    tools = namespace["tools"]
+    assert isinstance(tools, toolplug.Registry)
+    from toolplug.search._index import embedder_of
+
+    assert embedder_of(tools) is not None  # the hook is in: ranking is hybrid
+    assert [hit.name for hit in tools.search("read a web page", limit=3)]
 
 
 if __name__ == "__main__":
