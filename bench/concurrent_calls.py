@@ -156,7 +156,25 @@ def free_port() -> int:
         return port
 
 
-async def over_http(command: list[str], env: dict[str, str], calls: int) -> float:
+def open_pool_client() -> Any:
+    """The MCP client's HTTP client, its connection pool sized for every call at once.
+
+    The default one (``create_mcp_http_client``) keeps httpx's pool of 100 connections, so
+    of 200 calls the second hundred wait for a connection in the client: that measures the
+    client, not the server. Same timeouts as the default.
+    """
+    import httpx2
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
+    )
+
+
+async def over_http(
+    command: list[str], env: dict[str, str], calls: int, *, open_pool: bool = False
+) -> float:
     port = free_port()
     process = subprocess.Popen(
         [*command, str(port)] if command[-1].endswith(".py") else [*command, f"127.0.0.1:{port}"],
@@ -176,7 +194,10 @@ async def over_http(command: list[str], env: dict[str, str], calls: int) -> floa
                     raise RuntimeError(f"{command} did not start") from None
                 await anyio.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
-        return await over_mcp(lambda: streamable_http_client(url), calls)
+        if not open_pool:
+            return await over_mcp(lambda: streamable_http_client(url), calls)
+        async with open_pool_client() as client:
+            return await over_mcp(lambda: streamable_http_client(url, http_client=client), calls)
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -218,6 +239,12 @@ def main() -> None:
             "MCP SDK MCPServer, stdio": lambda: over_mcp(stdio(anchor_cmd, env), calls),
             "toolplug serve --http": lambda: over_http([*toolplug_cmd, "--http"], env, calls),
             "MCP SDK MCPServer, HTTP": lambda: over_http(anchor_cmd, env, calls),
+            "toolplug serve --http, open pool": lambda: over_http(
+                [*toolplug_cmd, "--http"], env, calls, open_pool=True
+            ),
+            "MCP SDK MCPServer, HTTP, open pool": lambda: over_http(
+                anchor_cmd, env, calls, open_pool=True
+            ),
         }
         times: dict[str, list[float]] = {name: [] for name in ways}
         for round_number in range(options.rounds):
@@ -239,6 +266,7 @@ def main() -> None:
     for ours, theirs in (
         ("toolplug serve, stdio", "MCP SDK MCPServer, stdio"),
         ("toolplug serve --http", "MCP SDK MCPServer, HTTP"),
+        ("toolplug serve --http, open pool", "MCP SDK MCPServer, HTTP, open pool"),
     ):
         print(f"{ours} / {theirs}: {median[ours] / median[theirs]:.2f}x")
 
