@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 from toolplug.contract._tool import Citation, ErrorType, ToolResult
 
@@ -228,20 +228,16 @@ def _warnings_chars(warnings: tuple[str, ...]) -> int:
 
 def _fewer_warnings(warnings: tuple[str, ...], room: int) -> tuple[tuple[str, ...], str]:
     """The first warnings that fit ``room``, long ones cut; and what was left out."""
-    kept: list[str] = []
-    used = shortened = 0
-    for warning in warnings:
-        short = warning if len(warning) <= _WARNING_CHARS else warning[:_WARNING_CHARS] + "..."
-        cost = _warnings_chars((short,)) + 1  # and the line break between two
-        if used + cost > room:
-            break
-        kept.append(short)
-        used += cost
-        shortened += short is not warning
-    dropped = len(warnings) - len(kept)
-    what = [f"{dropped:,} of {_count(len(warnings), 'warning')}"] if dropped else []
-    what += [f"the end of {_count(shortened, 'long warning')}"] if shortened else []
-    return tuple(kept), " and ".join(what)
+
+    def shorten(warning: str) -> str:
+        return warning if len(warning) <= _WARNING_CHARS else warning[:_WARNING_CHARS] + "..."
+
+    def cost(warning: str, _after: bool) -> int:
+        return _warnings_chars((warning,)) + 1  # and the line break between two
+
+    return _first_that_fit(
+        warnings, room, 0, shorten=shorten, cost=cost, nouns=("warning", "long warning")
+    )
 
 
 def _citations_chars(citations: tuple[Citation, ...]) -> int:
@@ -255,24 +251,52 @@ def _fewer_citations(
 ) -> tuple[tuple[Citation, ...], str]:
     """The first citations that fit ``room``, long titles cut (a URL over 2,000 characters
     leaves its citation out: half a URL points nowhere); and what was left out."""
-    kept: list[Citation] = []
-    used = len("[]")
+
+    def shorten(citation: Citation) -> Citation | None:
+        if len(citation.url) > _URL_CHARS:
+            return None
+        if len(citation.title) > _TITLE_CHARS:
+            return dataclasses.replace(citation, title=citation.title[:_TITLE_CHARS] + "...")
+        return citation
+
+    def cost(citation: Citation, after: bool) -> int:
+        return len(json.dumps(citation.to_dict(), ensure_ascii=False)) + (2 if after else 0)
+
+    return _first_that_fit(
+        citations, room, len("[]"), shorten=shorten, cost=cost,
+        nouns=("citation", "long citation title"),
+    )
+
+
+_Item = TypeVar("_Item")
+
+
+def _first_that_fit(
+    items: tuple[_Item, ...],
+    room: int,
+    used: int,
+    *,
+    shorten: Callable[[_Item], _Item | None],
+    cost: Callable[[_Item, bool], int],
+    nouns: tuple[str, str],
+) -> tuple[tuple[_Item, ...], str]:
+    """The first ``items`` (each shortened; None leaves it out) whose ``cost`` fits ``room``
+    after ``used``; and what was left out, in words (``nouns``: an item, a shortened one)."""
+    kept: list[_Item] = []
     shortened = 0
-    for original in citations:
-        if len(original.url) > _URL_CHARS:
+    for item in items:
+        short = shorten(item)
+        if short is None:
             continue
-        citation = original
-        if len(original.title) > _TITLE_CHARS:
-            citation = dataclasses.replace(original, title=original.title[:_TITLE_CHARS] + "...")
-        cost = len(json.dumps(citation.to_dict(), ensure_ascii=False)) + (2 if kept else 0)
-        if used + cost > room:
+        spent = cost(short, bool(kept))
+        if used + spent > room:
             break
-        kept.append(citation)
-        used += cost
-        shortened += citation is not original
-    dropped = len(citations) - len(kept)
-    what = [f"{dropped:,} of {_count(len(citations), 'citation')}"] if dropped else []
-    what += [f"the end of {_count(shortened, 'long citation title')}"] if shortened else []
+        kept.append(short)
+        used += spent
+        shortened += short is not item
+    dropped = len(items) - len(kept)
+    what = [f"{dropped:,} of {_count(len(items), nouns[0])}"] if dropped else []
+    what += [f"the end of {_count(shortened, nouns[1])}"] if shortened else []
     return tuple(kept), " and ".join(what)
 
 
