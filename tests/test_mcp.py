@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -412,17 +412,18 @@ def free_port() -> int:
 
 @contextmanager
 def http_server(
-    tmp_path: Path, port: int, *options: str
+    tmp_path: Path, port: int, *options: str, env: Mapping[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The server in a subprocess on 127.0.0.1:port, ready to answer; always ended."""
+    """The server in a subprocess on 127.0.0.1:port, ready to answer; always ended. Its
+    output goes to ``tmp_path / "http-stderr.txt"``; ``env`` replaces the test's default."""
     errors = tmp_path / "http-stderr.txt"
     with errors.open("wb") as errlog:
         process = subprocess.Popen(
             [sys.executable, "-m", "toolplug", "serve", "--http", f"127.0.0.1:{port}", *options],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=errlog,  # a traceback printed to stdout must show too
             stderr=errlog,
-            env={**os.environ, **child_env(tmp_path)},
+            env=dict(env) if env is not None else {**os.environ, **child_env(tmp_path)},
             cwd=tmp_path,
         )
         try:

@@ -17,9 +17,7 @@ import select
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -404,7 +402,7 @@ def test_fuzzed_messages_never_break_the_http_server(
     port = free_port()
     counter = iter(range(10**9))
     with (
-        serving_http(tmp_path, port, secret_env(tmp_path, httpserver_ipv4)) as errors,
+        http_server(tmp_path, port, env=secret_env(tmp_path, httpserver_ipv4)),
         httpx.Client(timeout=30) as client,
     ):
         session = HttpSession(client, f"http://127.0.0.1:{port}/mcp")
@@ -431,36 +429,8 @@ def test_fuzzed_messages_never_break_the_http_server(
             assert after["result"]["content"][0]["text"] == "2 + 3 = 5"
 
         one()
-    log = errors.read_text(encoding="utf-8")
+    log = (tmp_path / "http-stderr.txt").read_text(encoding="utf-8")
     assert "Traceback" not in log
     assert SECRET not in log
 
 
-@contextmanager
-def serving_http(tmp_path: Path, port: int, env: dict[str, str]) -> Iterator[Path]:
-    """``toolplug serve --http`` on 127.0.0.1:port with this environment; yields where its
-    stderr goes, and ends it."""
-    errors = tmp_path / "http-stderr.txt"
-    with errors.open("wb") as errlog:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "toolplug", "serve", "--http", f"127.0.0.1:{port}"],
-            stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog, env=env, cwd=tmp_path,
-        )
-        try:
-            deadline = time.monotonic() + TIMEOUT
-            while True:
-                assert process.poll() is None, errors.read_text(encoding="utf-8")
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert time.monotonic() < deadline, "the server did not open its port"
-                    time.sleep(0.1)
-            yield errors
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
