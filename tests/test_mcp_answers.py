@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -210,6 +211,25 @@ def test_stdio_answers_every_request(server: StdioServer) -> None:
     assert "answered a malformed message with -32602" in log  # seen with --verbose
 
 
+def test_stdio_drops_a_line_over_the_limit_and_answers_the_next(server: StdioServer) -> None:
+    from toolplug.serve._screen import MAX_BODY_BYTES
+
+    # A request whose id is readable, but only after reading past the limit.
+    huge = json.dumps({"jsonrpc": "2.0", "id": "huge", "method": "tools/call",
+                       "params": {"name": "add", "arguments": {"a": "x" * MAX_BODY_BYTES}}})
+    server.send(huge)
+    server.send(add_call("after-huge"))
+    *errors, after = server.replies_until("after-huge")
+    assert after["result"]["content"][0]["text"] == "2 + 3 = 5"
+    [error] = errors
+    assert error["id"] is None
+    assert error["error"]["code"] == -32600
+    assert f"over {MAX_BODY_BYTES:,} characters (the limit)" in error["error"]["message"]
+    log = server.close()
+    assert "dropped a message line of" in log  # seen with --verbose
+    assert "Traceback" not in log
+
+
 JSON_HEADERS = {"accept": "application/json, text/event-stream",
                 "content-type": "application/json"}
 
@@ -238,7 +258,9 @@ class HttpSession:
         if not answer.content:
             return []
         if answer.headers.get("content-type", "").startswith("text/event-stream"):
-            lines = answer.text.splitlines()
+            # An event stream's lines end in CR, LF or CRLF only: str.splitlines would also
+            # split inside a message at U+0085 or U+2028, which JSON strings may hold raw.
+            lines = re.split(r"\r\n|\r|\n", answer.text)
             return [json.loads(line[5:]) for line in lines if line.startswith("data:")]
         return [answer.json()]
 
@@ -258,6 +280,11 @@ def test_http_answers_every_request(tmp_path: Path) -> None:
         ok = session.post(add_call("last"))
         assert ok.status_code == 200
         assert '"2 + 3 = 5"' in ok.text
+        # Line separators other than CR and LF inside an id come back inside one event
+        # (the fuzz suite found U+0085 splitting a naive reader's event).
+        for odd in ("\u0085", "\u2028"):
+            [reply] = HttpSession.messages(session.post(add_call(f"id{odd}")))
+            assert reply["id"] == f"id{odd}"
 
 
 def test_http_refuses_a_body_over_the_limit(tmp_path: Path) -> None:

@@ -550,21 +550,46 @@ class _ScreenedLines:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
+        import anyio
+
+        from toolplug.serve._screen import INVALID_REQUEST, MAX_BODY_BYTES, screen
+        from toolplug.serve._screen import _reply as reply
+
+        read = self._source.wrapped.readline
+        while True:
+            # At most the limit and one more character a read: a line longer than the HTTP
+            # body limit is dropped piece by piece instead of being held whole in memory.
+            line = await anyio.to_thread.run_sync(read, MAX_BODY_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_BODY_BYTES:
+                size = len(line)
+                while line and not line.endswith("\n"):
+                    line = await anyio.to_thread.run_sync(read, MAX_BODY_BYTES)
+                    size += len(line)
+                log.info("dropped a message line of %s characters (the limit is %s)",
+                         f"{size:,}", f"{MAX_BODY_BYTES:,}")
+                await self._answer(reply(
+                    None, INVALID_REQUEST, f"the message is over {MAX_BODY_BYTES:,} characters "
+                    "(the limit); it was not read"
+                ))
+                continue
+            if not line.strip():
+                continue
+            answer = screen(line)
+            if answer is None:
+                yield line
+            elif answer:
+                await self._answer(answer)
+
+    async def _answer(self, answer: dict[str, Any]) -> None:
         from mcp import types
         from mcp.shared.message import SessionMessage
 
-        from toolplug.serve._screen import screen
-
-        async for line in self._source:
-            if not line.strip():
-                continue
-            reply = screen(line)
-            if reply is None:
-                yield line
-            elif reply and self.replies is not None:
-                message = types.jsonrpc_message_adapter.validate_python(reply)
-                with contextlib.suppress(Exception):  # the client has gone: nothing to answer
-                    await self.replies.send(SessionMessage(message))
+        if self.replies is not None:
+            message = types.jsonrpc_message_adapter.validate_python(answer)
+            with contextlib.suppress(Exception):  # the client has gone: nothing to answer
+                await self.replies.send(SessionMessage(message))
 
 
 def _serve_http(server: Server[Any], host: str, port: int) -> None:
