@@ -289,6 +289,17 @@ def test_the_real_embedder_example_runs_against_fastembeds_interface(
     assert [hit.name for hit in tools.search("read a web page", limit=3)]
 
 
+def test_the_readme_catalog_lists_every_plugin() -> None:
+    """The README's catalog table names each distribution under plugins/."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## The catalog") :]
+    for project in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        name = tomllib.loads(project.read_text(encoding="utf-8"))["project"]["name"]
+        assert f"\n| {name} |" in table, f"README.md's catalog has no row for {name}"
+
+
 if __name__ == "__main__":
     CLI_DOC.write_text(cli_reference(CLI_DOC.read_text(encoding="utf-8")), encoding="utf-8")
     sys.stdout.write(f"{CLI_DOC.relative_to(ROOT)}\n")
