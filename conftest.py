@@ -1,4 +1,5 @@
-"""Doc tests: every code block of README.md, docs/ and guidelines/ is run or checked.
+"""Doc tests: every code block of README.md, docs/, guidelines/ and each distribution's README
+is run or checked.
 
 Sybil (https://sybil.readthedocs.io) finds the blocks: it parses Markdown into regions
 that pytest collects as tests, one per block, in document order, and reports a failure at
@@ -58,14 +59,20 @@ _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<action>[\w-]+)\s+(?P<arg>\S+)\
 
 
 def is_doc(path: Path) -> bool:
-    """Whether the doc tests cover this file: README.md, and any page under docs/, guidelines/."""
+    """Whether the doc tests cover this file: README.md, any page under docs/ and
+    guidelines/, and the README of each distribution (core/, plugins/NAME/)."""
     try:
         relative = path.resolve().relative_to(ROOT)
     except ValueError:
         return False
     if path.suffix != ".md":
         return False
-    return relative.as_posix() in DOC_FILES or relative.parts[0] in DOC_ROOTS
+    if relative.as_posix() in DOC_FILES or relative.parts[0] in DOC_ROOTS:
+        return True
+    # Each distribution's README: what its users read first.
+    return relative.name == "README.md" and (
+        relative.parts[0] == "core" or (relative.parts[0] == "plugins" and len(relative.parts) == 3)
+    )
 
 
 # -- comparing output ---------------------------------------------------------------------

@@ -172,11 +172,18 @@ def test_a_console_block_that_differs_from_the_real_output_fails() -> None:
     assert module.evaluate_console("$ pip install toolplug\n") is None  # no toolplug command
 
 
-def test_every_page_under_docs_and_guidelines_is_collected() -> None:
+def test_every_page_under_docs_and_guidelines_and_each_readme_is_collected() -> None:
     module = harness()
-    for relative in ("README.md", "docs/new-page.md", "docs/deep/er/page.md", "guidelines/x.md"):
+    collected = (
+        "README.md", "docs/new-page.md", "docs/deep/er/page.md", "guidelines/x.md",
+        "core/README.md", "plugins/new_tool/README.md",  # each distribution's README
+    )
+    for relative in collected:
         assert module.is_doc(ROOT / relative), relative
-    for relative in ("core/README.md", "docs/tools/x.txt", "tests/test_docs.py", "CHANGES.md"):
+    left_out = (
+        "docs/tools/x.txt", "tests/test_docs.py", "CHANGES.md", "plugins/x/tests/README.md",
+    )
+    for relative in left_out:
         assert not module.is_doc(ROOT / relative), relative
     pages = sorted(p for p in ROOT.glob("**/*.md") if module.is_doc(p))
     assert ROOT / "guidelines" / "README.md" in pages
