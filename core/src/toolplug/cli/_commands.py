@@ -505,7 +505,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
     out += [f"  warning: {w}" for w in warnings] or quiet
-    store = registry.config.calls.get("store", "memory")
+    store = registry.config.calls.store
     if store != "memory":
         out += ["", "Call store:", f"  {_store_state(store)}"]
     problems = registry.problems
@@ -779,7 +779,7 @@ def _terminal_approver(yes: bool) -> Any:
     call then fails with ApprovalRequiredError, which says how to approve)."""
     import asyncio
 
-    from toolplug.calls._approval import Approval, ApprovalRequest
+    from toolplug.contract._approval import Approval, ApprovalRequest
 
     one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
 

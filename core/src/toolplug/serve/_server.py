@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
     from mcp.types import PaginatedRequestParams as PageParams
 
-    from toolplug.calls._approval import Approval, ApprovalRequest
+    from toolplug.contract._approval import Approval, ApprovalRequest
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
@@ -110,7 +110,7 @@ def build_server(
 
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
-    in_toolset = {t.name for t in registry.select(toolset=toolset, include_unavailable=True)}
+    in_toolset = registry.members(toolset) if toolset is not None else frozenset(registry.tools)
     listed = [types.Tool.model_validate(export_tool(meta, "mcp")) for meta in served.values()]
     checker = _OutputCheck()
     deferred = (
@@ -153,7 +153,7 @@ def build_server(
             from toolplug.contract._tool import ErrorType, ToolResult
 
             failed = ToolResult.failure(
-                ErrorType.EXECUTION, f"{name} failed: {type(exc).__name__}: {exc}"
+                ErrorType.EXECUTION, registry.redact(f"{name} failed: {type(exc).__name__}: {exc}")
             )
             return _answer(registry, None, _within_budget(failed, params), checker)
 
@@ -368,7 +368,7 @@ class _Elicit:
     async def __call__(self, request: ApprovalRequest) -> Approval | None:
         from mcp import types
 
-        from toolplug.calls._approval import Approval
+        from toolplug.contract._approval import Approval
 
         session = self._ctx.session
         wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
@@ -435,7 +435,7 @@ def _answer(
                     metadata.name,
                     problem,
                 )
-                text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+                text = types.TextContent(type="text", text=result.for_model())
                 return types.CallToolResult(content=[text], is_error=True)
             if problem is not None:
                 # A client checks structuredContent against outputSchema; a mismatch is the
@@ -449,7 +449,8 @@ def _answer(
                     f"returns schema {problem}",
                 )
                 structured = None
-    text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+    # Results are redacted once, by the engine (replies made here carry no secrets).
+    text = types.TextContent(type="text", text=result.for_model())
     if structured is not None:
         return types.CallToolResult(content=[text], structured_content=structured)
     return types.CallToolResult(content=[text], is_error=not result.ok)
