@@ -26,6 +26,8 @@ NAP_TOOLS = r'''
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
+
 from toolplug import Tool, ToolMetadata, ToolResult, hookimpl
 
 MARKS = Path(os.environ["MCP_TEST_MARKS"])
