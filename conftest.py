@@ -21,7 +21,7 @@ What happens to each fenced block, in the order of the page:
 Comments in the Markdown steer it:
 
 - ``<!-- skip: next "why" -->`` before a block: not run, with the reason shown (Sybil's own
-  skip directive; a reason is required, tests/test_docs.py checks that).
+  skip directive; a reason is required, tests/e2e/test_docs.py checks that).
 - ``<!-- docs-test: write PATH -->`` before a block: its text is the file PATH in the page's
   working directory (the ``toolplug.toml`` a tour runs with, say).
 - ``<!-- docs-test: file PATH -->``: the block is the repository's file PATH, exactly.

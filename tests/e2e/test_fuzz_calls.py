@@ -123,7 +123,7 @@ def registry(
             "citations": {"store_dir": str(root / "citations")},
         },
     }
-    # Approve every call: the fuzzing is about the tools (approvals: tests/test_approvals.py).
+    # Approve every call: the fuzzing is about the tools (approvals: tests/calls/test_approvals.py).
     reg = toolplug.load(config, env=SECRETS, approver=lambda r: True)
     yield reg
     reg.close()

@@ -5,7 +5,7 @@ The code blocks of README.md, docs/ and guidelines/ run as tests through the roo
 the usage lines of docs/cli.md equal to what the argument parser says. When
 ``test_cli_reference_is_generated_from_the_parser`` fails, regenerate them with::
 
-    uv run python tests/test_docs.py
+    uv run python tests/e2e/test_docs.py
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import pytest
 
 import toolplug
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLI_DOC = ROOT / "docs" / "cli.md"
-BEGIN = "<!-- begin: generated from toolplug's argument parser by tests/test_docs.py -->"
+BEGIN = "<!-- begin: generated from toolplug's argument parser by tests/e2e/test_docs.py -->"
 END = "<!-- end: generated -->"
-REGENERATE = "uv run python tests/test_docs.py"
+REGENERATE = "uv run python tests/e2e/test_docs.py"
 
 
 def harness() -> ModuleType:

@@ -3,7 +3,7 @@
 ``.ci/run`` builds it with ``mkdocs build --strict``. These tests prove that the build
 fails on what it must catch (a broken link, a public name without a docstring) and that
 the hooks put the repository's pages where their links expect them. They need the
-``docs`` dependency group (``uv run --group docs pytest tests/test_reference_site.py``)
+``docs`` dependency group (``uv run --group docs pytest tests/e2e/test_reference_site.py``)
 and are skipped without it.
 """
 
@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def hooks() -> ModuleType:

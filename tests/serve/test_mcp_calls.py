@@ -19,7 +19,7 @@ from mcp import ClientSession, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.test_mcp import CONFIG, TIMEOUT, free_port, http_server, stdio_params, text_of
+from tests.serve.test_mcp import CONFIG, TIMEOUT, free_port, http_server, stdio_params, text_of
 
 CALL_TOOLS = r'''
 import asyncio
@@ -155,7 +155,7 @@ def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def params(tmp_path: Path) -> Any:
-    from tests.test_mcp import child_env
+    from tests.serve.test_mcp import child_env
 
     child_env(tmp_path, ("mcp_call_tools", CALL_TOOLS), CALL_CONFIG)
     found = stdio_params(tmp_path)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-WORKSPACE = Path(__file__).resolve().parents[1]
+WORKSPACE = Path(__file__).resolve().parents[2]
 EXAMPLE = WORKSPACE / "examples" / "weather"
 CORE = WORKSPACE / "core"
 

@@ -10,7 +10,7 @@ import pytest
 
 from toolplug.contract import _hooks
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 
 
 def hookspecs() -> list[str]:

@@ -19,7 +19,7 @@ from toolplug import UsageError
 from toolplug.cli._scaffold import distribution_name, new_plugin, next_steps
 from toolplug.testing import check_tool
 
-WORKSPACE = Path(__file__).resolve().parents[1]
+WORKSPACE = Path(__file__).resolve().parents[2]
 CORE = WORKSPACE / "core"
 NAME = "word_count"
 

@@ -322,7 +322,7 @@ def test_discovery_order_is_stable_across_processes(cli: Callable[..., Any]) -> 
 def test_entry_points_of_this_workspace_are_all_found() -> None:
     registry = toolplug.load()
     found = {p.distribution for p in registry.plugins if p.loaded}
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     for pyproject in sorted(root.glob("plugins/*/pyproject.toml")):
         import tomllib
 

@@ -2,7 +2,7 @@
 
 When ``test_docs_tools_is_current`` fails, regenerate the pages with::
 
-    uv run python tests/test_reference_docs.py
+    uv run python tests/render/test_reference_docs.py
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from toolplug.render._docs import (
     write_reference,
 )
 
-WORKSPACE = Path(__file__).resolve().parents[1]
+WORKSPACE = Path(__file__).resolve().parents[2]
 DOCS = WORKSPACE / "docs" / "tools"
-REGENERATE = "uv run python tests/test_reference_docs.py"
+REGENERATE = "uv run python tests/render/test_reference_docs.py"
 
 
 def workspace_distributions() -> list[str]:
@@ -540,7 +540,10 @@ def test_output_does_not_depend_on_registration_order() -> None:
 
 
 def regenerate() -> None:
-    """Write docs/tools/ from the workspace's plugins (``python tests/test_reference_docs.py``)."""
+    """Write docs/tools/ from the workspace's plugins.
+
+    Run as ``python tests/render/test_reference_docs.py``.
+    """
     env = {"TOOLPLUG_PLUGINS": ",".join(workspace_distributions())}
     registry = toolplug.load({}, env=env)
     for problem in registry.problems:

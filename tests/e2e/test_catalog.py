@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import Run
-from tests.test_guide_example import _clean_env, _run, _uv
+from tests.e2e.test_guide_example import _clean_env, _run, _uv
 
-WORKSPACE = Path(__file__).resolve().parent.parent
+WORKSPACE = Path(__file__).resolve().parents[2]
 CORE = WORKSPACE / "core"
 
 

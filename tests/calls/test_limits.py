@@ -390,7 +390,7 @@ def cli_setup(
 ) -> Any:
     """The command line's environment: github_api's token from the configuration, sent to
     an API on 127.0.0.1 that echoes it back."""
-    from tests.test_fuzz_calls import echo_headers
+    from tests.e2e.test_fuzz_calls import echo_headers
 
     echo_headers(httpserver_ipv4)
     config = tmp_path / "toolplug.toml"
