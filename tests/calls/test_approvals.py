@@ -23,7 +23,7 @@ from mcp import ClientSession, types
 from mcp.client.stdio import stdio_client
 
 import toolplug
-from tests.conftest import Site
+from tests.helpers.cli import Site
 from toolplug import Approval, ApprovalRequest, ConfigError, ErrorType, hookimpl
 
 TOKEN = "tok-93c1f0a7e2"

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolplug
-from tests.conftest import Run
+from tests.helpers.cli import Run
+from tests.helpers.echo import echo_headers
 from toolplug import ConfigError, ErrorType, Tool, ToolFailure, ToolMetadata, ToolResult
 from toolplug.calls._limits import (
     DATA_CUT,
@@ -390,8 +391,6 @@ def cli_setup(
 ) -> Any:
     """The command line's environment: github_api's token from the configuration, sent to
     an API on 127.0.0.1 that echoes it back."""
-    from tests.e2e.test_fuzz_calls import echo_headers
-
     echo_headers(httpserver_ipv4)
     config = tmp_path / "toolplug.toml"
     config.write_text(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 import toolplug
+from tests.helpers.venv import clean_env, run, uv_command
 from toolplug import UsageError
 from toolplug.cli._scaffold import distribution_name, new_plugin, next_steps
 from toolplug.testing import check_tool
@@ -206,24 +205,16 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
 # -- the generated code is clean, and works when installed ------------------------------------
 
 
-def _run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300
-    )
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
 @pytest.mark.slow
 def test_generated_code_passes_ruff_and_strict_mypy(tmp_path: Path) -> None:
     package = new_plugin(NAME, tmp_path)
     config = str(WORKSPACE / "pyproject.toml")
-    _run([sys.executable, "-m", "ruff", "check", "--config", config, str(package)], cwd=WORKSPACE)
-    _run(
+    run([sys.executable, "-m", "ruff", "check", "--config", config, str(package)], cwd=WORKSPACE)
+    run(
         [sys.executable, "-m", "ruff", "format", "--check", "--config", config, str(package)],
         cwd=WORKSPACE,
     )
-    _run(
+    run(
         [
             sys.executable,
             "-m",
@@ -238,40 +229,18 @@ def test_generated_code_passes_ruff_and_strict_mypy(tmp_path: Path) -> None:
     )
 
 
-def _uv() -> list[str]:
-    found = shutil.which("uv")
-    if found:
-        return [found]
-    if importlib.util.find_spec("uv") is not None:
-        return [sys.executable, "-m", "uv"]
-    pytest.skip("uv is needed to build the generated plugin into a virtual environment")
-
-
-def _clean_env(tmp_path: Path) -> dict[str, str]:
-    """This environment without the workspace's interpreter or pytest settings."""
-    drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "CONDA_PREFIX")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in drop and not k.startswith(("PYTEST_", "TOOLPLUG_", "COV_CORE_"))
-    }
-    env["TOOLPLUG_CACHE_DIR"] = str(tmp_path / "toolplug-cache")
-    env["UV_PYTHON_DOWNLOADS"] = "never"
-    return env
-
-
 @pytest.mark.slow
 def test_generated_package_installs_and_passes_its_own_tests(tmp_path: Path) -> None:
-    uv = _uv()
-    env = _clean_env(tmp_path)
+    uv = uv_command()
+    env = clean_env(tmp_path)
     package = new_plugin(NAME, tmp_path / "src")
     venv = tmp_path / "venv"
-    _run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
+    run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     # Core from this workspace, not from the registry: the template must fit this core.
     # uv keys its cache of local builds on pyproject.toml alone; refresh so that edited
     # sources are built again.
-    _run(
+    run(
         [
             *uv,
             "pip",
@@ -290,11 +259,11 @@ def test_generated_package_installs_and_passes_its_own_tests(tmp_path: Path) -> 
         cwd=tmp_path,
         env=env,
     )
-    report = _run(
+    report = run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=package, env=env
     )
     assert "6 passed" in report, report
-    listing = _run([str(python), "-m", "toolplug", "list", "--all"], cwd=tmp_path, env=env)
+    listing = run([str(python), "-m", "toolplug", "list", "--all"], cwd=tmp_path, env=env)
     rows = [line.split() for line in listing.splitlines()]
     assert [r[:2] for r in rows if r[0] == NAME] == [[NAME, "utility"]], listing
     assert "toolplug-word-count" in listing

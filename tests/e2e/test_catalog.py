@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Run
-from tests.e2e.test_guide_example import _clean_env, _run, _uv
+from tests.helpers.cli import Run
+from tests.helpers.venv import clean_env, run, uv_command
 
 WORKSPACE = Path(__file__).resolve().parents[2]
 CORE = WORKSPACE / "core"
@@ -37,10 +37,10 @@ def test_every_adr_category_has_a_tool(cli: Any) -> None:
 def test_the_distribution_builds_and_installs_alone(
     tmp_path: Path, plugin: str, distribution: str, tools: list[str]
 ) -> None:
-    uv = _uv()
-    env = _clean_env(tmp_path)
+    uv = uv_command()
+    env = clean_env(tmp_path)
     dist = tmp_path / "dist"
-    _run(
+    run(
         [
             *uv,
             "build",
@@ -56,9 +56,9 @@ def test_the_distribution_builds_and_installs_alone(
     [wheel] = dist.glob("*.whl")
     assert wheel.name.startswith(distribution.replace("-", "_") + "-0.1.0-")
     venv = tmp_path / "venv"
-    _run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
+    run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    _run(
+    run(
         [
             *uv,
             "pip",
@@ -75,9 +75,9 @@ def test_the_distribution_builds_and_installs_alone(
         env=env,
     )
     listed = json.loads(
-        _run([str(python), "-m", "toolplug", "list", "--all", "--json"], cwd=tmp_path, env=env)
+        run([str(python), "-m", "toolplug", "list", "--all", "--json"], cwd=tmp_path, env=env)
     )
     assert sorted(tool["name"] for tool in listed) == tools
     assert {tool["distribution"] for tool in listed} == {distribution}
-    doctor = _run([str(python), "-m", "toolplug", "doctor"], cwd=tmp_path, env=env)
+    doctor = run([str(python), "-m", "toolplug", "doctor"], cwd=tmp_path, env=env)
     assert f"{distribution} 0.1.0 ({plugin} = toolplug_{plugin}): loaded" in doctor

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -34,9 +33,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 import toolplug
+from tests.helpers.echo import echo_headers
 from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, reply_chars
 from toolplug.schema import drop_strict_nulls
 
@@ -55,18 +54,6 @@ SECRETS = {
 }
 """Read by the tools through the configuration (github_api, url_fetch's ``echo`` profile)
 or their own variable (mastodon)."""
-
-
-def echo_headers(server: HTTPServer) -> None:
-    """Answer every request with 422 and its own headers, Authorization included, as a
-    service that reflects a token back in its error does."""
-
-    def handler(request: Request) -> Response:
-        headers = dict(request.headers)
-        body = {"message": f"echo {headers.get('Authorization', '')}", "headers": headers}
-        return Response(json.dumps(body), status=422, content_type="application/json")
-
-    server.expect_request(re.compile(".*")).respond_with_handler(handler)
 
 
 def assert_clean(text: str) -> None:

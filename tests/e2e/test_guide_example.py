@@ -10,45 +10,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.venv import clean_env, run, uv_command
+
 WORKSPACE = Path(__file__).resolve().parents[2]
 EXAMPLE = WORKSPACE / "examples" / "weather"
 CORE = WORKSPACE / "core"
-
-
-def _run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=600
-    )
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def _uv() -> list[str]:
-    found = shutil.which("uv")
-    if found:
-        return [found]
-    pytest.skip("uv is needed to build the example plugin into a virtual environment")
-
-
-def _clean_env(tmp_path: Path) -> dict[str, str]:
-    """This environment without the workspace's interpreter, pytest or toolplug settings."""
-    drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "CONDA_PREFIX")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in drop and not k.startswith(("PYTEST_", "TOOLPLUG_", "COV_CORE_"))
-    }
-    env["TOOLPLUG_CACHE_DIR"] = str(tmp_path / "toolplug-cache")
-    env["UV_PYTHON_DOWNLOADS"] = "never"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
 
 
 def test_the_example_is_its_own_distribution_with_an_entry_point() -> None:
@@ -64,11 +36,11 @@ def test_the_example_is_its_own_distribution_with_an_entry_point() -> None:
 
 @pytest.mark.slow
 def test_the_example_builds_installs_and_passes_its_tests(tmp_path: Path) -> None:
-    uv = _uv()
-    env = _clean_env(tmp_path)
+    uv = uv_command()
+    env = clean_env(tmp_path)
     source = tmp_path / "weather"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("__pycache__", "dist"))
-    _run(
+    run(
         [*uv, "build", "--wheel", "--quiet", "--out-dir", str(tmp_path / "dist")],
         cwd=source,
         env=env,
@@ -76,12 +48,12 @@ def test_the_example_builds_installs_and_passes_its_tests(tmp_path: Path) -> Non
     wheels = sorted((tmp_path / "dist").glob("toolplug_weather-*.whl"))
     assert [w.name for w in wheels] == ["toolplug_weather-0.1.0-py3-none-any.whl"]
     venv = tmp_path / "venv"
-    _run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
+    run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     # The core from this clone, not from an index: how the guide tests against an unreleased
     # core. uv keys its cache of local builds on pyproject.toml alone; refresh so that edited
     # sources are built again.
-    _run(
+    run(
         [
             *uv,
             "pip",
@@ -98,19 +70,19 @@ def test_the_example_builds_installs_and_passes_its_tests(tmp_path: Path) -> Non
         env=env,
     )
     shutil.rmtree(source / "src")  # the tests must import the installed wheel
-    report = _run(
+    report = run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=source, env=env
     )
     assert "12 passed" in report, report
-    doctor = _run([str(python), "-m", "toolplug", "doctor", "--strict"], cwd=tmp_path, env=env)
+    doctor = run([str(python), "-m", "toolplug", "doctor", "--strict"], cwd=tmp_path, env=env)
     assert "toolplug-weather 0.1.0 (weather = toolplug_weather): loaded" in doctor
 
 
 @pytest.mark.slow
 def test_the_example_passes_ruff_and_strict_mypy(tmp_path: Path) -> None:
     config = str(WORKSPACE / "pyproject.toml")
-    _run([sys.executable, "-m", "ruff", "check", "--config", config, str(EXAMPLE)], cwd=WORKSPACE)
-    _run(
+    run([sys.executable, "-m", "ruff", "check", "--config", config, str(EXAMPLE)], cwd=WORKSPACE)
+    run(
         [
             sys.executable,
             "-m",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import toolplug
-from tests.conftest import Run
+from tests.helpers.cli import Run
 from toolplug.render._export import FORMATS, dumps
 
 LINKS = {"links": [{"name": "blog", "url": "https://blog.example.org"}]}

@@ -23,7 +23,7 @@ from openai.types.responses import ToolParam as ResponsesToolParam
 from pydantic import TypeAdapter
 
 import toolplug
-from tests.conftest import Run
+from tests.helpers.cli import Run
 from toolplug import Guidelines, Tool, ToolContext, ToolMetadata, ToolResult, ToolSearch, hookimpl
 from toolplug.render._export import dumps
 from toolplug.render._search import SEARCH_TOOLS

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import toolplug
-from tests.conftest import Run
-from tests.render.test_export import meta, obj, parameter_schemas
+from tests.helpers.cli import Run
+from tests.helpers.schemas import meta, obj, parameter_schemas
 from toolplug.render._export import FORMATS, explain_tool, export_tool
 from toolplug.schema import SchemaLoss
 from toolplug.schema._losses import pointer

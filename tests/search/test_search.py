@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import toolplug
-from tests.conftest import Run
+from tests.helpers.cli import Run
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
 from toolplug.search._index import Index, index_of
 from toolplug.search._text import terms, words

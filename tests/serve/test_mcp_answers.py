@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_httpserver import HTTPServer
 
-from tests.e2e.test_fuzz_calls import echo_headers
-from tests.serve.test_mcp import CONFIG, TIMEOUT, child_env, free_port, http_server
+from tests.helpers.echo import echo_headers
+from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
 from toolplug.serve._screen import MAX_BODY_BYTES, screen
 
 SECRET = "ghp_fuzzsecret_5d1e0c9b7a"

@@ -1,7 +1,8 @@
 """``toolplug serve`` under load and abuse: stray output, hung tools, cancellation, progress.
 
-Same set-up as ``test_mcp.py`` (the real ``python -m toolplug serve`` in a subprocess, the
-official SDK's client), with one more tool distribution whose tools misbehave on purpose.
+Same set-up as ``test_mcp.py`` (tests/helpers/serve.py: the real ``python -m toolplug serve``
+in a subprocess, the official SDK's client), with one more tool distribution whose tools
+misbehave on purpose.
 The assertions are about order and content, never about how long something took.
 """
 
@@ -19,7 +20,15 @@ from mcp import ClientSession, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.serve.test_mcp import CONFIG, TIMEOUT, free_port, http_server, stdio_params, text_of
+from tests.helpers.serve import (
+    CONFIG,
+    TIMEOUT,
+    child_env,
+    free_port,
+    http_server,
+    stdio_params,
+    text_of,
+)
 
 CALL_TOOLS = r'''
 import asyncio
@@ -155,8 +164,6 @@ def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def params(tmp_path: Path) -> Any:
-    from tests.serve.test_mcp import child_env
-
     child_env(tmp_path, ("mcp_call_tools", CALL_TOOLS), CALL_CONFIG)
     found = stdio_params(tmp_path)
     found.env = {**(found.env or {}), "MCP_TEST_MARKS": os.environ["MCP_TEST_MARKS"]}
