@@ -497,23 +497,58 @@ def test_an_interceptor_that_raises_becomes_an_execution_error(gate: Gate) -> No
 
 
 @pytest.mark.parametrize(
-    ("calls", "key"),
+    ("calls", "key", "found", "expected"),
     [
-        ({"workers": 2}, "calls.workers"),
-        ({"sync_workers": 0}, "calls.sync_workers"),
-        ({"max_concurrency": "many"}, "calls.max_concurrency"),
-        ({"store": "memcached://x"}, "calls.store"),
-        ({"cache_entries": True}, "calls.cache_entries"),
+        # a key [calls] does not have: the message lists every key it does have
+        (
+            {"workers": 2},
+            "calls.workers",
+            "unknown key",
+            "one of cache_entries, max_concurrency, max_output_chars, store, sync_workers,"
+            " telemetry_content",
+        ),
+        # a pool of no threads could run nothing
+        (
+            {"sync_workers": 0},
+            "calls.sync_workers",
+            "got 0",
+            "a whole number of threads, 1 or more",
+        ),
+        # a word where a number belongs
+        (
+            {"max_concurrency": "many"},
+            "calls.max_concurrency",
+            "got 'many'",
+            "a whole number of calls, 1 or more",
+        ),
+        # a store toolplug cannot talk to: the message shows the URL form it can
+        (
+            {"store": "memcached://x"},
+            "calls.store",
+            "got 'memcached://x'",
+            '"memory", or the URL of a Redis server: "redis://HOST:PORT/DB"',
+        ),
+        # True is an int to Python, not a count to a person
+        (
+            {"cache_entries": True},
+            "calls.cache_entries",
+            "got True",
+            "a whole number of cached results, 1 or more",
+        ),
     ],
 )
-def test_bad_calls_settings_are_named(calls: dict[str, Any], key: str) -> None:
+def test_bad_calls_settings_are_named(
+    calls: dict[str, Any], key: str, found: str, expected: str
+) -> None:
     with pytest.raises(ConfigError) as caught:
         registry({"calls": calls})
     assert caught.value.key == key
-    assert "expected" in str(caught.value) or caught.value.expected
+    assert caught.value.expected == expected
+    assert str(caught.value) == f"configuration: {key}: {found} (expected {expected})"
 
 
 def test_bad_tool_max_concurrency_is_named() -> None:
     with pytest.raises(ConfigError) as caught:
         registry({"tools": {"held": {"max_concurrency": 0}}})
     assert caught.value.key == "tools.held.max_concurrency"
+    assert caught.value.expected == "a whole number of calls, 1 or more"

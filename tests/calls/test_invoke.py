@@ -84,10 +84,15 @@ class Slow(Tool):
 
 
 class SlowSync(Tool):
+    """Holds its worker thread until the test lets go, and says when it finished."""
+
     metadata = meta("slow_sync", timeout_seconds=0.2)
+    release: ClassVar[threading.Event] = threading.Event()
+    finished: ClassVar[threading.Event] = threading.Event()
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        time.sleep(1)
+        SlowSync.release.wait(30)
+        SlowSync.finished.set()
         return ToolResult.success("too late")
 
 
@@ -278,9 +283,19 @@ def test_timeouts(registry: toolplug.Registry) -> None:
     async def main() -> ToolResult:
         return await registry.acall("slow_sync", {"query": "x"})
 
-    started = time.monotonic()
-    assert asyncio.run(main()).error is not None
-    assert time.monotonic() - started < 0.9  # the caller did not wait for the thread
+    SlowSync.release.clear()
+    SlowSync.finished.clear()
+    try:
+        result = asyncio.run(main())
+        # The answer came while the tool's thread was still held: the caller did not wait.
+        assert not SlowSync.finished.is_set()
+    finally:
+        SlowSync.release.set()
+    assert result.to_dict() == {
+        "error": True, "error_type": "TimeoutError",
+        "error_message": "slow_sync did not finish within 0.2 s", "retry_possible": True,
+    }
+    assert SlowSync.finished.wait(30)  # and the thread, let go, ends
 
 
 def test_timeout_from_config_overrides_metadata() -> None:

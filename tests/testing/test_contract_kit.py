@@ -7,9 +7,11 @@ them prove the kit passes what is right.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -310,10 +312,31 @@ class WaitsOnItsOwnPool(Tool):
         return ToolResult.success("done")
 
 
-def test_concurrent_calls_is_four_times_the_default_pool() -> None:
-    import os
+def test_concurrent_calls_is_four_times_the_pool_asyncio_to_thread_uses() -> None:
+    async def default_pool_size() -> int:
+        await asyncio.to_thread(lambda: None)  # makes the loop's default executor
+        pool = asyncio.get_running_loop()._default_executor  # type: ignore[attr-defined]
+        assert isinstance(pool, ThreadPoolExecutor)
+        return int(pool._max_workers)
 
-    assert concurrent_calls() == 4 * min(32, (os.cpu_count() or 1) + 4) >= 20
+    assert concurrent_calls() == 4 * asyncio.run(default_pool_size())
+
+
+@pytest.mark.parametrize(
+    ("cpus", "calls"),
+    [
+        (None, 20),  # the CPU count is unknown: counted as one, a pool of 5
+        (1, 20),  # a pool of 5 threads
+        (2, 24),  # a small CI machine: a pool of 6
+        (28, 128),  # a pool of 32, the most there is
+        (96, 128),  # more CPUs do not grow the pool past 32
+    ],
+)
+def test_concurrent_calls_on_machines_of_every_size(
+    cpus: int | None, calls: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    assert concurrent_calls() == calls
 
 
 @pytest.mark.parametrize("tool", AWAITING, ids=lambda t: t.metadata.name)
