@@ -30,6 +30,12 @@ Comments in the Markdown steer it:
 Each page runs in a working directory of its own, with an environment without the
 developer's ``TOOLPLUG_*`` variables or tokens, and with sockets that refuse anything but
 loopback: a page may call a network tool, it never leaves the machine.
+
+The whole suite (these pages, tests/ and each plugin's tests) tests one set of plugins: the
+catalog, the distributions under plugins/. ``TOOLPLUG_PLUGINS`` is set to them unless it is
+set already, so a plugin someone installed into the same environment (``toolplug new``, then
+``pip install -e``) adds no tool to a listing the docs show or a count a test expects.
+Subprocesses inherit the selection; a test about discovery itself sets its own.
 """
 
 from __future__ import annotations
@@ -56,6 +62,26 @@ ROOT = Path(__file__).resolve().parent
 DOC_ROOTS = ("docs", "guidelines")
 DOC_FILES = ("README.md",)
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<action>[\w-]+)\s+(?P<arg>\S+)\s*-->\s*\Z")
+PLUGINS_ENV = "TOOLPLUG_PLUGINS"
+
+
+# -- the plugins the suite tests ----------------------------------------------------------
+
+
+def catalog_distributions() -> list[str]:
+    """The distribution names of the catalog's plugins (plugins/NAME/pyproject.toml), sorted."""
+    return sorted(
+        tomllib.loads(path.read_text(encoding="utf-8"))["project"]["name"]
+        for path in ROOT.glob("plugins/*/pyproject.toml")
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    """Select the catalog, unless the one running the suite selected plugins already."""
+    if PLUGINS_ENV in os.environ:
+        return
+    os.environ[PLUGINS_ENV] = ",".join(catalog_distributions())
+    config.add_cleanup(lambda: os.environ.pop(PLUGINS_ENV, None))
 
 
 def is_doc(path: Path) -> bool:
@@ -337,7 +363,8 @@ def _page_surroundings() -> Iterator[None]:
         return real_getaddrinfo(host, *args, **kwargs)
 
     for name in list(os.environ):
-        if name.startswith("TOOLPLUG_") or name in _KEEP_OUT:
+        # The selection stays: it is the suite's, not the developer's configuration.
+        if (name.startswith("TOOLPLUG_") and name != PLUGINS_ENV) or name in _KEEP_OUT:
             del os.environ[name]
     os.environ.update(
         {

@@ -17,11 +17,17 @@ from tests.helpers.cli import Run, Site, run_cli
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs in an empty working directory with no toolplug configuration."""
+    """Every test runs in an empty working directory with no toolplug configuration.
+
+    ``TOOLPLUG_PLUGINS`` stays: the root conftest.py selects the catalog with it, so that the
+    plugins under test are the same whatever else is installed.
+    """
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     for name in list(os.environ):
+        if name == "TOOLPLUG_PLUGINS":
+            continue
         if name.startswith("TOOLPLUG_") or name == "GITHUB_TOKEN":
             monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLPLUG_CACHE_DIR", str(tmp_path / "metadata-cache"))

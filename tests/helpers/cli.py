@@ -39,8 +39,14 @@ class Site:
             target.write_text(textwrap.dedent(source), encoding="utf-8")
 
     def env(self, **extra: str) -> dict[str, str]:
-        """An environment with this site first on ``PYTHONPATH``."""
+        """An environment with this site first on ``PYTHONPATH``.
+
+        It loads every installed plugin, as a user's environment does: the suite's selection
+        of the catalog (``TOOLPLUG_PLUGINS``, set by the root conftest.py) is left out, since
+        it would leave out this site too, unless ``extra`` names a selection of its own.
+        """
         env = dict(os.environ)
+        env.pop("TOOLPLUG_PLUGINS", None)
         env["PYTHONPATH"] = os.pathsep.join([str(self.path), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         )
