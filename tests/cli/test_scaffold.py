@@ -231,7 +231,7 @@ def test_generated_code_passes_ruff_and_strict_mypy(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_generated_package_installs_and_passes_its_own_tests(tmp_path: Path) -> None:
-    uv = uv_command()
+    uv = uv_command("tests/cli/test_scaffold.py")
     env = clean_env(tmp_path)
     package = new_plugin(NAME, tmp_path / "src")
     venv = tmp_path / "venv"

@@ -37,7 +37,7 @@ def test_every_adr_category_has_a_tool(cli: Any) -> None:
 def test_the_distribution_builds_and_installs_alone(
     tmp_path: Path, plugin: str, distribution: str, tools: list[str]
 ) -> None:
-    uv = uv_command()
+    uv = uv_command("tests/e2e/test_catalog.py")
     env = clean_env(tmp_path)
     dist = tmp_path / "dist"
     run(

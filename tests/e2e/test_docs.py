@@ -15,13 +15,16 @@ import importlib.util
 import os
 import re
 import sys
+import unittest
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from sybil import Document
 
 import toolplug
+from tests.helpers.docs import examples_run_by
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_DOC = ROOT / "docs" / "cli.md"
@@ -200,6 +203,50 @@ def test_every_skipped_block_says_why() -> None:
             ):
                 unmarked.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()}")
     assert unmarked == [], 'write the reason: <!-- skip: next "why it cannot run" -->'
+
+
+def test_a_skipped_block_is_reported_at_its_file_and_line(tmp_path: Path) -> None:
+    module = harness()
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n"
+        "\n"
+        '<!-- skip: next "starts a server that runs until it is stopped" -->\n'
+        "\n"
+        "```python\n"  # line 5: where the skipped block is
+        'raise SystemExit("never run")\n'
+        "```\n"
+        "\n"
+        "```python\n"
+        "shown = 1\n"
+        "```\n",
+        encoding="utf-8",
+    )
+    document = Document.parse(str(page), module.BlockParser(), module.PlacedSkipParser())
+    skipped = []
+    for example in document.examples():
+        try:
+            example.evaluate()
+        except unittest.SkipTest as skip:
+            skipped.append(str(skip))
+    assert skipped == [f"{page}:5: starts a server that runs until it is stopped"]
+    assert document.namespace["shown"] == 1  # the skip ends with its block
+
+
+def test_a_block_left_to_a_test_names_a_test_that_exists() -> None:
+    named = set()
+    for page in sorted(p for p in ROOT.glob("**/*.md") if harness().is_doc(p)):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if re.search(r"<!--\s*skip:", line):
+                named.update(re.findall(r"tests/[\w/]+\.py", line))
+    assert named, "the docs leave some blocks to tests"
+    missing = sorted(name for name in named if not (ROOT / name).is_file())
+    assert missing == [], "a skip reason names a test file that is not there"
+    # and a skipped test points back at the block it stands for, at the block's fence
+    where = examples_run_by("tests/calls/test_store.py")
+    assert len(where) == 1
+    shown, line = where[0].split(":")
+    assert (ROOT / shown).read_text(encoding="utf-8").splitlines()[int(line) - 1].startswith("```")
 
 
 def test_no_toolplug_session_hides_outside_a_console_block() -> None:

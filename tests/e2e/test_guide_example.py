@@ -36,7 +36,7 @@ def test_the_example_is_its_own_distribution_with_an_entry_point() -> None:
 
 @pytest.mark.slow
 def test_the_example_builds_installs_and_passes_its_tests(tmp_path: Path) -> None:
-    uv = uv_command()
+    uv = uv_command("tests/e2e/test_guide_example.py")
     env = clean_env(tmp_path)
     source = tmp_path / "weather"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("__pycache__", "dist"))

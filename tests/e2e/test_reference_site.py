@@ -19,12 +19,17 @@ from types import ModuleType
 
 import pytest
 
+from tests.helpers.docs import line_of
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def hooks() -> ModuleType:
-    pytest.importorskip("mkdocs")
-    pytest.importorskip("griffe")
+    group = line_of("pyproject.toml", "docs = [")
+    here = Path(__file__).resolve().relative_to(ROOT).as_posix()
+    why = f"needs the docs dependency group ({group}): uv run --group docs pytest {here}"
+    pytest.importorskip("mkdocs", reason=why)
+    pytest.importorskip("griffe", reason=why)
     spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "mkdocs_hooks.py")
     assert spec is not None
     assert spec.loader is not None

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.docs import skip_reason
+
 
 def run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
     """Run a command; its stdout, or a failed assertion that shows both of its outputs."""
@@ -21,14 +23,20 @@ def run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str
     return done.stdout
 
 
-def uv_command() -> list[str]:
-    """How to run uv here (the program on PATH, or the ``uv`` module); skips without it."""
+def uv_command(test_file: str) -> list[str]:
+    """How to run uv here (the program on PATH, or the ``uv`` module).
+
+    Without uv the test ``test_file`` (``tests/cli/test_scaffold.py``) is skipped, and the
+    reason names the examples of the docs that it runs in their place.
+    """
     found = shutil.which("uv")
     if found:
         return [found]
     if importlib.util.find_spec("uv") is not None:
         return [sys.executable, "-m", "uv"]
-    pytest.skip("uv is needed to build a plugin into a fresh virtual environment")
+    pytest.skip(
+        skip_reason("uv is needed to build a plugin into a fresh virtual environment", test_file)
+    )
 
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
