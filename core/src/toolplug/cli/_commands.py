@@ -129,6 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_prompt)
 
     p = sub.add_parser(
+        "stubs",
+        parents=[common],
+        help="print typed Python stubs of the available tools",
+        description="Print the available tools as typed Python stubs (async functions with "
+        "docstrings; TypedDicts for objects, Literal for enums), what a run_code program "
+        "calls. Byte-identical on repeated runs.",
+    )
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: keep the tools most relevant to this task")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="keep at most N tools (the most relevant to --task, else by name)")
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    p.set_defaults(handler=_cmd_stubs)
+
+    p = sub.add_parser(
         "search",
         parents=[common],
         help="rank the available tools for a task, with the reasons",
@@ -598,6 +614,21 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
         registry,
         toolset=args.toolset,
         include_guidelines=not args.no_guidelines,
+        task=args.task,
+        max_tools=args.max_tools,
+    )
+    _emit(registry, text)
+    return EXIT_OK
+
+
+def _cmd_stubs(args: argparse.Namespace) -> int:
+    from toolplug.render._stubs import tool_stubs
+
+    registry = _load(args)
+    text = tool_stubs(
+        registry,
+        toolset=args.toolset,
+        include_unavailable=args.all,
         task=args.task,
         max_tools=args.max_tools,
     )
