@@ -37,6 +37,7 @@ _TOP_KEYS: Final = {
     "tools": "a table of per-tool tables: [tools.<name>]",
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
     "calls": "a table: sync_workers, max_concurrency, store, cache_entries, telemetry_content",
+    "code": "a table: enabled, toolset, timeout_seconds, max_memory_mb, max_recursion, max_calls",
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -105,6 +106,8 @@ class Config:
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
     calls: Mapping[str, Any] = field(default_factory=dict)
     """The raw ``[calls]`` table; the call engine checks it (``toolplug.load()``)."""
+    code: Mapping[str, Any] = field(default_factory=dict)
+    """The raw ``[code]`` table; code mode checks it (``toolplug.load()``)."""
 
     @property
     def source(self) -> str:
@@ -253,6 +256,9 @@ def parse_config(
     calls = table.get("calls", {})
     if not isinstance(calls, Mapping):
         raise err("calls", "must be a table", _TOP_KEYS["calls"])
+    code = table.get("code", {})
+    if not isinstance(code, Mapping):
+        raise err("code", "must be a table", _TOP_KEYS["code"])
     return Config(
         path=file,
         offline=offline,
@@ -262,6 +268,7 @@ def parse_config(
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
         calls=dict(calls),
+        code=dict(code),
         **dirs,
     )
 
