@@ -280,7 +280,18 @@ def install_code_mode(registry: Registry) -> None:
     )
     table = registry.tools
     assert isinstance(table, dict)  # the registry's own table, completed in place
-    table[CODE_TOOL] = dataclasses.replace(entry, cls=bound, metadata=metadata)
+    table[CODE_TOOL] = dataclasses.replace(
+        entry, cls=bound, metadata=metadata, distribution="toolplug", version=_version()
+    )
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolplug")
+    except PackageNotFoundError:
+        return None
 
 
 def _caller_approver() -> Any:
