@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
@@ -47,16 +47,16 @@ def test_an_mcp_client_lists_and_calls_run_code(tmp_path: Path) -> None:
         command=sys.executable, args=["-m", "toolplug", "serve"], env=env, cwd=str(tmp_path)
     )
 
-    async def converse() -> tuple[list[types.Tool], types.CallToolResult]:
+    async def converse(errors: TextIO) -> tuple[list[types.Tool], types.CallToolResult]:
         with anyio.fail_after(60):
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-                await s.initialize()
-                listed = (await s.list_tools()).tools
-                return listed, await s.call_tool("run_code", {"code": PROGRAM})
+            client = stdio_client(params, errlog=errors)
+            async with client as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                listed = (await session.list_tools()).tools
+                return listed, await session.call_tool("run_code", {"code": PROGRAM})
 
-    with (tmp_path / "stderr.txt").open("w") as errors:
-        listed, result = anyio.run(converse)
-    del errors
+    with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errors:
+        listed, result = anyio.run(converse, errors)
     by_name = {t.name: t for t in listed}
     assert sorted(by_name) == ["citations", "run_code"]
     described = by_name["run_code"].input_schema["properties"]["code"]["description"]

@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tools", metavar="N", type=_positive_int,
                    help="at most N tools in full; the others are deferred to the provider's "
                    "tool search, or to a search_tools tool the host answers")
+    p.add_argument("--code-execution", action="store_true",
+                   help="anthropic, openai-responses: the tools may also be called from the "
+                   "provider's own code-execution tool (allowed_callers), which is added")
     p.add_argument("--all", action="store_true", help="include unavailable tools")
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.set_defaults(handler=_cmd_schema)
@@ -662,6 +665,13 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         raise _Exit(EXIT_USAGE, f"--strict applies to {', '.join(STRICT_DEFAULTS)} only")
     if args.task is not None and args.max_tools is None:
         raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools come in full)")
+    if args.code_execution:
+        from toolplug.render._callers import check_callers
+
+        try:
+            check_callers(args.format)
+        except ValueError as exc:
+            raise _Exit(EXIT_USAGE, str(exc)) from None
     registry = _load(args)
     if args.explain:
         report = explain_export(
@@ -672,6 +682,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
             include_unavailable=args.all,
             task=args.task,
             max_tools=args.max_tools,
+            code_execution=args.code_execution,
         )
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
@@ -683,6 +694,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         include_unavailable=args.all,
         task=args.task,
         max_tools=args.max_tools,
+        code_execution=args.code_execution,
     )
     _emit(registry, dumps(exported))
     return EXIT_OK
