@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from toolplug.schema._losses import SchemaLoss
+from toolplug.schema._python import CODE_TOOL
 
 __all__ = ["CODE_EXECUTION_FORMATS", "callable_from_code", "caller_losses", "check_callers"]
 
@@ -50,7 +51,9 @@ def callable_from_code(definitions: list[dict[str, Any]], fmt: str) -> list[dict
     callers, code_tool = CODE_EXECUTION_FORMATS[fmt]
     marked = []
     for definition in definitions:
-        if _is_function(definition, fmt):
+        if definition.get("name") == CODE_TOOL:  # toolplug's own sandbox, not theirs
+            marked.append(definition)
+        elif _is_function(definition, fmt):
             marked.append({**definition, "allowed_callers": list(callers)})
         elif definition.get("type") == "namespace":  # OpenAI's deferred tools, by category
             inner = [{**t, "allowed_callers": list(callers)} for t in definition.get("tools", [])]

@@ -33,6 +33,7 @@ from toolplug.render._gemini import gemini_openapi_tool, gemini_tool
 from toolplug.render._mcp import mcp_tool
 from toolplug.render._openai import openai_responses_tool, openai_tool
 from toolplug.render._select import metadata_of, select_tools
+from toolplug.schema._python import CODE_TOOL
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -207,7 +208,8 @@ def explain_export(
         max_tools=max_tools,
     )
     return {
-        meta.name: explain_tool(meta, fmt, strict=strict) + added
+        meta.name: explain_tool(meta, fmt, strict=strict)
+        + (added if meta.name != CODE_TOOL else [])
         for meta in sorted(chosen, key=lambda m: m.name)
     }
 
