@@ -111,7 +111,7 @@ def python_stubs(tools: Sequence[StubTool]) -> str:
     namer = _Types()
     functions = [_function(tool, namer) for tool in tools]
     parts = [_HEADER, *namer.classes, *functions]
-    return "\n\n".join(part.rstrip("\n") + "\n" for part in parts)
+    return "\n".join(part.rstrip("\n") + "\n" for part in parts)
 
 
 class _Types:
@@ -243,7 +243,8 @@ def _function(tool: StubTool, namer: _Types) -> str:
         words = _describe(sub)
         if parameter.python != parameter.property:
             words = f"(the property {parameter.property!r}) {words}".rstrip()
-        args_doc.append(f"{parameter.python}: {words or 'No description.'}")
+        if words:  # a parameter without words is said by its name and type already
+            args_doc.append(f"{parameter.python}: {words}")
     returns = "Any"
     if tool.returns:
         returns = namer.annotation(tool.returns, base + "Result", 0)
@@ -255,9 +256,10 @@ def _function(tool: StubTool, namer: _Types) -> str:
         doc += ["", "Args:", *(f"    {line}" for line in args_doc)]
     if tool.returns and _describe(tool.returns):
         doc += ["", "Returns:", "    " + _describe(tool.returns)]
-    text = "\n".join(("    " + line) if line else "" for line in doc)
-    lines.append(f'    """{_docstring_text(text.lstrip())}\n    """')
-    lines.append("    ...")
+    text = "\n".join(("    " + line) if line else "" for line in doc).lstrip()
+    # The docstring is the whole body (a stub has nothing to run); one line when it can be.
+    closing = "\n    " if len(doc) > 1 else ""
+    lines.append(f'    """{_docstring_text(text)}{closing}"""')
     return "\n".join(lines) + "\n"
 
 
