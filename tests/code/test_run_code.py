@@ -305,3 +305,24 @@ def test_the_results_value_is_json(load_code: Load) -> None:
     assert result.error is None, result.for_model()
     assert json.loads(result.output) == {"a": [1, 2], "b": [3], "c": 1.5}
     assert os.environ.get("TOOLPLUG_CONFIG") is None
+
+
+def test_without_the_sandbox_run_code_is_unavailable_and_says_how_to_install() -> None:
+    registry = toolplug.load(
+        {"code": {"enabled": True}}, env={"TOOLPLUG_PLUGINS": ""}, deny=["code_sandbox"]
+    )
+    availability = registry.availability("run_code")
+    assert not availability.available
+    assert availability.setup == ('pip install "toolplug[code]"',)
+    result = registry.call("run_code", {"code": "1"})
+    assert result.error is not None
+    assert result.error.type == "UnavailableError"
+
+
+def test_printed_output_is_kept_within_bounds(load_code: Load) -> None:
+    code = "for i in range(200000):\n    print('x' * 50)\n"
+    result = load_code().call("run_code", {"code": code})
+    assert result.error is None, result.for_model()
+    # ten million characters printed; the reply keeps within the output budget
+    assert len(result.for_model()) <= 50_000
+    assert result.warnings or "cut" in result.for_model()

@@ -39,6 +39,7 @@ from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
+from toolplug.runtime._capabilities import Capability, Package
 from toolplug.schema._python import (
     CODE_TOOL,
     Parameter,
@@ -66,6 +67,10 @@ CODE_KEYS: Final = {
 """The keys of the ``[code]`` table, and what each expects."""
 
 _INSTALL: Final = 'pip install "toolplug[code]"'
+SANDBOX: Final = "code_sandbox"
+"""The capability run_code requires: the Monty sandbox is installed."""
+_MAX_PRINTED: Final = 1_000_000
+"""The most characters of a program's printed output kept (the output budget cuts further)."""
 _WALL_SECONDS: Final = 3600.0
 """run_code's own time limit: its tool calls have theirs, and a person may take a while."""
 
@@ -182,8 +187,8 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=False
         ),
+        requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
-        setup_instructions=f"{_INSTALL}, and set [code] enabled = true in toolplug.toml.",
         timeout_seconds=_WALL_SECONDS,
     )
 
@@ -221,11 +226,22 @@ class RunCode(Tool):
 
 
 class _CodePlugin:
-    """The built-in code-mode plugin: registers ``run_code`` through ``register_tools``."""
+    """The built-in code-mode plugin: registers ``run_code`` and the sandbox it needs."""
 
     @hookimpl
     def register_tools(self, register: Callable[[type[Tool]], None]) -> None:
         register(RunCode)
+
+    @hookimpl
+    def register_capabilities(self, register: Callable[[Capability], None]) -> None:
+        register(
+            Capability(
+                name=SANDBOX,
+                description="The Monty sandbox that runs code-mode programs.",
+                detectors=(Package("pydantic_monty", "pydantic-monty"),),
+                setup=_INSTALL,
+            )
+        )
 
 
 CODE_PLUGIN_NAME: Final = "toolplug-code"
@@ -375,6 +391,7 @@ class _Program:
         self.host = host
         self.approver = approver
         self.printed: list[str] = []
+        self.printed_chars = 0
         self.calls = 0
         self.pending: dict[int, asyncio.Task[ToolResult]] = {}
         self.code = ""
@@ -482,6 +499,12 @@ class _Program:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _print(self, stream: str, text: str) -> None:
+        left = _MAX_PRINTED - self.printed_chars
+        if left <= 0:
+            return
+        if len(text) > left:
+            text = text[:left] + f"\n[printed output cut at {_MAX_PRINTED:,} characters]\n"
+        self.printed_chars += len(text)
         self.printed.append(text)
 
     # -- results -----------------------------------------------------------------------

@@ -105,9 +105,8 @@ class Config:
     """Raw per-tool tables; resolve with ``resolve_tool_config``."""
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
     calls: Mapping[str, Any] = field(default_factory=dict)
-    """The raw ``[calls]`` table; the call engine checks it (``toolplug.load()``)."""
     code: Mapping[str, Any] = field(default_factory=dict)
-    """The raw ``[code]`` table; code mode checks it (``toolplug.load()``)."""
+    """The raw ``[calls]`` and ``[code]`` tables, which ``toolplug.load()`` checks."""
 
     @property
     def source(self) -> str:
@@ -253,12 +252,9 @@ def parse_config(
             for part in ("include", "exclude")
         }
         toolsets[name] = Toolset(name=name, description=description, **patterns)
-    calls = table.get("calls", {})
-    if not isinstance(calls, Mapping):
-        raise err("calls", "must be a table", _TOP_KEYS["calls"])
-    code = table.get("code", {})
-    if not isinstance(code, Mapping):
-        raise err("code", "must be a table", _TOP_KEYS["code"])
+    for raw in ("calls", "code"):  # kept raw here; the layer that uses one checks it
+        if not isinstance(table.get(raw, {}), Mapping):
+            raise err(raw, "must be a table", _TOP_KEYS[raw])
     return Config(
         path=file,
         offline=offline,
@@ -267,8 +263,8 @@ def parse_config(
         denials=denials,
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
-        calls=dict(calls),
-        code=dict(code),
+        calls=dict(table.get("calls", {})),
+        code=dict(table.get("code", {})),
         **dirs,
     )
 
