@@ -117,6 +117,22 @@ def test_every_catalog_tool_has_a_valid_stub() -> None:
     assert "class WebSearchResult(TypedDict):" in text
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parameters, st.data())
+def test_a_call_written_against_the_stub_maps_back_to_the_properties(
+    params: dict[str, Any], data: st.DataObject
+) -> None:
+    from toolplug.calls._code import _arguments
+
+    expected = parameter_names(params)
+    positional = [p for p in expected if p.required]
+    given_by_position = data.draw(st.integers(0, len(positional)))
+    args = tuple(f"value of {p.property}" for p in positional[:given_by_position])
+    kwargs = {p.python: f"value of {p.property}" for p in expected[given_by_position:]}
+    mapped = _arguments("t", tuple(expected), args, kwargs)
+    assert mapped == {p.property: f"value of {p.property}" for p in expected}
+
+
 @pytest.mark.parametrize(
     ("schema", "expected"),
     [

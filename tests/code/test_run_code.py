@@ -326,3 +326,39 @@ def test_printed_output_is_kept_within_bounds(load_code: Load) -> None:
     # ten million characters printed; the reply keeps within the output budget
     assert len(result.for_model()) <= 50_000
     assert result.warnings or "cut" in result.for_model()
+
+
+def test_a_call_never_awaited_never_runs(load_code: Load, journal: Any) -> None:
+    code = "await echo(text='awaited')\necho(text='forgotten')\n"
+    result = load_code().call("run_code", {"code": code})
+    assert result.error is None, result.for_model()
+    assert journal.started == ["awaited"]
+
+
+def test_programs_waiting_for_approval_do_not_hold_up_other_programs(
+    load_code: Load, journal: Any
+) -> None:
+    async def main() -> None:
+        decide = asyncio.Event()
+
+        async def approver(request: ApprovalRequest) -> bool:
+            await decide.wait()
+            return True
+
+        registry = load_code(approver=approver)
+        waiting = [
+            asyncio.ensure_future(registry.acall("run_code", {"code": f"await erase(record={i})"}))
+            for i in range(4)  # more than this machine's cores
+        ]
+        await asyncio.sleep(0.3)  # all four programs wait at their approval now
+        assert not any(t.done() for t in waiting)
+        other = await asyncio.wait_for(
+            registry.acall("run_code", {"code": "(await echo(text='meanwhile'))['text']"}), 10
+        )
+        assert other.data["value"] == "meanwhile"
+        decide.set()
+        results = await asyncio.wait_for(asyncio.gather(*waiting), 10)
+        assert all(r.error is None for r in results)
+        assert sorted(journal.finished) == [f"erased {i}" for i in range(4)]
+
+    asyncio.run(main())

@@ -6,8 +6,9 @@ and at every access to the operating system, and lets the host answer. Here:
 
 - a call of a tool's function (the stubs, ``toolplug.schema._python``) becomes
   ``registry.acall``: validation, approvals, time limits, retries, cache, rate limits, the
-  output budget and telemetry apply to it as to any call. Calls the program does not await
-  one by one (``asyncio.gather``) run at once; a call that waits for a person's approval
+  output budget and telemetry apply to it as to any call. Calls start when the program
+  waits for one, so calls made together (``asyncio.gather``) run at once, and one made
+  but not awaited before the program ends never runs; a call that waits for approval
   holds the program until they answer; a failed or denied call raises inside the program;
 - every operating-system access (files, environment, imports of modules the sandbox does
   not carry, the host's clock for sleeping beyond the limits) is refused with an error that
@@ -29,9 +30,10 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -69,6 +71,8 @@ CODE_KEYS: Final = {
 _INSTALL: Final = 'pip install "toolplug[code]"'
 SANDBOX: Final = "code_sandbox"
 """The capability run_code requires: the Monty sandbox is installed."""
+_MAX_WORKERS: Final = max(8, 2 * (os.cpu_count() or 1))
+"""The most programs that run at once in one process; more wait for a worker."""
 _MAX_PRINTED: Final = 1_000_000
 """The most characters of a program's printed output kept (the output budget cuts further)."""
 _WALL_SECONDS: Final = 3600.0
@@ -335,7 +339,9 @@ class _Pool:
                 ready = self._ready = concurrent.futures.Future()
         if first:
             try:
-                pool = monty.AsyncMonty(min_processes=1)
+                # A program waiting for a person's approval holds its worker: allow more
+                # workers than cores, started only when programs run at once.
+                pool = monty.AsyncMonty(min_processes=1, max_processes=_MAX_WORKERS)
                 await pool.__aenter__()
             except BaseException as exc:
                 with self._lock:
@@ -394,6 +400,8 @@ class _Program:
         self.printed_chars = 0
         self.calls = 0
         self.pending: dict[int, asyncio.Task[ToolResult]] = {}
+        self.unstarted: dict[int, Callable[[], Coroutine[Any, Any, ToolResult]]] = {}
+        """Calls made but not yet waited for; they start when the program next waits."""
         self.code = ""
 
     async def run(self, code: str) -> ToolResult:
@@ -471,12 +479,17 @@ class _Program:
         context = dict(self.host)
         if "call_id" in context:
             context["call_id"] = f"{context['call_id']}.{self.calls}"
-        self.pending[snapshot.call_id] = asyncio.ensure_future(
-            self.registry.acall(tool, arguments, context=context, approver=self.approver)
+        registry, approver = self.registry, self.approver
+        self.unstarted[snapshot.call_id] = lambda: registry.acall(
+            tool, arguments, context=context, approver=approver
         )
         return await snapshot.resume({"future": ...})
 
     async def _settle(self, snapshot: Any) -> Any:
+        for call_id in snapshot.pending_call_ids:  # awaited now: they all run at once
+            start = self.unstarted.pop(call_id, None)
+            if start is not None:
+                self.pending[call_id] = asyncio.ensure_future(start())
         waiting = [self.pending[i] for i in snapshot.pending_call_ids if i in self.pending]
         if waiting:
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -491,6 +504,7 @@ class _Program:
         return await snapshot.resume(answers)
 
     async def _cancel_pending(self) -> None:
+        self.unstarted.clear()
         tasks = list(self.pending.values())
         self.pending.clear()
         for task in tasks:
