@@ -362,3 +362,26 @@ def test_programs_waiting_for_approval_do_not_hold_up_other_programs(
         assert sorted(journal.finished) == [f"erased {i}" for i in range(4)]
 
     asyncio.run(main())
+
+
+class Pause(Exception):
+    """A framework pausing its run to ask a person (LangGraph's interrupt, say)."""
+
+
+def test_a_framework_pause_inside_a_program_leaves_run_code_unchanged(
+    load_code: Load, journal: Any
+) -> None:
+    def approver(request: ApprovalRequest) -> bool:
+        raise Pause(request.tool)
+
+    registry = load_code()
+    with pytest.raises(Pause, match="erase"):
+        registry.call(
+            "run_code", {"code": "await erase(record=5)"}, approver=approver,
+            passthrough=(Pause,),
+        )
+    assert journal.finished == []
+    # without passthrough the approver's exception is an error of that call, in the program
+    result = registry.call("run_code", {"code": "await erase(record=5)"}, approver=approver)
+    assert result.error is not None
+    assert "the approver of erase failed: Pause: erase" in result.error.message

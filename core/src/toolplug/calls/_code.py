@@ -27,21 +27,24 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import json
 import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from toolplug.contract._call import ToolCall
+from toolplug.contract._capabilities import Capability, Package
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
-from toolplug.runtime._capabilities import Capability, Package
+from toolplug.runtime._settings import CodeSettings
 from toolplug.schema._python import (
     CODE_TOOL,
     Parameter,
@@ -52,21 +55,11 @@ from toolplug.schema._python import (
 )
 
 if TYPE_CHECKING:
+    from toolplug.contract._approval import Approver
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
-__all__ = ["CODE_KEYS", "CodeSettings", "code_plugin", "code_settings", "install_code_mode"]
-
-CODE_KEYS: Final = {
-    "enabled": "a boolean: true offers the run_code tool",
-    "toolset": "the name of a configured toolset: the tools a program may call",
-    "timeout_seconds": "a positive number of seconds the program may compute (not counting "
-    "the time its tool calls take)",
-    "max_memory_mb": "a whole number of megabytes, 1 or more",
-    "max_recursion": "a whole number of nested calls, 10 or more",
-    "max_calls": "a whole number of tool calls one program may make, 1 or more",
-}
-"""The keys of the ``[code]`` table, and what each expects."""
+__all__ = ["CODE_PLUGIN_NAME", "RunCode", "code_plugin", "code_settings", "install_code_mode"]
 
 _INSTALL: Final = 'pip install "toolplug[code]"'
 SANDBOX: Final = "code_sandbox"
@@ -79,66 +72,21 @@ _WALL_SECONDS: Final = 3600.0
 """run_code's own time limit: its tool calls have theirs, and a person may take a while."""
 
 
-@dataclass(frozen=True)
-class CodeSettings:
-    """The ``[code]`` table."""
-
-    enabled: bool = False
-    toolset: str | None = None
-    timeout_seconds: float = 10.0
-    max_memory_mb: int = 64
-    max_recursion: int = 200
-    max_calls: int = 200
-
-
 def code_settings(config: Config) -> CodeSettings:
-    """Check the ``[code]`` table.
+    """The ``[code]`` table (typed when the configuration loaded), its toolset checked.
 
     Raises:
-        ConfigError: naming the file, the key and what is expected.
+        ConfigError: ``toolset`` names no configured toolset.
     """
-    table: Mapping[str, Any] = getattr(config, "code", {}) or {}
-    prefix = "tool.toolplug." if config.path and config.path.name == "pyproject.toml" else ""
-
-    def fail(key: str, value: Any) -> ConfigError:
-        return ConfigError(
-            f"got {value!r}", file=config.source, key=f"{prefix}code.{key}",
-            expected=CODE_KEYS[key],
+    settings = config.code
+    if settings.toolset is not None and settings.toolset not in config.toolsets:
+        prefix = "tool.toolplug." if config.path and config.path.name == "pyproject.toml" else ""
+        known = ", ".join(sorted(config.toolsets)) or "none are configured"
+        raise ConfigError(
+            f"got {settings.toolset!r}", file=config.source, key=f"{prefix}code.toolset",
+            expected=f"the name of a configured toolset (known: {known})",
         )
-
-    for key in table:
-        if key not in CODE_KEYS:
-            raise ConfigError(
-                "unknown key", file=config.source, key=f"{prefix}code.{key}",
-                expected="one of " + ", ".join(sorted(CODE_KEYS)),
-            )
-    values: dict[str, Any] = {}
-    enabled = table.get("enabled", False)
-    if not isinstance(enabled, bool):
-        raise fail("enabled", enabled)
-    values["enabled"] = enabled
-    toolset = table.get("toolset")
-    if toolset is not None:
-        if not isinstance(toolset, str) or toolset not in config.toolsets:
-            known = ", ".join(sorted(config.toolsets)) or "none are configured"
-            raise ConfigError(
-                f"got {toolset!r}", file=config.source, key=f"{prefix}code.toolset",
-                expected=f"{CODE_KEYS['toolset']} (known: {known})",
-            )
-        values["toolset"] = toolset
-    if "timeout_seconds" in table:
-        value = table["timeout_seconds"]
-        good = isinstance(value, int | float) and not isinstance(value, bool)
-        if not good or not math.isfinite(value) or value <= 0:
-            raise fail("timeout_seconds", value)
-        values["timeout_seconds"] = float(value)
-    for key, least in (("max_memory_mb", 1), ("max_recursion", 10), ("max_calls", 1)):
-        if key in table:
-            value = table[key]
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise fail(key, value)
-            values[key] = value
-    return CodeSettings(**values)
+    return settings
 
 
 # -- registration ----------------------------------------------------------------------
@@ -224,7 +172,7 @@ class RunCode(Tool):
             )
         program = _Program(
             monty=pydantic_monty, registry=registry, settings=self._settings,
-            functions=self._functions, host=context.host, approver=_caller_approver(),
+            functions=self._functions, host=context.host, caller=_CALLER.get() or _Caller(),
         )
         return await program.run(arguments["code"])
 
@@ -235,6 +183,18 @@ class _CodePlugin:
     @hookimpl
     def register_tools(self, register: Callable[[type[Tool]], None]) -> None:
         register(RunCode)
+
+    @hookimpl(wrapper=True)
+    def tool_call(self, call: ToolCall) -> Generator[None, ToolResult, ToolResult]:
+        """Hand the run_code call's approver and passthrough on to its program's calls
+        (they travel on the call, which a tool's ``run`` does not see)."""
+        if call.tool != CODE_TOOL:
+            return (yield)
+        token = _CALLER.set(_Caller(call.approver, call.passthrough))
+        try:
+            return (yield)
+        finally:
+            _CALLER.reset(token)
 
     @hookimpl
     def register_capabilities(self, register: Callable[[Capability], None]) -> None:
@@ -259,12 +219,16 @@ def code_plugin() -> tuple[str, object]:
 def _callable_tools(registry: Registry, settings: CodeSettings) -> list[ToolMetadata]:
     """The tools a program may call: the toolset's available tools, without run_code.
 
-    The one place code mode selects tools; the selection object replaces it when it lands.
+    Not ``registry.select``: the registry keeps the selections it makes, and one made now
+    would keep run_code's entry from before ``install_code_mode`` completes it.
     """
+    members = registry.members(settings.toolset) if settings.toolset is not None else None
     return [
-        t.metadata
-        for t in registry.select(toolset=settings.toolset)
-        if t.name != CODE_TOOL
+        tool.metadata
+        for name, tool in registry.tools.items()
+        if name != CODE_TOOL
+        and (members is None or name in members)
+        and registry.availability(name).available
     ]
 
 
@@ -314,11 +278,19 @@ def _version() -> str | None:
         return None
 
 
-def _caller_approver() -> Any:
-    """The approver given to the run_code call itself, handed on to the calls it makes."""
-    from toolplug.calls._engine import _APPROVER
+@dataclass(frozen=True)
+class _Caller:
+    """What the run_code call itself was given, handed on to the calls its program makes:
+    who approves (each call is still asked about on its own; a host's approval of run_code
+    is no approval of what the program calls) and which exceptions pass through."""
 
-    return _APPROVER.get()
+    approver: Approver | None = None
+    passthrough: tuple[type[BaseException], ...] = ()
+
+
+_CALLER: Final[contextvars.ContextVar[_Caller | None]] = contextvars.ContextVar(
+    "toolplug_code_caller", default=None
+)
 
 
 # -- the sandbox -----------------------------------------------------------------------
@@ -388,14 +360,14 @@ class _Program:
         settings: CodeSettings,
         functions: Mapping[str, tuple[str, tuple[Parameter, ...]]],
         host: Mapping[str, Any],
-        approver: Any,
+        caller: _Caller,
     ) -> None:
         self.monty = monty
         self.registry = registry
         self.settings = settings
         self.functions = functions
         self.host = host
-        self.approver = approver
+        self.caller = caller
         self.printed: list[str] = []
         self.printed_chars = 0
         self.calls = 0
@@ -479,9 +451,10 @@ class _Program:
         context = dict(self.host)
         if "call_id" in context:
             context["call_id"] = f"{context['call_id']}.{self.calls}"
-        registry, approver = self.registry, self.approver
+        registry, caller = self.registry, self.caller
         self.unstarted[snapshot.call_id] = lambda: registry.acall(
-            tool, arguments, context=context, approver=approver
+            tool, arguments, context=context, approver=caller.approver,
+            passthrough=caller.passthrough,
         )
         return await snapshot.resume({"future": ...})
 

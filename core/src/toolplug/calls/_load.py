@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from toolplug.calls._code import code_plugin, code_settings, install_code_mode
 from toolplug.calls._engine import Invoker
-from toolplug.calls._policy import calls_settings
 from toolplug.runtime._config import Config, load_config, parse_config
 from toolplug.runtime._registry import assemble
 
 if TYPE_CHECKING:
-    from toolplug.calls._approval import Approver
+    from toolplug.contract._approval import Approver
     from toolplug.runtime._registry import Registry
 
 __all__ = ["load"]
@@ -66,7 +65,6 @@ def load(
         strict=strict,
         engine=lambda registry: Invoker(registry, approver=approver),
     )
-    calls_settings(registry.config)  # a bad [calls] table fails here, not at the first call
     if code.enabled:
         install_code_mode(registry)
     return registry
