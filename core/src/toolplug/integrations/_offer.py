@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
-__all__ = ["Offer", "approval_reason", "describe_call", "missing", "offer", "run", "success_body"]
+__all__ = [
+    "Offer",
+    "approval_reason",
+    "describe_call",
+    "error_text",
+    "missing",
+    "offer",
+    "run",
+    "success_body",
+]
 
 _SHOWN_ARGUMENTS: Final = 400
 """The longest argument text a description for a person quotes."""
@@ -130,6 +139,22 @@ def success_body(result: ToolResult) -> dict[str, Any]:
     if result.warnings:
         body["warnings"] = list(result.warnings)
     return body
+
+
+def error_text(result: ToolResult) -> str:
+    """An error as one line of text, for a framework that wraps it in its own encoding.
+
+    pydantic-ai sends a failed tool result as ``{"error": TEXT}``: the seeds' JSON inside it
+    would be JSON inside JSON. Whether a retry may help is said by the framework's signal
+    (``ModelRetry`` or ``ToolFailed``), not in the text.
+    """
+    assert result.error is not None
+    error = result.error
+    text = f"{error.type}: {error.message}"
+    after = error.details.get("retry_after_seconds")
+    if after is not None:
+        text += f" (try again in {after} s)"
+    return text
 
 
 def missing(framework: str, extra: str, error: ModuleNotFoundError) -> ImportError:

@@ -12,6 +12,7 @@ How toolplug's concepts map to pydantic-ai's::
                                               once, unasked by toolplug
     an error with retry_possible              ModelRetry (counts against the tool's retries)
     an error without                          ToolFailed: the model reads it, no retry loop
+                                              (either as one line of text: "TYPE: message")
     a success                                 ToolReturn: the model reads the text, data,
                                               citations and warnings; the ToolResult is the
                                               return's metadata
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from toolplug.integrations._offer import (
     approval_reason,
     describe_call,
+    error_text,
     missing,
     offer,
     run,
@@ -150,8 +152,8 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         if result.error is None:
             return ToolReturn(return_value=success_body(result), metadata=result)
         if result.error.retry_possible:
-            raise ModelRetry(result.for_model())
-        raise ToolFailed(result.for_model())
+            raise ModelRetry(error_text(result))
+        raise ToolFailed(error_text(result))
 
 
 def _definition(metadata: ToolMetadata, *, deferred: bool) -> ToolDefinition:
