@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from toolplug.integrations._offer import approval_reason, missing, offer, run, success_body
 
 try:
-    from agents import FunctionTool, RunContextWrapper
+    from agents import FunctionTool, RunContextWrapper, Tool
     from agents.tool_context import ToolContext
 except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process without the SDK
     raise missing("openai-agents", "openai-agents", exc) from exc
@@ -54,8 +54,10 @@ def function_tools(
     toolset: str | Toolset | None = None,
     task: str | None = None,
     max_tools: int | None = None,
-) -> list[FunctionTool]:
+) -> list[Tool]:
     """The registry's selected tools as ``FunctionTool``s, sorted by name.
+
+    Typed as the SDK's ``Tool``, what ``Agent(tools=...)`` takes.
 
     ``Agent(tools=function_tools(toolplug.load()), instructions=instructions(...))``.
 
@@ -68,7 +70,7 @@ def function_tools(
     from toolplug.render._export import export_tool
 
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
-    tools = []
+    tools: list[Tool] = []
     for metadata in chosen.tools:
         exported = export_tool(metadata, "openai-responses", strict=True)
         tools.append(
@@ -116,9 +118,13 @@ def _invoker(registry: Registry, name: str) -> Callable[[ToolContext[Any], str],
 
 def _approval(
     registry: Registry, metadata: ToolMetadata
-) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
+) -> bool | Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
     from toolplug.schema import drop_strict_nulls, restore_strict_arguments
 
+    if not hasattr(registry.get(metadata.name).cls, "annotations_for"):
+        # The answer cannot depend on the arguments: a plain bool, so that the SDK does not
+        # pause for a person on arguments it cannot parse (toolplug answers those).
+        return approval_reason(registry, metadata.name, {}) is not None
     parameters = metadata.parameters
 
     async def needs_approval(
