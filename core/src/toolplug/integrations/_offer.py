@@ -9,7 +9,7 @@ call crosses toolplug the same way whatever framework made it: the framework ask
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,6 +24,7 @@ __all__ = [
     "approval_reason",
     "describe_call",
     "error_text",
+    "fixed_reasons",
     "missing",
     "offer",
     "run",
@@ -81,6 +82,19 @@ def approval_reason(registry: Registry, name: str, arguments: Mapping[str, Any])
 
     policy = registry.config.tools.get(name, {}).get("approval")
     return rule(registry.get(name).metadata, policy)
+
+
+def fixed_reasons(registry: Registry, tools: Iterable[ToolMetadata]) -> dict[str, str | None]:
+    """The approval answer of each tool whose answer cannot depend on the call's arguments.
+
+    A tool refines its annotations per call only by defining ``annotations_for``; for the
+    others the answer is worked out once, not on every call.
+    """
+    return {
+        m.name: approval_reason(registry, m.name, {})
+        for m in tools
+        if not hasattr(registry.get(m.name).cls, "annotations_for")
+    }
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:

@@ -29,7 +29,14 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.integrations._offer import approval_reason, missing, offer, run, success_body
+from toolplug.integrations._offer import (
+    approval_reason,
+    fixed_reasons,
+    missing,
+    offer,
+    run,
+    success_body,
+)
 
 try:
     from agents import FunctionTool, RunContextWrapper, Tool
@@ -70,17 +77,23 @@ def function_tools(
     from toolplug.render._export import export_tool
 
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
+    reasons = fixed_reasons(registry, chosen.tools)
     tools: list[Tool] = []
     for metadata in chosen.tools:
         exported = export_tool(metadata, "openai-responses", strict=True)
+        gated = metadata.name not in reasons or reasons[metadata.name] is not None
         tools.append(
             FunctionTool(
                 name=metadata.name,
                 description=exported["description"],
                 params_json_schema=exported["parameters"],
-                on_invoke_tool=_invoker(registry, metadata.name),
+                on_invoke_tool=_invoker(registry, metadata.name, gated=gated),
                 strict_json_schema=True,
-                needs_approval=_approval(registry, metadata),
+                needs_approval=(
+                    _approval(registry, metadata)
+                    if metadata.name not in reasons
+                    else reasons[metadata.name] is not None
+                ),
                 timeout_seconds=_time_limit(registry, metadata) + _GRACE_SECONDS,
                 timeout_error_function=_timed_out(metadata.name),
             )
@@ -102,12 +115,14 @@ def instructions(
     return offer(registry, toolset=toolset, task=task, max_tools=max_tools).section
 
 
-def _invoker(registry: Registry, name: str) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
+def _invoker(
+    registry: Registry, name: str, *, gated: bool
+) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
         call_id = context.tool_call_id
         # Only a call the person approved in this run is run as approved: a tool whose
         # needs_approval was turned off by the host still meets toolplug's own gate.
-        approved = context.is_tool_approved(name, call_id) is True
+        approved = gated and context.is_tool_approved(name, call_id) is True
         result = await run(registry, name, arguments, approved=approved, call_id=call_id)
         if result.error is not None:
             return result.for_model()
@@ -118,13 +133,15 @@ def _invoker(registry: Registry, name: str) -> Callable[[ToolContext[Any], str],
 
 def _approval(
     registry: Registry, metadata: ToolMetadata
-) -> bool | Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
+) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
+    """toolplug's answer for each call of a tool that refines its annotations per call.
+
+    The others answer with a plain bool (``fixed_reasons``): the SDK pauses for a person
+    whenever it cannot parse the arguments for a callable, and toolplug answers bad JSON
+    better, as a ValidationError the model reads.
+    """
     from toolplug.schema import drop_strict_nulls, restore_strict_arguments
 
-    if not hasattr(registry.get(metadata.name).cls, "annotations_for"):
-        # The answer cannot depend on the arguments: a plain bool, so that the SDK does not
-        # pause for a person on arguments it cannot parse (toolplug answers those).
-        return approval_reason(registry, metadata.name, {}) is not None
     parameters = metadata.parameters
 
     async def needs_approval(
