@@ -86,13 +86,14 @@ def test_the_options_of_every_renderer_choose_the_tools(registry: Registry) -> N
     toolset = ToolplugToolset(registry, task="read a saved file", max_tools=1)
     assert [m.name for m in toolset.offer.tools] == ["read_file"]
     run(Agent(FunctionModel(respond), toolsets=[toolset]), "hello")
-    # the others wait for pydantic-ai's own tool search
-    assert [t.name for t in infos[0].function_tools if not t.defer_loading] == ["read_file"]
-    assert {t.name for t in infos[0].function_tools if t.defer_loading} <= {
-        "flaky",
-        "hang",
-        "note",
-        "write_file",
+    # the others wait for pydantic-ai's own tool search, withheld until it finds them
+    assert [t.name for t in infos[0].function_tools] == ["read_file"]
+    assert infos[0].model_request_parameters.tool_visibility == {
+        "read_file": "visible",
+        "flaky": "withheld",
+        "hang": "withheld",
+        "note": "withheld",
+        "write_file": "withheld",
     }
 
 
