@@ -105,6 +105,8 @@ def test_the_optional_tools_section_is_in_the_instructions(registry: Registry) -
     assert section in infos[0].instructions
     assert "### write_file" in section
     assert "**Needs approval:**" in section
+    [part] = infos[0].model_request_parameters.instruction_parts or []
+    assert part.dynamic is False  # fixed for the toolset's life: a prompt cache may keep it
     infos.clear()
     run(
         Agent(FunctionModel(respond), toolsets=[ToolplugToolset(registry, instructions=False)]),

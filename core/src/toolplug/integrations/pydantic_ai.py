@@ -38,7 +38,14 @@ from toolplug.integrations._offer import (
 )
 
 try:
-    from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolFailed, ToolReturn
+    from pydantic_ai import (
+        ApprovalRequired,
+        InstructionPart,
+        ModelRetry,
+        RunContext,
+        ToolFailed,
+        ToolReturn,
+    )
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
@@ -105,11 +112,15 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         """The toolset's id (``"toolplug"`` unless given)."""
         return self._id
 
-    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
-        """The optional-tools section: when to reach for each tool, and when not to."""
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> InstructionPart | None:
+        """The optional-tools section: when to reach for each tool, and when not to.
+
+        Static (``dynamic=False``): it is chosen once, with the tools, so a provider's prompt
+        cache can keep it.
+        """
         if not self._instructions or not self.offer.section:
             return None
-        return self.offer.section
+        return InstructionPart(self.offer.section, dynamic=False, name="optional-tools")
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         """The selected tools, with their parameter schemas as the tools declare them."""
