@@ -40,10 +40,23 @@ def test_a_missing_framework_names_the_extra_to_install(
 ) -> None:
     # None in sys.modules is how Python reports a module that is not installed.
     done = _python(
-        f"import sys\nsys.modules[{framework!r}] = None\n"
-        f"import toolplug.integrations.{module}\n"
+        f"import sys\nsys.modules[{framework!r}] = None\nimport toolplug.integrations.{module}\n"
     )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: toolplug's")
     assert f'pip install "toolplug[{extra}]"' in last
+
+
+def test_each_module_exports_exactly_its_public_names() -> None:
+    from toolplug.integrations import openai_agents, pydantic_ai
+
+    assert pydantic_ai.__all__ == ["ToolplugToolset"]
+    assert openai_agents.__all__ == ["function_tools", "instructions"]
+    for module in (pydantic_ai, openai_agents):
+        public = {
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        }
+        assert public == set(module.__all__)
