@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, FunctionTool, RunConfig, Runner, RunResult
+from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunState
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import toolplug
@@ -184,7 +184,10 @@ def test_a_destructive_call_waits_for_the_person_and_runs_once_approved(
     [waiting] = paused.interruptions
     assert waiting.tool_name == "write_file"
     assert not (sandbox / "todo.md").exists()  # nothing ran before the person answered
-    state = paused.to_state()
+    # The person answers later: the run's state is kept as text meanwhile.
+    kept = paused.to_state().to_string()
+    state = asyncio.run(RunState.from_string(agent, kept))
+    [waiting] = state.get_interruptions()
     state.approve(waiting)
     resumed = run(agent, state)
     assert resumed.final_output == "done"

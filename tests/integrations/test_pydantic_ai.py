@@ -18,6 +18,7 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -193,9 +194,11 @@ def test_a_destructive_call_waits_for_the_person_and_runs_once_approved(
     assert about["description"].startswith("write_file (Write or append text")
     assert not (sandbox / "todo.md").exists()  # nothing ran before the person answered
 
+    # The person answers later: the history is kept as JSON meanwhile.
+    kept = paused.all_messages_json()
     resumed = run(
         agent,
-        message_history=paused.all_messages(),
+        message_history=ModelMessagesTypeAdapter.validate_json(kept),
         deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}),
     )
     assert (sandbox / "todo.md").read_text() == "buy milk"
