@@ -22,14 +22,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 from pytest_httpserver import HTTPServer
 
 from tests.test_fuzz_calls import echo_headers
-from tests.test_mcp import CONFIG, TIMEOUT, child_env, free_port, http_server
+from tests.test_mcp import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params, text_of
 from toolplug.serve._screen import MAX_BODY_BYTES, screen
 
 SECRET = "ghp_fuzzsecret_5d1e0c9b7a"
@@ -214,7 +218,7 @@ def test_stdio_answers_every_request(server: StdioServer) -> None:
 def test_stdio_drops_a_line_over_the_limit_and_answers_the_next(server: StdioServer) -> None:
     from toolplug.serve._screen import MAX_BODY_BYTES
 
-    # A request whose id is readable, but only after reading past the limit.
+    # A request over the limit: its id is read from its first bytes, the rest dropped.
     huge = json.dumps({"jsonrpc": "2.0", "id": "huge", "method": "tools/call",
                        "params": {"name": "add", "arguments": {"a": "x" * MAX_BODY_BYTES}}})
     server.send(huge)
@@ -222,12 +226,32 @@ def test_stdio_drops_a_line_over_the_limit_and_answers_the_next(server: StdioSer
     *errors, after = server.replies_until("after-huge")
     assert after["result"]["content"][0]["text"] == "2 + 3 = 5"
     [error] = errors
-    assert error["id"] is None
+    assert error["id"] == "huge"  # read from the line's first bytes
     assert error["error"]["code"] == -32600
-    assert f"over {MAX_BODY_BYTES:,} characters (the limit)" in error["error"]["message"]
+    assert f"over {MAX_BODY_BYTES:,} bytes (the limit)" in error["error"]["message"]
     log = server.close()
     assert "dropped a message line of" in log  # seen with --verbose
     assert "Traceback" not in log
+
+
+def test_stdio_sdk_client_reads_the_answer_to_a_request_over_the_limit(tmp_path: Path) -> None:
+    async def session() -> MCPError:
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                stdio_client(stdio_params(tmp_path), errlog=errlog) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("echo", {"text": "a" * MAX_BODY_BYTES})
+                after = await client.call_tool("add", {"a": 1, "b": 1})
+                assert text_of(after) == "1 + 1 = 2"
+                return refused.value
+
+    with (tmp_path / "stderr.txt").open("w", encoding="utf-8") as errlog:
+        error = anyio.run(session)
+    assert error.error.code == -32600
+    assert f"over {MAX_BODY_BYTES:,} bytes (the limit)" in error.error.message
 
 
 JSON_HEADERS = {"accept": "application/json, text/event-stream",
@@ -300,7 +324,7 @@ def test_http_refuses_a_body_over_the_limit(tmp_path: Path) -> None:
             answer = client.post(session.url, headers=session.headers, content=content)
             assert answer.status_code == 413
             body = answer.json()
-            assert body["id"] is None
+            assert body["id"] == "big"  # read from the body's first bytes
             assert body["error"]["code"] == -32600
             assert f"larger than {MAX_BODY_BYTES:,} bytes (the limit)" in body["error"]["message"]
         # A declared gigabyte is refused at once, before any of it is read.

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -319,3 +320,185 @@ def test_two_serve_replicas_allow_one_rate_together(redis_url: str, tmp_path: Pa
         assert body["error_type"] == "RateLimitError"
         assert body["retry_possible"] is True
         assert 0 < body["retry_after_seconds"] <= 60
+
+
+# -- faults: the store restarted, frozen, or gone, under two replicas -----------------------
+
+FAULT_LIMIT = 10
+FELL_BACK = "cannot be reached"
+
+
+class RedisProcess:
+    """A redis-server on a fixed port that a test can stop, freeze and start again."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.port, self.dir = free_port(), tmp_path
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.dir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise AssertionError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)  # a frozen server cannot stop
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def freeze(self, frozen: bool) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+
+
+@pytest.fixture
+def store_process(tmp_path: Path) -> Iterator[RedisProcess]:
+    server = RedisProcess(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+class Replicas:
+    """One MCP session with each of two replicas; calls are made in concurrent bursts."""
+
+    def __init__(self, sessions: list[Any]) -> None:
+        self.sessions = sessions
+
+    async def burst(self, count: int) -> list[tuple[bool, bool]]:
+        """``count`` calls at once, alternating replicas: (answered, fell back) for each."""
+        outcomes: list[tuple[bool, bool]] = []
+
+        async def one(i: int) -> None:
+            result = await self.sessions[i % 2].call_tool("ping", {"n": i})
+            text = result.content[0].text
+            if result.is_error:
+                assert json.loads(text)["error_type"] == "RateLimitError", text
+            outcomes.append((not result.is_error, FELL_BACK in text))
+
+        async with anyio.create_task_group() as group:
+            for i in range(count):
+                group.start_soon(one, i)
+        return outcomes
+
+    async def until_shared(self) -> list[tuple[bool, bool]]:
+        """Calls to both replicas until each has served one through Redis again."""
+        seen: list[tuple[bool, bool]] = []
+        while True:
+            outcomes = await self.burst(2)
+            seen += outcomes
+            if not any(fell for _, fell in outcomes):
+                return seen
+            await anyio.sleep(0.05)
+
+
+async def with_replicas(urls: list[str], scenario: Any) -> Any:
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with anyio.fail_after(TIMEOUT):
+        async with AsyncExitStack() as stack:
+            sessions = []
+            for url in urls:
+                read, write, *_ = await stack.enter_async_context(streamable_http_client(url))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                sessions.append(session)
+            return await scenario(Replicas(sessions))
+
+
+def fault_env(tmp_path: Path, url: str) -> dict[str, str]:
+    env = replica_env(tmp_path, url)
+    Path(env["TOOLPLUG_CONFIG"]).write_text(
+        f'[calls]\nstore = "{url}"\n\n[tools.ping]\n'
+        f"rate_limit = {{ calls = {FAULT_LIMIT}, per_seconds = 60, wait = false }}\n",
+        encoding="utf-8",
+    )
+    return env
+
+
+def shared(outcomes: list[tuple[bool, bool]]) -> int:
+    """How many calls Redis let through (answered, without a fallback)."""
+    return sum(answered and not fell for answered, fell in outcomes)
+
+
+def run_fault(tmp_path: Path, server: RedisProcess, scenario: Any) -> Any:
+    env = fault_env(tmp_path, server.url)
+    with replica(env, tmp_path, free_port()) as one, replica(env, tmp_path, free_port()) as two:
+        return anyio.run(with_replicas, [one, two], scenario)
+
+
+def test_a_restarted_store_holds_the_shared_limit_from_the_next_call(
+    tmp_path: Path, store_process: RedisProcess
+) -> None:
+    async def scenario(replicas: Replicas) -> list[tuple[bool, bool]]:
+        before = await replicas.burst(4)  # every replica has pooled connections now
+        assert before == [(True, False)] * 4
+        store_process.stop()
+        store_process.start()  # empty: the window starts afresh
+        return await replicas.burst(30)
+
+    after = run_fault(tmp_path, store_process, scenario)
+    # The pooled connections the restart dropped are retried on fresh ones: no fallback.
+    assert [fell for _, fell in after] == [False] * 30
+    assert shared(after) == FAULT_LIMIT
+
+
+def test_a_frozen_store_falls_back_with_a_warning_and_recovers(
+    tmp_path: Path, store_process: RedisProcess
+) -> None:
+    async def scenario(replicas: Replicas) -> tuple[list[Any], list[Any], list[Any]]:
+        await replicas.burst(2)
+        store_process.freeze(True)
+        try:
+            frozen = await replicas.burst(8)
+        finally:
+            store_process.freeze(False)
+        recovering = await replicas.until_shared()
+        return frozen, recovering, await replicas.burst(30)
+
+    frozen, recovering, after = run_fault(tmp_path, store_process, scenario)
+    # Every call served while the store could not answer says so, and still ran.
+    assert frozen == [(True, True)] * 8
+    # Back: the shared limit holds (calls Redis took while frozen may count in it too).
+    assert not any(fell for _, fell in after)
+    assert shared(recovering) + shared(after) <= FAULT_LIMIT - 2
+    assert sum(not answered for answered, _ in after) >= 30 - FAULT_LIMIT
+
+
+def test_a_store_outage_falls_back_per_process_and_recovers(
+    tmp_path: Path, store_process: RedisProcess
+) -> None:
+    async def scenario(replicas: Replicas) -> tuple[list[Any], list[Any], list[Any]]:
+        await replicas.burst(2)
+        store_process.stop()
+        gone = await replicas.burst(30)
+        store_process.start()
+        recovering = await replicas.until_shared()
+        return gone, recovering, await replicas.burst(30)
+
+    gone, recovering, after = run_fault(tmp_path, store_process, scenario)
+    # Down: each replica allows the limit on its own, and every answer says so (a refusal
+    # is an error result, whose JSON carries no warnings).
+    assert [fell for answered, fell in gone if answered] == [True] * (2 * FAULT_LIMIT)
+    # Back: one limit for both replicas again, and no result claims a fallback.
+    assert not any(fell for _, fell in after)
+    assert shared(recovering) + shared(after) == FAULT_LIMIT

@@ -3,7 +3,8 @@
 The catalog's ``read_file`` and ``write_file`` (in a sandbox under the test's tmp_path: the
 destructive call is a real write) and three inline tools registered from code, the way
 hosts register theirs: ``note`` (a map argument, data, citations and warnings), ``flaky``
-(fails once with a retryable error) and ``hang`` (waits until cancelled, and says so).
+(fails once with a retryable error), ``hang`` (waits until cancelled, and says so) and
+``send`` (like url_fetch: a GET only reads, a POST needs approval; decided per call).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -37,6 +39,7 @@ class Seen:
     """What the inline tools saw, for the tests to check."""
 
     notes: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)
     flaky_calls: int = 0
     hang_started: asyncio.Event | None = None
     hang_cancelled: bool = False
@@ -116,6 +119,35 @@ class _Hang(Tool):
         return ToolResult.success("the slow service answered")
 
 
+class _Send(Tool):
+    metadata = ToolMetadata(
+        name="send",
+        description="Send a request to the team's service.",
+        category="utility",
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "method": {"type": "string", "enum": ["GET", "POST"], "default": "GET"},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        annotations=Annotations(read_only=False, destructive=False, open_world=True),
+    )
+    seen: Seen
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        if arguments.get("method", "GET") == "GET":
+            return Annotations(read_only=True, destructive=False, open_world=True)
+        return cls.metadata.annotations
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        self.seen.sent.append(arguments)
+        return ToolResult.success(f"{arguments['method']} {arguments['path']}: 200 OK")
+
+
 @pytest.fixture
 def seen() -> Seen:
     """What the inline tools saw in this test."""
@@ -140,7 +172,7 @@ def load(seen: Seen, sandbox: Path, **tables: dict[str, Any]) -> Registry:
     class Inline:
         @hookimpl
         def register_tools(self, register: Any) -> None:
-            for cls in (_Note, _Flaky, _Hang):
+            for cls in (_Note, _Flaky, _Hang, _Send):
                 register(type(cls.__name__, (cls,), {"seen": seen}))
 
     return toolplug.load(

@@ -68,7 +68,11 @@ def test_the_tools_are_the_strict_responses_export(registry: Registry) -> None:
     assert model.first_call is not None
     given = {t.name: t for t in model.first_call.tools if isinstance(t, FunctionTool)}
     exported = {t["name"]: t for t in toolplug.export_tools(registry, "openai-responses")}
-    assert sorted(given) == sorted(exported) == ["flaky", "hang", "note", "read_file", "write_file"]
+    assert (
+        sorted(given)
+        == sorted(exported)
+        == ["flaky", "hang", "note", "read_file", "send", "write_file"]
+    )
     for name, tool in given.items():
         assert tool.params_json_schema == exported[name]["parameters"]
         assert tool.description == exported[name]["description"]
@@ -229,6 +233,25 @@ def test_toolplug_still_gates_a_tool_whose_approval_the_host_turned_off(
     run(agent, "save")
     assert json.loads(outputs(model)["call-1"])["error_type"] == "ApprovalRequiredError"
     assert not (sandbox / "todo.md").exists()
+
+
+def test_approval_is_decided_per_call_on_the_restored_arguments(
+    registry: Registry, seen: Seen
+) -> None:
+    # send's GET only reads: it runs unasked, also when a strict model sends method: null
+    # (left out, so the default GET). Its POST changes something: the run stops for it.
+    [tool] = [t for t in function_tools(registry) if t.name == "send"]
+    assert isinstance(tool, FunctionTool)
+    assert callable(tool.needs_approval)  # asked per call, not once per tool
+    get = strict(registry, "send", {"path": "/status"})
+    assert get == {"path": "/status", "method": None}
+    post = strict(registry, "send", {"path": "/deploy", "method": "POST"})
+    agent, _ = agent_with(registry, call("send", get), call("send", post, "call-2"))
+    paused = run(agent, "check, then deploy")
+    assert seen.sent == [{"path": "/status", "method": "GET"}]
+    [waiting] = paused.interruptions
+    assert waiting.tool_name == "send"
+    assert json.loads(waiting.arguments or "{}") == post
 
 
 def test_cancelling_the_run_cancels_the_tool(registry: Registry, seen: Seen) -> None:

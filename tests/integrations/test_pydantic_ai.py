@@ -75,7 +75,7 @@ def test_the_selected_tools_are_listed_with_their_schemas_intact(registry: Regis
     agent = Agent(FunctionModel(respond), toolsets=[ToolplugToolset(registry)])
     run(agent, "hello")
     listed = {t.name: t for t in infos[0].function_tools}
-    assert sorted(listed) == ["flaky", "hang", "note", "read_file", "write_file"]
+    assert sorted(listed) == ["flaky", "hang", "note", "read_file", "send", "write_file"]
     for name, definition in listed.items():
         metadata = registry.get(name).metadata
         assert definition.parameters_json_schema == metadata.parameters
@@ -94,6 +94,7 @@ def test_the_options_of_every_renderer_choose_the_tools(registry: Registry) -> N
         "flaky": "withheld",
         "hang": "withheld",
         "note": "withheld",
+        "send": "withheld",
         "write_file": "withheld",
     }
 
@@ -239,6 +240,23 @@ def test_a_tool_that_needs_no_approval_is_not_deferred(registry: Registry) -> No
         },
         separators=(",", ":"),
     )
+
+
+def test_approval_is_decided_per_call(registry: Registry, seen: Seen) -> None:
+    # send's GET only reads: it runs unasked. Its POST changes something: it waits.
+    respond, _ = scripted(
+        ("send", {"path": "/status"}), ("send", {"path": "/deploy", "method": "POST"})
+    )
+    agent = Agent(
+        FunctionModel(respond),
+        toolsets=[ToolplugToolset(registry)],
+        output_type=[str, DeferredToolRequests],
+    )
+    paused = run(agent, "check, then deploy")
+    assert seen.sent == [{"path": "/status", "method": "GET"}]
+    [waiting] = paused.output.approvals
+    assert waiting.args == {"path": "/deploy", "method": "POST"}
+    assert "open-world" in paused.output.metadata[waiting.tool_call_id]["reason"]
 
 
 def test_cancelling_the_run_cancels_the_tool(registry: Registry, seen: Seen) -> None:

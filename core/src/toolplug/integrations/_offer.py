@@ -1,15 +1,16 @@
 """What an integration offers an agent, and how it runs one call: shared by every framework.
 
-Each integration reads the registry through these functions only, so that ``toolset``,
-``task`` and ``max_tools`` mean in every framework what they mean to every renderer, and a
-call crosses toolplug the same way whatever framework made it: the framework asks the person
-(its own approval flow), and toolplug runs the approved call without asking again.
+Each integration reads the registry's one selection (``Registry.select``) through
+``offer``, so that ``toolset``, ``task`` and ``max_tools`` mean in every framework what they
+mean to every renderer; and a call crosses toolplug the same way whatever framework made
+it: the framework asks the person (its own approval flow, asked where
+``Registry.needs_approval`` says so), and toolplug runs the approved call without asking
+again (``approved=True``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -21,12 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Offer",
-    "approval_reason",
     "describe_call",
     "error_text",
-    "fixed_reasons",
     "missing",
     "offer",
+    "refines_per_call",
     "run",
     "success_body",
 ]
@@ -54,47 +54,32 @@ def offer(
     task: str | None = None,
     max_tools: int | None = None,
 ) -> Offer:
-    """The selection, read once (the options of every renderer: docs/concepts.md)."""
-    from toolplug.render._prompt import optional_tools_section
-    from toolplug.render._select import select_tools
+    """The selection, read once (the options of every renderer: docs/concepts.md).
+
+    Raises:
+        UsageError: ``toolset`` names no configured toolset.
+        ValueError: ``max_tools`` is negative.
+    """
+    from toolplug import optional_tools_section
 
     if max_tools is not None and max_tools < 0:
         raise ValueError(f"max_tools must be 0 or more, got {max_tools}")
-    every = [t.metadata for t in registry.select(toolset=toolset)]
-    chosen = select_tools(registry, toolset=toolset, task=task, max_tools=max_tools)
-    names = {m.name for m in chosen}
+    selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
     section = optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
     return Offer(
-        tools=tuple(m for m in every if m.name in names),
-        deferred=tuple(m for m in every if m.name not in names),
+        tools=tuple(sorted(selection.metadata, key=lambda m: m.name)),
+        deferred=tuple(sorted((t.metadata for t in selection.deferred), key=lambda m: m.name)),
         section=section.strip(),
     )
 
 
-def approval_reason(registry: Registry, name: str, arguments: Mapping[str, Any]) -> str | None:
-    """Why this call needs a person's approval, or None: toolplug's decision for the call."""
-    ask = getattr(registry, "needs_approval", None)
-    if ask is not None:
-        reason: str | None = ask(name, arguments)
-        return reason
-    # Until Registry.needs_approval lands: the per-tool rule the engine applies.
-    from toolplug.contract._approval import approval_reason as rule
+def refines_per_call(registry: Registry, name: str) -> bool:
+    """Whether the tool refines its annotations per call (``Tool.annotations_for``), so that
+    whether a call needs approval depends on its arguments."""
+    from toolplug import Tool
 
-    policy = registry.config.tools.get(name, {}).get("approval")
-    return rule(registry.get(name).metadata, policy)
-
-
-def fixed_reasons(registry: Registry, tools: Iterable[ToolMetadata]) -> dict[str, str | None]:
-    """The approval answer of each tool whose answer cannot depend on the call's arguments.
-
-    A tool refines its annotations per call only by defining ``annotations_for``; for the
-    others the answer is worked out once, not on every call.
-    """
-    return {
-        m.name: approval_reason(registry, m.name, {})
-        for m in tools
-        if not hasattr(registry.get(m.name).cls, "annotations_for")
-    }
+    refine = getattr(registry.get(name).cls.annotations_for, "__func__", None)
+    return refine is not getattr(Tool.annotations_for, "__func__", None)
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:
@@ -116,27 +101,11 @@ async def run(
 ) -> ToolResult:
     """One call through toolplug's engine; ``approved``: the framework's person said yes.
 
+    ``call_id`` (the framework's id for the call) reaches the tool and the telemetry span.
     Cancelling the awaiting task cancels the tool (``Registry.acall``).
     """
     context = {"call_id": call_id} if call_id is not None else None
-    if not approved:
-        return await registry.acall(name, arguments, context=context)
-    if _takes_approved(registry):
-        return await registry.acall(  # type: ignore[call-arg,unused-ignore]
-            name, arguments, context=context, approved=True
-        )
-    # Until acall(approved=True) lands: the framework's yes, given as the call's approver.
-    from toolplug.calls._approval import Approval
-
-    return await registry.acall(
-        name, arguments, context=context, approver=lambda request: Approval.approve()
-    )
-
-
-def _takes_approved(registry: Registry) -> bool:
-    import inspect
-
-    return "approved" in inspect.signature(registry.acall).parameters
+    return await registry.acall(name, arguments, context=context, approved=approved)
 
 
 def success_body(result: ToolResult) -> dict[str, Any]:

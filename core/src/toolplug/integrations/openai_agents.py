@@ -29,14 +29,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.integrations._offer import (
-    approval_reason,
-    fixed_reasons,
-    missing,
-    offer,
-    run,
-    success_body,
-)
+from toolplug.integrations._offer import missing, offer, refines_per_call, run, success_body
 
 try:
     from agents import FunctionTool, RunContextWrapper, Tool
@@ -74,14 +67,14 @@ def function_tools(
         task: With ``max_tools``: offer the tools most relevant to this task.
         max_tools: Offer at most this many tools.
     """
-    from toolplug.render._export import export_tool
+    from toolplug import export_tool
 
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
-    reasons = fixed_reasons(registry, chosen.tools)
     tools: list[Tool] = []
     for metadata in chosen.tools:
         exported = export_tool(metadata, "openai-responses", strict=True)
-        gated = metadata.name not in reasons or reasons[metadata.name] is not None
+        per_call = refines_per_call(registry, metadata.name)
+        gated = per_call or registry.needs_approval(metadata.name) is not None
         tools.append(
             FunctionTool(
                 name=metadata.name,
@@ -89,11 +82,7 @@ def function_tools(
                 params_json_schema=exported["parameters"],
                 on_invoke_tool=_invoker(registry, metadata.name, gated=gated),
                 strict_json_schema=True,
-                needs_approval=(
-                    _approval(registry, metadata)
-                    if metadata.name not in reasons
-                    else reasons[metadata.name] is not None
-                ),
+                needs_approval=_approval(registry, metadata) if per_call else gated,
                 timeout_seconds=_time_limit(registry, metadata) + _GRACE_SECONDS,
                 timeout_error_function=_timed_out(metadata.name),
             )
@@ -136,7 +125,7 @@ def _approval(
 ) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
     """toolplug's answer for each call of a tool that refines its annotations per call.
 
-    The others answer with a plain bool (``fixed_reasons``): the SDK pauses for a person
+    The others answer with a plain bool (``function_tools``): the SDK pauses for a person
     whenever it cannot parse the arguments for a callable, and toolplug answers bad JSON
     better, as a ValidationError the model reads.
     """
@@ -149,17 +138,19 @@ def _approval(
     ) -> bool:
         # Asked about the call the tool would run: strict shapes back to the declared ones.
         declared = restore_strict_arguments(parameters, drop_strict_nulls(parameters, arguments))
-        return approval_reason(registry, metadata.name, declared) is not None
+        return registry.needs_approval(metadata.name, declared) is not None
 
     return needs_approval
 
 
 def _time_limit(registry: Registry, metadata: ToolMetadata) -> float:
-    """The limit toolplug's engine gives one attempt: ``[tools.NAME] timeout_seconds`` or the
-    tool's own, times the attempts its ``retries`` allow."""
-    table = registry.config.tools.get(metadata.name, {})
-    limit = float(table.get("timeout_seconds") or metadata.timeout_seconds)
-    return limit * (1 + int(table.get("retries", 0)))
+    """The time toolplug's engine may take for a call: ``[tools.NAME] timeout_seconds`` (or
+    the tool's own) for each attempt its ``retries`` allow, and the longest backoffs between
+    them (the engine doubles the backoff each time, with up to 50% jitter)."""
+    settings = registry.config.tool_settings(metadata.name)
+    limit = settings.timeout_seconds or metadata.timeout_seconds
+    backoffs = sum(settings.retry_backoff_seconds * 2**i * 1.5 for i in range(settings.retries))
+    return limit * (1 + settings.retries) + backoffs
 
 
 def _timed_out(name: str) -> Callable[[RunContextWrapper[Any], Exception], str]:

@@ -27,10 +27,8 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from toolplug.integrations._offer import (
-    approval_reason,
     describe_call,
     error_text,
-    fixed_reasons,
     missing,
     offer,
     run,
@@ -101,7 +99,6 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         self._id = id
         self._max_retries = max_retries
         self._instructions = instructions
-        self._reasons = fixed_reasons(registry, (*self.offer.tools, *self.offer.deferred))
         self._definitions = [
             *(_definition(m, deferred=False) for m in self.offer.tools),
             *(_definition(m, deferred=True) for m in self.offer.deferred),
@@ -151,10 +148,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         """
         approved = ctx.tool_call_approved
         if not approved:
-            if name in self._reasons:
-                reason = self._reasons[name]
-            else:
-                reason = approval_reason(self.registry, name, tool_args)
+            reason = self.registry.needs_approval(name, tool_args)
             if reason is not None:
                 raise ApprovalRequired(
                     metadata={
