@@ -10,10 +10,9 @@ hosts register theirs: ``note`` (a map argument, data, citations and warnings), 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 import pytest

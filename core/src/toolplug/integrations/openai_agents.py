@@ -148,7 +148,7 @@ def _time_limit(registry: Registry, metadata: ToolMetadata) -> float:
     the tool's own) for each attempt its ``retries`` allow, and the longest backoffs between
     them (the engine doubles the backoff each time, with up to 50% jitter)."""
     settings = registry.config.tool_settings(metadata.name)
-    limit = settings.timeout_seconds or metadata.timeout_seconds
+    limit = float(settings.timeout_seconds or metadata.timeout_seconds)
     backoffs = sum(settings.retry_backoff_seconds * 2**i * 1.5 for i in range(settings.retries))
     return limit * (1 + settings.retries) + backoffs
 
