@@ -149,7 +149,7 @@ def _time_limit(registry: Registry, metadata: ToolMetadata) -> float:
     them (the engine doubles the backoff each time, with up to 50% jitter)."""
     settings = registry.config.tool_settings(metadata.name)
     limit = float(settings.timeout_seconds or metadata.timeout_seconds)
-    backoffs = sum(settings.retry_backoff_seconds * 2**i * 1.5 for i in range(settings.retries))
+    backoffs = sum(settings.retry_backoff_seconds * 1.5 * 2.0**i for i in range(settings.retries))
     return limit * (1 + settings.retries) + backoffs
 
 
