@@ -129,7 +129,7 @@ def _approval(
     whenever it cannot parse the arguments for a callable, and toolplug answers bad JSON
     better, as a ValidationError the model reads.
     """
-    from toolplug.schema import drop_strict_nulls, restore_strict_arguments
+    from toolplug.schema import restore_strict_arguments
 
     parameters = metadata.parameters
 
@@ -137,7 +137,7 @@ def _approval(
         context: RunContextWrapper[Any], arguments: dict[str, Any], call_id: str
     ) -> bool:
         # Asked about the call the tool would run: strict shapes back to the declared ones.
-        declared = restore_strict_arguments(parameters, drop_strict_nulls(parameters, arguments))
+        declared = restore_strict_arguments(parameters, arguments)
         return registry.needs_approval(metadata.name, declared) is not None
 
     return needs_approval
