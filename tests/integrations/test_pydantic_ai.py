@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic_ai import (
     Agent,
+    CallDeferred,
     DeferredToolRequests,
     DeferredToolResults,
     ModelMessage,
@@ -31,7 +32,7 @@ from pydantic_ai.models.test import TestModel
 
 import toolplug
 from tests.integrations.conftest import Seen, load
-from toolplug import Registry, ToolResult
+from toolplug import Registry, ToolCall, ToolResult, hookimpl
 from toolplug.integrations.pydantic_ai import ToolplugToolset
 
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
@@ -257,6 +258,40 @@ def test_approval_is_decided_per_call(registry: Registry, seen: Seen) -> None:
     [waiting] = paused.output.approvals
     assert waiting.args == {"path": "/deploy", "method": "POST"}
     assert "open-world" in paused.output.metadata[waiting.tool_call_id]["reason"]
+
+
+def test_a_hook_that_defers_a_call_pauses_the_run_through_toolplug(
+    seen: Seen, sandbox: Path
+) -> None:
+    # A host answers note calls elsewhere (a queue, another service): its tool_call hook
+    # raises pydantic-ai's CallDeferred, which leaves toolplug unchanged, not as an error.
+    class Elsewhere:
+        @hookimpl
+        def tool_call(self, call: ToolCall) -> None:
+            if call.tool == "note":
+                raise CallDeferred(metadata={"queue": "notes"})
+
+    registry = load(seen, sandbox)
+    registry.plugin_manager.register(Elsewhere(), name="elsewhere")
+    try:
+        respond, _ = scripted(("note", {"text": "milk"}))
+        agent = Agent(
+            FunctionModel(respond),
+            toolsets=[ToolplugToolset(registry)],
+            output_type=[str, DeferredToolRequests],
+        )
+        paused = run(agent, "note it")
+        [deferred] = paused.output.calls
+        assert paused.output.metadata[deferred.tool_call_id] == {"queue": "notes"}
+        assert seen.notes == []
+        resumed = run(
+            agent,
+            message_history=paused.all_messages(),
+            deferred_tool_results=DeferredToolResults(calls={deferred.tool_call_id: "queued"}),
+        )
+        assert resumed.output == "done: queued"
+    finally:
+        registry.close()
 
 
 def test_cancelling_the_run_cancels_the_tool(registry: Registry, seen: Seen) -> None:

@@ -98,14 +98,19 @@ async def run(
     *,
     approved: bool,
     call_id: str | None,
+    passthrough: tuple[type[BaseException], ...] = (),
 ) -> ToolResult:
     """One call through toolplug's engine; ``approved``: the framework's person said yes.
 
-    ``call_id`` (the framework's id for the call) reaches the tool and the telemetry span.
-    Cancelling the awaiting task cancels the tool (``Registry.acall``).
+    ``call_id`` (the framework's id for the call) reaches the tool and the telemetry span;
+    ``passthrough``: the framework's exceptions that pause its run, raised by a hook or the
+    tool, leave the call unchanged. Cancelling the awaiting task cancels the tool
+    (``Registry.acall``).
     """
     context = {"call_id": call_id} if call_id is not None else None
-    return await registry.acall(name, arguments, context=context, approved=approved)
+    return await registry.acall(
+        name, arguments, context=context, approved=approved, passthrough=passthrough
+    )
 
 
 def success_body(result: ToolResult) -> dict[str, Any]:

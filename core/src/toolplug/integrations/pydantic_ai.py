@@ -16,6 +16,8 @@ How toolplug's concepts map to pydantic-ai's::
     a success                                 ToolReturn: the model reads the text, data,
                                               citations and warnings; the ToolResult is the
                                               return's metadata
+    a hook deferring a call                   ApprovalRequired or CallDeferred raised by a
+                                              tool_call hook passes through toolplug as is
     cancelling the run                        cancels the tool (Registry.acall)
 
 Install with ``pip install "toolplug[pydantic-ai]"``.
@@ -38,6 +40,7 @@ from toolplug.integrations._offer import (
 try:
     from pydantic_ai import (
         ApprovalRequired,
+        CallDeferred,
         InstructionPart,
         ModelRetry,
         RunContext,
@@ -62,6 +65,11 @@ __all__ = ["ToolplugToolset"]
 _ANY_OBJECT = SchemaValidator(
     core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
 )
+
+
+_PAUSES: tuple[type[BaseException], ...] = (ApprovalRequired, CallDeferred)
+"""pydantic-ai's exceptions that pause a run: a ``tool_call`` hook (or a tool) may raise one
+to defer a call to a person or to work done elsewhere, and it reaches pydantic-ai as raised."""
 
 
 class ToolplugToolset(AbstractToolset[AgentDepsT]):
@@ -157,7 +165,12 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
                     }
                 )
         result = await run(
-            self.registry, name, tool_args, approved=approved, call_id=ctx.tool_call_id
+            self.registry,
+            name,
+            tool_args,
+            approved=approved,
+            call_id=ctx.tool_call_id,
+            passthrough=_PAUSES,
         )
         if result.error is None:
             return ToolReturn(return_value=success_body(result), metadata=result)
