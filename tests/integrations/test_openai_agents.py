@@ -17,7 +17,7 @@ from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunState
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import toolplug
-from tests.integrations.conftest import Seen, load
+from tests.helpers.integrations import Seen, load
 from toolplug import Registry
 from toolplug.integrations.openai_agents import function_tools, instructions
 from toolplug.schema import strict_arguments

@@ -31,7 +31,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 import toolplug
-from tests.integrations.conftest import Seen, load
+from tests.helpers.integrations import Seen, load
 from toolplug import Registry, ToolCall, ToolResult, hookimpl
 from toolplug.integrations.pydantic_ai import ToolplugToolset
 

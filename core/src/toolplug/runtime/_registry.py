@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol, TypeAlias
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._capabilities import Capability, DetectContext
 from toolplug.contract._errors import PluginError, UsageError
-from toolplug.contract._metadata import Category
+from toolplug.contract._metadata import Category, ToolMetadata
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._config import (
@@ -130,6 +130,7 @@ class Registry:
         self._approvals: dict[str, object] = {}
         self._members: dict[Toolset, frozenset[str]] = {}
         self._selections: dict[tuple[Any, ...], Selection] = {}
+        self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     # -- what was loaded -------------------------------------------------------------
 
@@ -269,6 +270,44 @@ class Registry:
         found = self._selections.get(key)
         if found is not None:
             return found
+        pool, metas, absent = self._pool(chosen, include_unavailable, category, optional_only)
+        tools: Sequence[RegisteredTool] = pool
+        if task is not None or max_tools is not None:
+            from toolplug.search._index import ranked
+
+            by_name = self._loaded.tools
+            embed = self.embedder if task else None
+            tools = [by_name[m.name] for m in ranked(metas, task or "", max_tools, embed)]
+        approvals = {
+            t.name: reason
+            for t in tools
+            if (reason := self.needs_approval(t.name)) is not None
+        }
+        selection = Selection(
+            tools=tuple(tools),
+            absent=absent,
+            approvals=approvals,
+            toolset=chosen,
+            task=task,
+            max_tools=max_tools,
+            offered=pool,
+            _registry=self,
+        )
+        if len(self._selections) >= _SELECTIONS_KEPT:
+            self._selections.clear()
+        self._selections[key] = selection
+        return selection
+
+    def _pool(
+        self, chosen: Toolset | None, include_unavailable: bool, category: str | None,
+        optional_only: bool,
+    ) -> tuple[tuple[RegisteredTool, ...], list[ToolMetadata], Mapping[str, tuple[str, ...]]]:
+        """The offerable tools for these options (before any ranking), their metadata, and
+        the installed tools left out with why: worked out once per set of options."""
+        key = (chosen, include_unavailable, category, optional_only)
+        found = self._pools.get(key)
+        if found is not None:
+            return found
         members = self.members(chosen) if chosen is not None else None
         absent: dict[str, tuple[str, ...]] = {}
         pool = []
@@ -286,34 +325,9 @@ class Registry:
                 not optional_only or meta.optionality == "optional"
             ):
                 pool.append(tool)
-        tools = pool
-        if task is not None or max_tools is not None:
-            from toolplug.search._index import ranked
-
-            by_name = {t.name: t for t in pool}
-            embed = self.embedder if task else None
-            order = ranked([t.metadata for t in pool], task or "", max_tools, embed)
-            tools = [by_name[m.name] for m in order]
-        picked = {t.name for t in tools}
-        approvals = {
-            t.name: reason
-            for t in tools
-            if (reason := self.needs_approval(t.name)) is not None
-        }
-        selection = Selection(
-            tools=tuple(tools),
-            absent=absent,
-            deferred=tuple(t for t in pool if t.name not in picked),
-            approvals=approvals,
-            toolset=chosen,
-            task=task,
-            max_tools=max_tools,
-            _registry=self,
-        )
-        if len(self._selections) >= _SELECTIONS_KEPT:
-            self._selections.clear()
-        self._selections[key] = selection
-        return selection
+        found = (tuple(pool), [t.metadata for t in pool], MappingProxyType(absent))
+        self._pools[key] = found
+        return found
 
     def available_tools(self, *, toolset: str | Toolset | None = None) -> Selection:
         """The tools an agent can call now (in ``toolset`` when given), sorted by name;

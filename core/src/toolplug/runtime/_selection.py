@@ -10,6 +10,7 @@ while it lives), and works out each toolset's members once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -36,17 +37,23 @@ class Selection(Sequence["RegisteredTool"]):
     absent: Mapping[str, tuple[str, ...]]
     """Installed tools not offered (unavailable here, or outside the toolset), by name, with
     the reasons. Tools held back by ``max_tools`` are in ``deferred`` instead."""
-    deferred: tuple[RegisteredTool, ...]
-    """Offerable tools that ``max_tools`` held back (exports may defer them to search)."""
     approvals: Mapping[str, str]
     """Chosen tools whose calls need a person's approval, with why (from the declared
     annotations; ``needs_approval`` answers for one call's arguments)."""
     toolset: Toolset | None = None
     task: str | None = None
     max_tools: int | None = None
+    offered: tuple[RegisteredTool, ...] = field(default=(), repr=False)
+    """Every tool these options allow, before ``task`` and ``max_tools`` chose."""
     _registry: Any = field(default=None, repr=False)
 
-    @property
+    @functools.cached_property
+    def deferred(self) -> tuple[RegisteredTool, ...]:
+        """Offerable tools that ``max_tools`` held back (exports may defer them to search)."""
+        picked = set(self.names)
+        return tuple(t for t in self.offered if t.name not in picked)
+
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
         """The chosen tools' names, in order."""
         return tuple(t.name for t in self.tools)
@@ -66,7 +73,7 @@ class Selection(Sequence["RegisteredTool"]):
         and matched terms: the one ranker behind ``search_tools`` and ``toolplug search``."""
         from toolplug.search._index import index_of
 
-        offered = [t.metadata for t in (*self.tools, *self.deferred)]
+        offered = [t.metadata for t in self.offered]
         hits: list[Hit] = index_of(offered).search(query, limit, embed=self._registry.embedder)
         return hits
 
