@@ -9,7 +9,7 @@ repository to where it is on the site, so ``mkdocs build --strict`` checks every
 page added under docs/ or guidelines/ is on the site without any change here.
 
 A public name without a docstring fails the build too (a warning, which ``--strict`` makes
-an error): every name in ``__all__`` of ``toolplug``, ``toolplug.http``,
+an error): every name in ``__all__`` of ``toolplug``, ``toolplug.http``, the integrations,
 ``toolplug.schema``, ``toolplug.search`` and ``toolplug.testing``, and every public method
 and property of the classes among them.
 """
@@ -29,6 +29,8 @@ EXTRA_PAGES = ("README.md", "guidelines/**/*.md", "plugins/*/README.md", "bench/
 PUBLIC_MODULES = (
     "toolplug",
     "toolplug.http",
+    "toolplug.integrations.openai_agents",
+    "toolplug.integrations.pydantic_ai",
     "toolplug.schema",
     "toolplug.search",
     "toolplug.testing",

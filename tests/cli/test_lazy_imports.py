@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ["httpx", "httpcore", "feedparser", "ddgs", "icalendar", "recurring_ical_events", "mcp"]
+HEAVY = [
+    "httpx", "httpcore", "feedparser", "ddgs", "icalendar", "recurring_ical_events", "mcp",
+    # the frameworks of toolplug.integrations
+    "pydantic_ai", "agents",
+]
 
 SCRIPT = """
 import json, sys

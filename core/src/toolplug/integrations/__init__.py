@@ -1,0 +1,12 @@
+"""toolplug where agents run: the installed tools in each framework's own terms.
+
+One module per framework, each installed with an extra and imported only when used, so
+``import toolplug`` never pulls a framework in:
+
+- ``toolplug.integrations.pydantic_ai``: ``ToolplugToolset``, a pydantic-ai toolset
+  (``pip install "toolplug[pydantic-ai]"``);
+- ``toolplug.integrations.openai_agents``: ``function_tools`` and ``instructions`` for the
+  OpenAI Agents SDK (``pip install "toolplug[openai-agents]"``).
+
+Nothing is imported here: import the module of your framework.
+"""

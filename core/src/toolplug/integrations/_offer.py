@@ -1,0 +1,153 @@
+"""What an integration offers an agent, and how it runs one call: shared by every framework.
+
+Each integration reads the registry's one selection (``Registry.select``) through
+``offer``, so that ``toolset``, ``task`` and ``max_tools`` mean in every framework what they
+mean to every renderer; and a call crosses toolplug the same way whatever framework made
+it: the framework asks the person (its own approval flow, asked where
+``Registry.needs_approval`` says so), and toolplug runs the approved call without asking
+again (``approved=True``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._tool import ToolResult
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._registry import Registry
+
+__all__ = [
+    "Offer",
+    "describe_call",
+    "error_text",
+    "missing",
+    "offer",
+    "refines_per_call",
+    "run",
+    "success_body",
+]
+
+_SHOWN_ARGUMENTS: Final = 400
+"""The longest argument text a description for a person quotes."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The tools an agent is offered, and the prompt section that goes with them."""
+
+    tools: tuple[ToolMetadata, ...]
+    """Offered in full, by name: at most ``max_tools``, the most relevant to ``task``."""
+    deferred: tuple[ToolMetadata, ...]
+    """The rest of the selection, by name: left to the framework's tool search."""
+    section: str
+    """The optional-tools section for the agent's instructions ("" when there is none)."""
+
+
+def offer(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> Offer:
+    """The selection, read once (the options of every renderer: docs/concepts.md).
+
+    Raises:
+        UsageError: ``toolset`` names no configured toolset.
+        ValueError: ``max_tools`` is negative.
+    """
+    from toolplug import optional_tools_section
+
+    if max_tools is not None and max_tools < 0:
+        raise ValueError(f"max_tools must be 0 or more, got {max_tools}")
+    selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
+    section = optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
+    return Offer(
+        tools=tuple(sorted(selection.metadata, key=lambda m: m.name)),
+        deferred=tuple(sorted((t.metadata for t in selection.deferred), key=lambda m: m.name)),
+        section=section.strip(),
+    )
+
+
+def refines_per_call(registry: Registry, name: str) -> bool:
+    """Whether the tool refines its annotations per call (``Tool.annotations_for``), so that
+    whether a call needs approval depends on its arguments."""
+    from toolplug import Tool
+
+    refine = getattr(registry.get(name).cls.annotations_for, "__func__", None)
+    return refine is not getattr(Tool.annotations_for, "__func__", None)
+
+
+def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:
+    """One paragraph for the person asked: what would run, with what, and why they are asked."""
+    shown = registry.redact(json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str))
+    if len(shown) > _SHOWN_ARGUMENTS:
+        shown = shown[:_SHOWN_ARGUMENTS] + f"... ({len(shown) - _SHOWN_ARGUMENTS} more)"
+    about = registry.get(name).metadata.description.rstrip(".")
+    return f"{name} ({about}) would run with {shown}; approval is needed because {reason}"
+
+
+async def run(
+    registry: Registry,
+    name: str,
+    arguments: Any,
+    *,
+    approved: bool,
+    call_id: str | None,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> ToolResult:
+    """One call through toolplug's engine; ``approved``: the framework's person said yes.
+
+    ``call_id`` (the framework's id for the call) reaches the tool and the telemetry span;
+    ``passthrough``: the framework's exceptions that pause its run, raised by a hook or the
+    tool, leave the call unchanged. Cancelling the awaiting task cancels the tool
+    (``Registry.acall``).
+    """
+    context = {"call_id": call_id} if call_id is not None else None
+    return await registry.acall(
+        name, arguments, context=context, approved=approved, passthrough=passthrough
+    )
+
+
+def success_body(result: ToolResult) -> dict[str, Any]:
+    """What the model reads of a success: the text, the data, citations and warnings.
+
+    The seeds' result shape without its ``error`` flag, and without the parts a result does
+    not have, so a plain text result stays ``{"output": ...}``.
+    """
+    body: dict[str, Any] = {"output": result.output}
+    if result.data is not None:
+        body["data"] = result.data
+    if result.citations:
+        body["citations"] = [c.to_dict() for c in result.citations]
+    if result.warnings:
+        body["warnings"] = list(result.warnings)
+    return body
+
+
+def error_text(result: ToolResult) -> str:
+    """An error as one line of text, for a framework that wraps it in its own encoding.
+
+    pydantic-ai sends a failed tool result as ``{"error": TEXT}``: the seeds' JSON inside it
+    would be JSON inside JSON. Whether a retry may help is said by the framework's signal
+    (``ModelRetry`` or ``ToolFailed``), not in the text.
+    """
+    assert result.error is not None
+    error = result.error
+    text = f"{error.type}: {error.message}"
+    after = error.details.get("retry_after_seconds")
+    if after is not None:
+        text += f" (try again in {after} s)"
+    return text
+
+
+def missing(framework: str, extra: str, error: ModuleNotFoundError) -> ImportError:
+    """The ImportError to raise when a framework is not installed: with the pip line."""
+    return ImportError(
+        f"toolplug's {framework} integration needs {framework}, which is not installed "
+        f"({error}); install it with: pip install \"toolplug[{extra}]\""
+    )

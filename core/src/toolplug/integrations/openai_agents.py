@@ -1,0 +1,167 @@
+"""The installed tools as OpenAI Agents SDK function tools: ``function_tools``, ``instructions``.
+
+How toolplug's concepts map to the SDK's::
+
+    the selection (toolset, task, max_tools)  the FunctionTools: at most max_tools, the most
+                                              relevant to task
+    the parameters schema                     toolplug's strict Responses export; the call's
+                                              strict arguments (nulls for left-out
+                                              properties, maps as key/value lists) are
+                                              restored by toolplug before the tool runs
+    the optional-tools section                instructions(), for Agent(instructions=...)
+    a call that needs approval                needs_approval, answered per call by toolplug:
+                                              the run stops with interruptions; the person's
+                                              state.approve() runs the call once, unasked by
+                                              toolplug; state.reject() never runs it
+    the tool's time limit                     toolplug's engine (per attempt), and the
+                                              FunctionTool's timeout_seconds as a backstop
+    an error                                  text the model reads: the error's type,
+                                              message and retry_possible, as JSON
+    a success                                 the text, data, citations and warnings, as JSON
+    cancelling the run                        cancels the tool (Registry.acall)
+
+Install with ``pip install "toolplug[openai-agents]"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from toolplug.integrations._offer import missing, offer, refines_per_call, run, success_body
+
+try:
+    from agents import FunctionTool, RunContextWrapper, Tool
+    from agents.tool_context import ToolContext
+except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process without the SDK
+    raise missing("openai-agents", "openai-agents", exc) from exc
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["function_tools", "instructions"]
+
+_GRACE_SECONDS: Final = 1.0
+"""How long past toolplug's own limit the SDK waits, so that toolplug's answer comes first."""
+
+
+def function_tools(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> list[Tool]:
+    """The registry's selected tools as ``FunctionTool``s, sorted by name.
+
+    Typed as the SDK's ``Tool``, what ``Agent(tools=...)`` takes.
+
+    ``Agent(tools=function_tools(toolplug.load()), instructions=instructions(...))``.
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Offer only this toolset's tools.
+        task: With ``max_tools``: offer the tools most relevant to this task.
+        max_tools: Offer at most this many tools.
+    """
+    from toolplug import export_tool
+
+    chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
+    tools: list[Tool] = []
+    for metadata in chosen.tools:
+        exported = export_tool(metadata, "openai-responses", strict=True)
+        per_call = refines_per_call(registry, metadata.name)
+        gated = per_call or registry.needs_approval(metadata.name) is not None
+        tools.append(
+            FunctionTool(
+                name=metadata.name,
+                description=exported["description"],
+                params_json_schema=exported["parameters"],
+                on_invoke_tool=_invoker(registry, metadata.name, gated=gated),
+                strict_json_schema=True,
+                needs_approval=_approval(registry, metadata) if per_call else gated,
+                timeout_seconds=_time_limit(registry, metadata) + _GRACE_SECONDS,
+                timeout_error_function=_timed_out(metadata.name),
+            )
+        )
+    return tools
+
+
+def instructions(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> str:
+    """The optional-tools section for the agent's instructions ("" when no tool is optional).
+
+    Pass the options given to ``function_tools``, so the section describes the tools offered.
+    """
+    return offer(registry, toolset=toolset, task=task, max_tools=max_tools).section
+
+
+def _invoker(
+    registry: Registry, name: str, *, gated: bool
+) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        call_id = context.tool_call_id
+        # Only a call the person approved in this run is run as approved: a tool whose
+        # needs_approval was turned off by the host still meets toolplug's own gate.
+        approved = gated and context.is_tool_approved(name, call_id) is True
+        result = await run(registry, name, arguments, approved=approved, call_id=call_id)
+        if result.error is not None:
+            return result.for_model()
+        return json.dumps(success_body(result), ensure_ascii=False)
+
+    return invoke
+
+
+def _approval(
+    registry: Registry, metadata: ToolMetadata
+) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
+    """toolplug's answer for each call of a tool that refines its annotations per call.
+
+    The others answer with a plain bool (``function_tools``): the SDK pauses for a person
+    whenever it cannot parse the arguments for a callable, and toolplug answers bad JSON
+    better, as a ValidationError the model reads.
+    """
+    from toolplug.schema import restore_strict_arguments
+
+    parameters = metadata.parameters
+
+    async def needs_approval(
+        context: RunContextWrapper[Any], arguments: dict[str, Any], call_id: str
+    ) -> bool:
+        # Asked about the call the tool would run: strict shapes back to the declared ones.
+        declared = restore_strict_arguments(parameters, arguments)
+        return registry.needs_approval(metadata.name, declared) is not None
+
+    return needs_approval
+
+
+def _time_limit(registry: Registry, metadata: ToolMetadata) -> float:
+    """The time toolplug's engine may take for a call: ``[tools.NAME] timeout_seconds`` (or
+    the tool's own) for each attempt its ``retries`` allow, and the longest backoffs between
+    them (the engine doubles the backoff each time, with up to 50% jitter)."""
+    settings = registry.config.tool_settings(metadata.name)
+    limit = float(settings.timeout_seconds or metadata.timeout_seconds)
+    backoffs = sum(settings.retry_backoff_seconds * 1.5 * 2.0**i for i in range(settings.retries))
+    return limit * (1 + settings.retries) + backoffs
+
+
+def _timed_out(name: str) -> Callable[[RunContextWrapper[Any], Exception], str]:
+    def message(context: RunContextWrapper[Any], error: Exception) -> str:
+        return json.dumps(
+            {
+                "error": True,
+                "error_type": "TimeoutError",
+                "error_message": f"{name} did not finish in time: {error}",
+                "retry_possible": True,
+            }
+        )
+
+    return message

@@ -1,0 +1,194 @@
+"""The installed tools as a pydantic-ai toolset: ``ToolplugToolset``.
+
+How toolplug's concepts map to pydantic-ai's::
+
+    the selection (toolset, task, max_tools)  the toolset's tools; the ones beyond max_tools
+                                              are marked defer_loading, for pydantic-ai's
+                                              own tool search
+    the optional-tools section                get_instructions (the agent's instructions)
+    a call that needs approval                ApprovalRequired: the run ends with
+                                              DeferredToolRequests; resumed with the person's
+                                              DeferredToolResults, the approved call runs
+                                              once, unasked by toolplug
+    an error with retry_possible              ModelRetry (counts against the tool's retries)
+    an error without                          ToolFailed: the model reads it, no retry loop
+                                              (either as one line of text: "TYPE: message")
+    a success                                 ToolReturn: the model reads the text, data,
+                                              citations and warnings; the ToolResult is the
+                                              return's metadata
+    a hook deferring a call                   ApprovalRequired or CallDeferred raised by a
+                                              tool_call hook passes through toolplug as is
+    cancelling the run                        cancels the tool (Registry.acall)
+
+Install with ``pip install "toolplug[pydantic-ai]"``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from toolplug.integrations._offer import (
+    describe_call,
+    error_text,
+    missing,
+    offer,
+    run,
+    success_body,
+)
+
+try:
+    from pydantic_ai import (
+        ApprovalRequired,
+        CallDeferred,
+        InstructionPart,
+        ModelRetry,
+        RunContext,
+        ToolFailed,
+        ToolReturn,
+    )
+    from pydantic_ai.tools import AgentDepsT, ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process without pydantic-ai
+    raise missing("pydantic-ai", "pydantic-ai", exc) from exc
+
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.runtime._config import Toolset
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["ToolplugToolset"]
+
+# toolplug validates every call against the tool's schema and names each bad field; the
+# framework only checks that the model sent an object.
+_ANY_OBJECT = SchemaValidator(
+    core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
+)
+
+
+_PAUSES: tuple[type[BaseException], ...] = (ApprovalRequired, CallDeferred)
+"""pydantic-ai's exceptions that pause a run: a ``tool_call`` hook (or a tool) may raise one
+to defer a call to a person or to work done elsewhere, and it reaches pydantic-ai as raised."""
+
+
+class ToolplugToolset(AbstractToolset[AgentDepsT]):
+    """The registry's selected tools as a pydantic-ai toolset.
+
+    ``Agent(model, toolsets=[ToolplugToolset(toolplug.load())])`` (docs/integrations/).
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Offer only this toolset's tools.
+        task: With ``max_tools``: the tools most relevant to this task come in full.
+        max_tools: At most this many tools in full; the others are deferred to pydantic-ai's
+            tool search.
+        id: The toolset's id, unique among the agent's toolsets (durable execution needs one).
+        max_retries: How often the model may retry a call whose error allows a retry
+            (None: the agent's setting).
+        instructions: Give the optional-tools section as the toolset's instructions.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        toolset: str | Toolset | None = None,
+        task: str | None = None,
+        max_tools: int | None = None,
+        id: str | None = "toolplug",
+        max_retries: int | None = None,
+        instructions: bool = True,
+    ) -> None:
+        self.registry = registry
+        """The registry whose tools are offered."""
+        self.offer = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
+        """The tools offered, the deferred ones and the section, chosen once."""
+        self._id = id
+        self._max_retries = max_retries
+        self._instructions = instructions
+        self._definitions = [
+            *(_definition(m, deferred=False) for m in self.offer.tools),
+            *(_definition(m, deferred=True) for m in self.offer.deferred),
+        ]
+
+    @property
+    def id(self) -> str | None:
+        """The toolset's id (``"toolplug"`` unless given)."""
+        return self._id
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> InstructionPart | None:
+        """The optional-tools section: when to reach for each tool, and when not to.
+
+        Static (``dynamic=False``): it is chosen once, with the tools, so a provider's prompt
+        cache can keep it.
+        """
+        if not self._instructions or not self.offer.section:
+            return None
+        return InstructionPart(self.offer.section, dynamic=False, name="optional-tools")
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        """The selected tools, with their parameter schemas as the tools declare them."""
+        retries = self._max_retries if self._max_retries is not None else ctx.max_retries
+        return {
+            definition.name: ToolsetTool(
+                toolset=self,
+                tool_def=definition,
+                max_retries=retries,
+                args_validator=_ANY_OBJECT,
+            )
+            for definition in self._definitions
+        }
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[AgentDepsT],
+        tool: ToolsetTool[AgentDepsT],
+    ) -> Any:
+        """Run one call through toolplug, or defer it to a person first.
+
+        Raises:
+            ApprovalRequired: the call needs approval and the run has not had it yet.
+            ModelRetry: the call failed with an error a retry may fix.
+            ToolFailed: the call failed otherwise; the model reads why.
+        """
+        approved = ctx.tool_call_approved
+        if not approved:
+            reason = self.registry.needs_approval(name, tool_args)
+            if reason is not None:
+                raise ApprovalRequired(
+                    metadata={
+                        "reason": reason,
+                        "description": describe_call(self.registry, name, tool_args, reason),
+                    }
+                )
+        result = await run(
+            self.registry,
+            name,
+            tool_args,
+            approved=approved,
+            call_id=ctx.tool_call_id,
+            passthrough=_PAUSES,
+        )
+        if result.error is None:
+            return ToolReturn(return_value=success_body(result), metadata=result)
+        if result.error.retry_possible:
+            raise ModelRetry(error_text(result))
+        raise ToolFailed(error_text(result))
+
+
+def _definition(metadata: ToolMetadata, *, deferred: bool) -> ToolDefinition:
+    return ToolDefinition(
+        name=metadata.name,
+        description=metadata.description,
+        parameters_json_schema=copy.deepcopy(metadata.parameters),
+        metadata={
+            "toolplug": {
+                "category": metadata.category,
+                "annotations": metadata.annotations.model_dump(),
+            }
+        },
+        defer_loading=deferred,
+    )

@@ -1,0 +1,62 @@
+"""The integrations are imported only when used, and say how to install what they need."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FRAMEWORKS = ["pydantic_ai", "pydantic_graph", "agents", "openai"]
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+def test_the_package_imports_no_framework() -> None:
+    done = _python(
+        "import json, sys\n"
+        "import toolplug, toolplug.integrations\n"
+        "toolplug.load({}, env={'TOOLPLUG_PLUGINS': ''})\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(set(json.loads(done.stdout)) & set(FRAMEWORKS)) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "extra"),
+    [
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("openai_agents", "agents", "openai-agents"),
+    ],
+)
+def test_a_missing_framework_names_the_extra_to_install(
+    module: str, framework: str, extra: str
+) -> None:
+    # None in sys.modules is how Python reports a module that is not installed.
+    done = _python(
+        f"import sys\nsys.modules[{framework!r}] = None\nimport toolplug.integrations.{module}\n"
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: toolplug's")
+    assert f'pip install "toolplug[{extra}]"' in last
+
+
+def test_each_module_exports_exactly_its_public_names() -> None:
+    from toolplug.integrations import openai_agents, pydantic_ai
+
+    assert pydantic_ai.__all__ == ["ToolplugToolset"]
+    assert openai_agents.__all__ == ["function_tools", "instructions"]
+    for module in (pydantic_ai, openai_agents):
+        public = {
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        }
+        assert public == set(module.__all__)
