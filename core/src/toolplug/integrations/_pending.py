@@ -82,6 +82,8 @@ async def acall(
             passthrough=passthrough,
         )
         return result
+    if approver is None and not approved:  # nothing to decide, nothing to let through
+        return await registry.acall(name, arguments, context=context)
     caught: list[BaseException] = []
     decide = _approver(approver, approved, passthrough, caught)
     result = await registry.acall(name, arguments, context=context, approver=decide)
@@ -107,6 +109,8 @@ def call(
             passthrough=passthrough,
         )
         return result
+    if approver is None and not approved:  # nothing to decide, nothing to let through
+        return registry.call(name, arguments, context=context)
     caught: list[BaseException] = []
     decide = _approver(approver, approved, passthrough, caught)
     result = registry.call(name, arguments, context=context, approver=decide)

@@ -61,6 +61,9 @@ _JSON_TYPES: Final[dict[str, type]] = {
     "object": dict,
 }
 
+_PAUSES: Final = (llm.PauseChain, llm.CancelToolCall)
+"""llm's exceptions that stop a call or a chain; toolplug lets them through unchanged."""
+
 _DEFAULT: dict[str, Registry] = {}
 _DEFAULT_LOCK: Final = threading.Lock()
 
@@ -196,7 +199,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
                 self._approved.add(tool_call.tool_call_id)
 
     def _take_approval(self, call_id: str | None) -> bool:
-        if call_id is None:
+        if call_id is None or not self._approved:  # no lock when nothing is waiting
             return False
         with self._lock:
             if call_id not in self._approved:
@@ -233,11 +236,11 @@ class _Call:
             "context": {"call_id": call_id} if call_id is not None else None,
             "approver": box._approver,
             "approved": box._take_approval(call_id),
-            "passthrough": (llm.PauseChain, llm.CancelToolCall),
+            "passthrough": _PAUSES,
         }
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        # asyncio's own check without raising (it is in asyncio.events.__all__): an
+        # exception per sync call costs more than the rest of this wrapper.
+        if asyncio._get_running_loop() is None:
             return self._answer(
                 call_id, _pending.call(box._tools_registry, self.name, arguments, **keywords)
             )
