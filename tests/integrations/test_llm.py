@@ -326,3 +326,21 @@ def test_without_llm_the_import_says_what_to_install(monkeypatch: pytest.MonkeyP
 
 def test_the_toolbox_class_is_what_llm_registers() -> None:
     assert llm.get_tools()["Toolplug"] is Toolplug
+
+
+def test_llm_starts_without_loading_toolplugs_engine() -> None:
+    """llm imports every plugin for every command; toolplug's costs it next to nothing."""
+    script = (
+        "import json, sys, llm\n"
+        "tools = llm.get_tools()\n"
+        "plugins = {p['name']: sorted(p['hooks']) for p in llm.get_plugins()}\n"
+        "print(json.dumps([plugins.get('toolplug'), 'Toolplug' in tools,"
+        " sorted(m for m in sys.modules if m.startswith('toolplug.calls'))]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    hooks, registered, engine = json.loads(done.stdout)
+    assert hooks == ["register_fragment_loaders", "register_tools"]
+    assert registered
+    assert engine == []

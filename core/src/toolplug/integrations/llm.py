@@ -22,7 +22,7 @@ import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import parse_qsl
 
 try:
@@ -33,11 +33,13 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
-from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
 from toolplug.integrations import _pending
 
 if TYPE_CHECKING:
-    from toolplug import ToolMetadata, Toolset
+    from toolplug import Approval, ApprovalRequest, Registry, ToolMetadata, ToolResult, Toolset
+
+# llm imports every plugin at its start, for every command: toolplug's names are imported
+# when a toolplug tool or the section is first used, not then.
 
 __all__ = [
     "Toolplug",
@@ -50,8 +52,8 @@ __all__ = [
     "toolbox",
 ]
 
-Decision = Approval | bool
-Ask = Callable[[ApprovalRequest], "Decision | Awaitable[Decision]"]
+Decision: TypeAlias = "Approval | bool"
+Ask: TypeAlias = Callable[["ApprovalRequest"], "Decision | Awaitable[Decision]"]
 """Asks a person about one call: an ``Approval`` or True/False, or an awaitable of one."""
 
 _RESULTS_KEPT: Final = 256
@@ -103,7 +105,9 @@ def system_prompt(
         task: Keep the tools most relevant to this task (with ``max_tools``).
         max_tools: Keep at most this many tools.
     """
-    return optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
+    return toolplug.optional_tools_section(
+        registry, toolset=toolset, task=task, max_tools=max_tools
+    )
 
 
 def _chosen(
@@ -174,7 +178,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         if reason is None:
             return None
         shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
-        return ApprovalRequest(
+        return toolplug.ApprovalRequest(
             tool_call.name, shown, registry.get(tool_call.name).metadata, reason,
             tool_call.tool_call_id,
         )
@@ -182,8 +186,8 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     def _settle(self, tool_call: llm.ToolCall, decision: Any) -> None:
         """Remember a yes for the call to use; turn a no into llm's cancellation."""
         if isinstance(decision, bool):
-            decision = Approval(decision)
-        if not isinstance(decision, Approval):
+            decision = toolplug.Approval(decision)
+        if not isinstance(decision, toolplug.Approval):
             raise TypeError(
                 f"the approval function returned {type(decision).__name__}; expected an "
                 "Approval, True or False"
