@@ -254,6 +254,27 @@ def test_human_in_the_loop_middleware_is_the_one_gate(
     assert done["messages"][-1].content == "done"
 
 
+def test_the_middleware_asking_per_call_is_the_one_gate_too(
+    registry: toolplug.Registry, watch: Watch
+) -> None:
+    toolkit = ToolplugToolkit(registry)
+    agent = create_agent(
+        scripted(ASK_ERASE, DONE),
+        toolkit.get_tools(),
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on=toolkit.interrupt_on(), interrupt_mode="per_call")
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    [interrupt] = agent.invoke(USER, config)["__interrupt__"]
+    assert interrupt.value["type"] == "tool_approval"
+    assert interrupt.value["tool_call_id"] == "call-2"
+    done = agent.invoke(Command(resume={interrupt.id: {"type": "approve"}}), config)
+    assert "__interrupt__" not in done
+    assert watch.runs == [("erase", {"name": "old"})]
+
+
 def test_outside_a_graph_the_registry_approvers_decide(watch: Watch) -> None:
     asked: list[ApprovalRequest] = []
 
