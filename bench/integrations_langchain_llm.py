@@ -17,7 +17,8 @@ integration's tool around a toolplug tool calling the same function is measured:
 
 Reported: the median time per call of each, and toolplug's over the native one as a ratio
 and in microseconds; and ``registry.call`` alone, the engine's share (validation, defaults,
-policy), which the native tools do not do. The goal (issue 23): at most 1.2x or +20 us, whichever is larger.
+policy), which the native tools do not do. The goal (issue 23): at most 1.2x or +20 us,
+whichever is larger.
 """
 
 from __future__ import annotations
