@@ -13,8 +13,11 @@ import asyncio
 import importlib
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +296,54 @@ def test_llm_runs_the_tools_with_the_section_as_system_prompt(
     assert read["output"].startswith("hello")
     assert missing["output"].startswith('Error: {"error": true, "error_type": "NotFoundError"')
     assert (tmp_path / "cache" / "notes" / "a.md").read_text(encoding="utf-8") == "hello"
+
+
+def on_a_terminal(env: dict[str, str], answer: bytes, *args: str) -> tuple[int, str, str]:
+    """Run ``llm ARGS`` with a pseudo-terminal as stdin and stderr; answer its prompt."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [*LLM, *args], stdin=follower, stdout=subprocess.PIPE, stderr=follower, env=env
+    )
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while b"[y/N]" not in seen:
+            assert time.monotonic() < deadline, seen
+            ready, _, _ = select.select([leader], [], [], 1)
+            if ready:
+                seen += os.read(leader, 4096)
+        os.write(leader, answer)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        os.close(leader)
+    return process.returncode, seen.decode(), out.decode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "written", "output"),
+    [
+        (b"y\n", True, "Created file_cache_dir/a.md (5 bytes)."),
+        (b"n\n", False, "denied by the person approving it"),
+    ],
+)
+def test_on_a_terminal_the_command_line_asks_the_person(
+    sandbox: dict[str, str], tmp_path: Path, answer: bytes, written: bool, output: str
+) -> None:
+    config = Path(sandbox["TOOLPLUG_CONFIG"])
+    config.write_text(  # write_file needs approval again
+        config.read_text(encoding="utf-8").replace('approval = "never"\n', ""), encoding="utf-8"
+    )
+    prompt = calls(("write_file", {"path": "a.md", "content": "hello"}))
+    code, asked, out = on_a_terminal(sandbox, answer, "-m", "echo", "-T", "Toolplug", prompt)
+    assert code == 0, asked + out
+    assert "write_file (Write or append text to a file" in asked
+    assert "approval is needed because it may destroy or overwrite data" in asked
+    last = json.loads(out[out.rindex('{\n  "prompt"') :])
+    [result] = last["tool_results"]
+    assert output in result["output"]
+    assert (tmp_path / "cache" / "a.md").exists() is written
 
 
 def test_the_fragment_takes_the_selection_options(

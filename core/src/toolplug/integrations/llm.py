@@ -134,7 +134,8 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     ) -> None:
         self._toolset, self._task, self._max_tools = toolset, task, max_tools
         self._registry: Registry | None = None
-        self._approver: Callable[[ApprovalRequest], Any] | None = None
+        # Made by llm's command line (or by hand): a person at the terminal is asked.
+        self._approver: Callable[[ApprovalRequest], Any] | None = _ask_at_the_terminal
         self._built: list[llm.Tool] | None = None
         self._approved: set[str] = set()
         self._lock = threading.Lock()
@@ -309,6 +310,7 @@ def toolbox(
         max_tools: Offer at most this many tools.
         approver: Decides on calls that need approval before the registry's own approvers;
             it may raise ``llm.PauseChain`` to pause the chain (``pause_until_decided``).
+            (A ``Toolplug()`` made by llm's command line asks at the terminal instead.)
     """
     box = Toolplug(toolset=toolset, task=task, max_tools=max_tools)
     box._registry = registry
@@ -317,6 +319,27 @@ def toolbox(
 
 
 # -- approvals in llm's ways ---------------------------------------------------------
+
+
+def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
+    """On a terminal, the person is asked y/N (in a thread when an event loop runs);
+    elsewhere nobody decides, and the registry's own approvers are asked."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    def confirm() -> Approval:
+        import click
+
+        click.echo(click.style(request.describe(), fg="yellow", bold=True), err=True)
+        approved = click.confirm("Approve the call?", default=False, err=True)
+        return toolplug.Approval(approved, "at the terminal")
+
+    if asyncio._get_running_loop() is not None:
+        return asyncio.to_thread(confirm)
+    return confirm()
+
 
 
 def approve_calls(ask: Ask) -> Callable[[llm.Tool | None, llm.ToolCall], Any]:
