@@ -20,8 +20,9 @@ What happens to each fenced block, in the order of the page:
 
 Comments in the Markdown steer it:
 
-- ``<!-- skip: next "why" -->`` before a block: not run, with the reason shown (Sybil's own
-  skip directive; a reason is required, tests/test_docs.py checks that).
+- ``<!-- skip: next "why" -->`` before a block: not run, with the reason shown after the
+  block's file and line (``docs/mcp.md:9: why``; Sybil's own skip directive; a reason is
+  required, tests/e2e/test_docs.py checks that).
 - ``<!-- docs-test: write PATH -->`` before a block: its text is the file PATH in the page's
   working directory (the ``toolplug.toml`` a tour runs with, say).
 - ``<!-- docs-test: file PATH -->``: the block is the repository's file PATH, exactly.
@@ -30,6 +31,12 @@ Comments in the Markdown steer it:
 Each page runs in a working directory of its own, with an environment without the
 developer's ``TOOLPLUG_*`` variables or tokens, and with sockets that refuse anything but
 loopback: a page may call a network tool, it never leaves the machine.
+
+The whole suite (these pages, tests/ and each plugin's tests) tests one set of plugins: the
+catalog, the distributions under plugins/. ``TOOLPLUG_PLUGINS`` is set to them unless it is
+set already, so a plugin someone installed into the same environment (``toolplug new``, then
+``pip install -e``) adds no tool to a listing the docs show or a count a test expects.
+Subprocesses inherit the selection; a test about discovery itself sets its own.
 """
 
 from __future__ import annotations
@@ -43,12 +50,14 @@ import shlex
 import socket
 import tempfile
 import tomllib
+import unittest
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sybil import Document, Example, Region, Sybil
 from sybil.evaluators.python import PythonEvaluator
+from sybil.evaluators.skip import Skipper
 from sybil.parsers.markdown import SkipParser
 from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
@@ -56,6 +65,26 @@ ROOT = Path(__file__).resolve().parent
 DOC_ROOTS = ("docs", "guidelines")
 DOC_FILES = ("README.md",)
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<action>[\w-]+)\s+(?P<arg>\S+)\s*-->\s*\Z")
+PLUGINS_ENV = "TOOLPLUG_PLUGINS"
+
+
+# -- the plugins the suite tests ----------------------------------------------------------
+
+
+def catalog_distributions() -> list[str]:
+    """The distribution names of the catalog's plugins (plugins/NAME/pyproject.toml), sorted."""
+    return sorted(
+        tomllib.loads(path.read_text(encoding="utf-8"))["project"]["name"]
+        for path in ROOT.glob("plugins/*/pyproject.toml")
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    """Select the catalog, unless the one running the suite selected plugins already."""
+    if PLUGINS_ENV in os.environ:
+        return
+    os.environ[PLUGINS_ENV] = ",".join(catalog_distributions())
+    config.add_cleanup(lambda: os.environ.pop(PLUGINS_ENV, None))
 
 
 def is_doc(path: Path) -> bool:
@@ -337,7 +366,8 @@ def _page_surroundings() -> Iterator[None]:
         return real_getaddrinfo(host, *args, **kwargs)
 
     for name in list(os.environ):
-        if name.startswith("TOOLPLUG_") or name in _KEEP_OUT:
+        # The selection stays: it is the suite's, not the developer's configuration.
+        if (name.startswith("TOOLPLUG_") and name != PLUGINS_ENV) or name in _KEEP_OUT:
             del os.environ[name]
     os.environ.update(
         {
@@ -378,8 +408,37 @@ def _teardown(namespace: dict[str, Any]) -> None:
     namespace["__docs_stack__"].close()
 
 
+class _PlacedSkipper(Skipper):
+    """Sybil's skipper, with the skipped block's file and line in front of the reason.
+
+    pytest reports a skipped block at the line of unittest that raised ``SkipTest``; the
+    reason is the only place that can say where the block is.
+    """
+
+    def evaluate_other_example(self, example: Example) -> None:
+        try:
+            super().evaluate_other_example(example)
+        except unittest.SkipTest as skipped:
+            raise unittest.SkipTest(f"{block_location(example)}: {skipped}") from None
+
+
+def block_location(example: Example) -> str:
+    """``docs/mcp.md:9``: the page, relative to the repository, and the block's first line."""
+    path = Path(example.path).resolve()
+    shown = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    return f"{shown}:{example.line}"
+
+
+class PlacedSkipParser(SkipParser):
+    """``<!-- skip: next "why" -->``, reported with where the skipped block is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipper = _PlacedSkipper(self.directive)
+
+
 _DOCS = Sybil(
-    parsers=[BlockParser(), SkipParser()],
+    parsers=[BlockParser(), PlacedSkipParser()],
     patterns=["*.md"],
     setup=_setup,
     teardown=_teardown,

@@ -1,67 +1,38 @@
-"""Shared fixtures: isolated configuration, fake installed distributions, CLI runners."""
+"""Shared fixtures: isolated configuration, fake installed distributions, CLI runners.
+
+What test modules import (classes, functions, strategies) lives in ``tests/helpers/``: a test
+module never imports another test module or this file.
+"""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import Run, Site, run_cli
+
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs in an empty working directory with no toolplug configuration."""
+    """Every test runs in an empty working directory with no toolplug configuration.
+
+    ``TOOLPLUG_PLUGINS`` stays: the root conftest.py selects the catalog with it, so that the
+    plugins under test are the same whatever else is installed.
+    """
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     for name in list(os.environ):
+        if name == "TOOLPLUG_PLUGINS":
+            continue
         if name.startswith("TOOLPLUG_") or name == "GITHUB_TOKEN":
             monkeypatch.delenv(name)
     monkeypatch.setenv("TOOLPLUG_CACHE_DIR", str(tmp_path / "metadata-cache"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-
-
-@dataclass
-class Site:
-    """A directory of installed distributions, made by hand, to put on ``PYTHONPATH``."""
-
-    path: Path
-
-    def add(
-        self,
-        name: str,
-        *,
-        entry_points: Mapping[str, str],
-        modules: Mapping[str, str] | None = None,
-        version: str = "1.0",
-    ) -> None:
-        """Install a distribution: metadata, ``toolplug`` entry points and module files."""
-        dist_info = self.path / f"{name.replace('-', '_')}-{version}.dist-info"
-        dist_info.mkdir(parents=True)
-        (dist_info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
-        )
-        lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
-        (dist_info / "entry_points.txt").write_text(f"[toolplug]\n{lines}", encoding="utf-8")
-        for module, source in (modules or {}).items():
-            target = self.path / f"{module.replace('.', '/')}.py"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(textwrap.dedent(source), encoding="utf-8")
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """An environment with this site first on ``PYTHONPATH``."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(self.path), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
-        env.update(extra)
-        return env
 
 
 @pytest.fixture
@@ -70,29 +41,6 @@ def site(tmp_path: Path) -> Site:
     path = tmp_path / "site"
     path.mkdir()
     return Site(path)
-
-
-@dataclass
-class Run:
-    """The outcome of one ``toolplug`` command line run in a subprocess."""
-
-    code: int
-    out: str
-    err: str
-
-
-def run_cli(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Run:
-    """Run ``python -m toolplug ARGS`` in a fresh interpreter."""
-    done = subprocess.run(
-        [sys.executable, "-m", "toolplug", *args],
-        capture_output=True,
-        text=True,
-        env=dict(env if env is not None else os.environ),
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
-    return Run(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture

@@ -13,15 +13,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from toolplug.calls._approval import Approval
-    from toolplug.calls._approval import ApprovalRequest
     from toolplug.calls._load import load
     from toolplug.calls._plan import Plan
     from toolplug.calls._plan import PlanError
     from toolplug.calls._plan import PlanResult
     from toolplug.calls._plan import parse_plan
     from toolplug.calls._plan import run_plan
+    from toolplug.contract._approval import Approval
+    from toolplug.contract._approval import ApprovalRequest
     from toolplug.contract._call import ToolCall
+    from toolplug.contract._capabilities import Capability
+    from toolplug.contract._capabilities import Check
+    from toolplug.contract._capabilities import ConfigKey
+    from toolplug.contract._capabilities import DetectContext
+    from toolplug.contract._capabilities import EnvVar
+    from toolplug.contract._capabilities import Package
     from toolplug.contract._errors import ConfigError
     from toolplug.contract._errors import MetadataError
     from toolplug.contract._errors import PluginError
@@ -52,14 +58,8 @@ if TYPE_CHECKING:
     from toolplug.render._prompt import optional_tools_section
     from toolplug.render._search import ToolSearch
     from toolplug.runtime._capabilities import Availability
-    from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._capabilities import CapabilityChecker
     from toolplug.runtime._capabilities import CapabilityState
-    from toolplug.runtime._capabilities import Check
-    from toolplug.runtime._capabilities import ConfigKey
-    from toolplug.runtime._capabilities import DetectContext
-    from toolplug.runtime._capabilities import EnvVar
-    from toolplug.runtime._capabilities import Package
     from toolplug.runtime._config import Config
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._config import load_config
@@ -127,19 +127,19 @@ __all__ = [
 ]
 
 _HOME = {
+    "contract._approval": "Approval ApprovalRequest",
     "contract._call": "ToolCall",
+    "contract._capabilities": "Capability Check ConfigKey DetectContext EnvVar Package",
     "contract._errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
     "contract._hooks": "CONTRACT_VERSION hookimpl provides",
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata",
     "contract._network": "NetworkPolicy",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
-    "runtime._capabilities": "Availability Capability CapabilityChecker CapabilityState Check "
-    "ConfigKey DetectContext EnvVar Package",
+    "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
     "runtime._config": "Config Toolset load_config",
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
-    "calls._approval": "Approval ApprovalRequest",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
     "render._docs": "tool_reference",

@@ -474,3 +474,40 @@ def test_results_match_the_declared_returns_schema(load: Load, call: Call) -> No
     Draft202012Validator(WriteFileTool.metadata.returns or {}).validate(wrote)
     read = ok(call(registry, "read_file", {"path": "s.md"}))
     Draft202012Validator(ReadFileTool.metadata.returns or {}).validate(read)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("~nosuchuser/notes.txt", "PermissionError", "no home directory"),  # unknown user
+        ("~nosuchuser", "PermissionError", "no home directory"),
+        ("~", "PermissionError", "outside the sandbox roots"),  # the home directory itself
+        ("~/notes.txt", "PermissionError", "outside the sandbox roots"),
+        ("C:\\Windows\\win.ini", "ValidationError", "Windows"),  # a drive letter
+        ("\\\\server\\share\\x.txt", "ValidationError", "Windows"),  # a UNC path
+        ("notes\\today.md", "ValidationError", "Windows"),  # backslashes as separators
+        ("file:///etc/passwd", "ValidationError", "a URL"),
+        ("x" * 300, "ValidationError", "use a shorter path"),  # a name over NAME_MAX
+        ("a/" * 3000 + "b", "ValidationError", "use a shorter path"),  # a path over PATH_MAX
+    ],
+    ids=lambda case: repr(case[0][:24]),
+)
+def test_odd_spellings_are_clean_refusals(
+    load: Load, call: Call, roots: Roots, tool: str, case: tuple[str, str, str]
+) -> None:
+    path, error_type, fragment = case
+    message = refused(call(load(), tool, arguments(tool, path)), error_type, fragment)
+    assert repr(path[:40])[:-1] in message or "path:" in message
+    assert sorted(p.name for p in roots["outside"].iterdir()) == ["secret.txt"]
+
+
+@pytest.mark.parametrize("path", ["..%2f..%2foutside%2fsecret.txt", "%2e%2e/outside/secret.txt"])
+def test_url_encoded_dots_are_names_not_escapes(
+    load: Load, call: Call, roots: Roots, path: str
+) -> None:
+    registry = load()
+    refused(call(registry, "read_file", {"path": path}), "NotFoundError", "there is no file")
+    ok(call(registry, "write_file", {"path": path, "content": "inside"}))
+    assert (roots["cache"] / path).read_text(encoding="utf-8") == "inside"
+    assert (roots["outside"] / "secret.txt").read_text() == "top secret\n"

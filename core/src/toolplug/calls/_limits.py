@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
 from toolplug.contract._tool import Citation, ErrorType, ToolResult
+from toolplug.runtime._settings import DEFAULT_OUTPUT_CHARS
 
 __all__ = [
     "DATA_CUT",
@@ -39,8 +40,6 @@ MAX_ARGUMENT_DEPTH: Final = 32
 """Levels of nested objects and arrays an argument document may have."""
 MAX_ARGUMENT_CHARS: Final = 1_000_000
 """Characters of keys and strings an argument document may hold."""
-DEFAULT_OUTPUT_CHARS: Final = 50_000
-"""The output budget of a call unless the tool or the configuration sets another."""
 QUOTED_CHARS: Final = 80
 """The longest part of one argument an error message may quote."""
 SMALLEST_BUDGET: Final = 1_000

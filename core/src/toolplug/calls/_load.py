@@ -7,11 +7,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolplug.calls._engine import Invoker
-from toolplug.calls._policy import calls_settings
 from toolplug.runtime._registry import assemble
 
 if TYPE_CHECKING:
-    from toolplug.calls._approval import Approver
+    from toolplug.contract._approval import Approver
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
@@ -47,7 +46,7 @@ def load(
         ConfigError: the configuration is invalid (including its ``[calls]`` table).
         PluginError: ``strict`` is set and a plugin failed.
     """
-    registry = assemble(
+    return assemble(
         config,
         env=env,
         grant=grant,
@@ -56,5 +55,3 @@ def load(
         strict=strict,
         engine=lambda registry: Invoker(registry, approver=approver),
     )
-    calls_settings(registry.config)  # a bad [calls] table fails here, not at the first call
-    return registry

@@ -8,9 +8,13 @@ server with varied calls does not grow without end. The Redis store (``[calls] s
 "redis://..."``, ``pip install "toolplug[redis]"``) is shared by every process pointed at
 it, so replicas behind a load balancer allow one rate together and share one cache.
 
-When Redis cannot be reached, calls still run: the store logs the problem once, uses the
-in-process store in the meantime (the limit then holds per process), says so in each
-result's warnings, and tries Redis again a few seconds later.
+When Redis cannot be reached, calls still run: the store logs the problem once and uses
+the in-process store meanwhile (the limit then holds per process), and every call it
+serves that way says so in its result's warnings. One probe at a time pings Redis in the
+background; the call after the first answer uses Redis again. redis-py's own options do
+the rest: a pooled connection that the server dropped (it restarted) is retried once on a
+fresh connection (``Retry`` on ``ConnectionError``), and a connection idle for a while is
+checked before use (``health_check_interval``), so a restart alone costs no fallback.
 
 The rate limit is a moving window: at most N calls in any ``per_seconds`` seconds. The
 ``limits`` library was considered and not used: its windows are whole seconds, and
@@ -20,7 +24,9 @@ The rate limit is a moving window: at most N calls in any ``per_seconds`` second
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -42,8 +48,18 @@ log = logging.getLogger("toolplug")
 
 _T = TypeVar("_T")
 
-_RETRY_SECONDS: Final = 5.0
-"""After Redis failed, the in-process store answers for this long before Redis is tried."""
+_PROBE_SECONDS: Final = 0.25
+"""While Redis cannot be reached, how long between two probes of it."""
+_SOCKET_SECONDS: Final = 1.0
+"""How long a connect or a reply may take: an unreachable store must not hold calls long."""
+_HEALTH_CHECK_SECONDS: Final = 5
+"""A pooled connection idle for longer is pinged before its next command."""
+
+_FELL_BACK: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "toolplug_store_fell_back", default=False
+)
+"""Whether the store served the current call from this process's memory instead of Redis
+(each call's own flag: replicas and concurrent calls see different outcomes)."""
 
 
 class Store(Protocol):
@@ -62,7 +78,8 @@ class Store(Protocol):
         """Take a slot of ``tool``'s rate limit: 0.0, or the seconds until one frees up."""
 
     def warning(self) -> str | None:
-        """What a result should say about the store (Redis down), or None."""
+        """What the current call's result should say about the store (it fell back from
+        Redis), or None; asked once, when the call has its result."""
 
     async def aclose(self) -> None:
         """Release connections."""
@@ -163,17 +180,28 @@ class RedisStore:
         # per request): all Redis I/O runs on one home loop, the registry's own thread.
         self._home = home
         self._client_instance: Any = None
-        self._down_until = 0.0
-        self._problem: str | None = None
+        self._problem: str | None = None  # set while the fallback is in force
+        self._probe: concurrent.futures.Future[None] | None = None
         self._errors = (redis.exceptions.RedisError, OSError)
 
     def _client(self) -> Any:
         if self._client_instance is None:
             import redis.asyncio
+            from redis.asyncio.retry import Retry
+            from redis.backoff import ExponentialBackoff
+            from redis.exceptions import ConnectionError as DroppedError
 
-            # Short socket limits: an unreachable store must not hold calls for long.
+            # One retry, on a fresh connection, when a pooled one was dropped by the server
+            # (it restarted); none on a timeout: a frozen server would hold every call
+            # for a multiple of the socket limit, and the fallback answers meanwhile.
+            retry = Retry(ExponentialBackoff(cap=0.05, base=0.01), 1, (DroppedError,))
             self._client_instance = redis.asyncio.Redis.from_url(
-                self.url, socket_connect_timeout=1.0, socket_timeout=1.0
+                self.url,
+                socket_connect_timeout=_SOCKET_SECONDS,
+                socket_timeout=_SOCKET_SECONDS,
+                retry=retry,
+                retry_on_error=[DroppedError],
+                health_check_interval=_HEALTH_CHECK_SECONDS,
             )
         return self._client_instance
 
@@ -185,10 +213,13 @@ class RedisStore:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, home))
 
     def _usable(self) -> bool:
-        return time.monotonic() >= self._down_until
+        if self._problem is None:
+            return True
+        _FELL_BACK.set(True)
+        return False
 
     def _failed(self, exc: BaseException) -> None:
-        self._down_until = time.monotonic() + _RETRY_SECONDS
+        _FELL_BACK.set(True)
         if self._problem is None:
             self._problem = f"{type(exc).__name__}: {exc}"
             log.error(
@@ -197,15 +228,26 @@ class RedisStore:
                 _safe_url(self.url),
                 self._problem,
             )
+        if self._probe is None or self._probe.done():
+            home = self._home()
+            self._probe = asyncio.run_coroutine_threadsafe(self._until_reachable(), home)
 
-    def _recovered(self) -> None:
-        if self._problem is not None:
+    async def _until_reachable(self) -> None:
+        """Ping Redis until it answers, then end the fallback (on the home loop)."""
+        while True:
+            await asyncio.sleep(_PROBE_SECONDS)
+            try:
+                await self._client().ping()
+            except self._errors:
+                continue
             log.warning("the shared store %s is reachable again", _safe_url(self.url))
             self._problem = None
+            return
 
     def warning(self) -> str | None:
-        if self._problem is None:
+        if not _FELL_BACK.get():
             return None
+        _FELL_BACK.set(False)  # asked once per call: the next call starts afresh
         return (
             f"the shared store {_safe_url(self.url)} cannot be reached: rate limits and the "
             "result cache hold for this process only"
@@ -237,7 +279,6 @@ class RedisStore:
         except self._errors as exc:
             self._failed(exc)
             return await self._fallback.cached(key)
-        self._recovered()
         return _decode(raw) if raw is not None else None
 
     async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
@@ -253,8 +294,6 @@ class RedisStore:
         except self._errors as exc:
             self._failed(exc)
             await self._fallback.keep(key, result, ttl)
-            return
-        self._recovered()
 
     async def admit(self, tool: str, calls: int, per_seconds: float) -> float:
         if not self._usable():
@@ -264,7 +303,6 @@ class RedisStore:
         except self._errors as exc:
             self._failed(exc)
             return await self._fallback.admit(tool, calls, per_seconds)
-        self._recovered()
         return int(wait) / 1_000_000
 
     async def _get(self, key: str) -> Any:
@@ -284,6 +322,8 @@ class RedisStore:
         )
 
     async def aclose(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
         client, self._client_instance = self._client_instance, None
         if client is not None:
             with contextlib.suppress(Exception):  # already gone: nothing to release

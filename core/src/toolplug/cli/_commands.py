@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "to the session's list as they are found")
     p.add_argument("--task", metavar="TEXT",
                    help="with --max-tools: list the tools most relevant to this task first")
+    p.add_argument("--shutdown-grace", metavar="SECONDS", type=_seconds, default=5.0,
+                   help="on SIGTERM or SIGINT, let calls in flight finish for up to this many "
+                   "seconds, then answer the rest with an error (default 5)")
     p.add_argument("--verbose", action="store_true",
                    help="log on stderr each message the server refused or dropped, and why")
     p.set_defaults(handler=_cmd_serve)
@@ -235,6 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _formats() -> tuple[str, ...]:
     # The names only: importing the exporters here would slow every command's start.
     return ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected 0 to 3600 seconds, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -505,7 +518,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
     out += [f"  warning: {w}" for w in warnings] or quiet
-    store = registry.config.calls.get("store", "memory")
+    store = registry.config.calls.store
     if store != "memory":
         out += ["", "Call store:", f"  {_store_state(store)}"]
     problems = registry.problems
@@ -709,7 +722,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         logger.setLevel(logging.INFO)
     registry = _load(args)
     serve(
-        registry, toolset=args.toolset, http=args.http, max_tools=args.max_tools, task=args.task
+        registry,
+        toolset=args.toolset,
+        http=args.http,
+        max_tools=args.max_tools,
+        task=args.task,
+        grace=args.shutdown_grace,
     )
     return EXIT_OK
 
@@ -779,7 +797,7 @@ def _terminal_approver(yes: bool) -> Any:
     call then fails with ApprovalRequiredError, which says how to approve)."""
     import asyncio
 
-    from toolplug.calls._approval import Approval, ApprovalRequest
+    from toolplug.contract._approval import Approval, ApprovalRequest
 
     one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
 

@@ -1,29 +1,106 @@
-"""Which calls need a person's approval: ``[tools.NAME] approval`` and the tool's annotations.
+"""Approvals: which calls need a person's decision, the request they see, and their answer.
 
-``"auto"`` (the default) asks when the declared annotations say the tool is destructive,
-or neither read-only nor closed-world; a tool that declares none is not gated. ``"always"``
-asks for every call, ``"never"`` for none. Who is asked: ``toolplug.calls._approval``.
+The rule (``approval_reason``), per call: ``[tools.NAME] approval = "always"`` asks for every
+call and ``"never"`` for none. Under ``"auto"`` (the default) a call is asked about when the
+annotations that hold *for that call* say it is destructive, or neither read-only nor
+closed-world. Those annotations are the tool's declared ones, refined by the tool's
+``annotations_for(arguments)`` when it defines one (url_fetch's GET is read-only, its POST is
+not). A tool that declares no annotations is not gated.
+
+Who is asked, and in which order: ``toolplug.calls._pipeline``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import Annotations, ToolMetadata
+
+__all__ = [
+    "APPROVAL_POLICIES",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
+    "Decision",
+    "approval_reason",
+]
 
 APPROVAL_POLICIES: Final = ("auto", "always", "never")
+_SHOWN_ARGUMENTS: Final = 400
+"""The longest argument text an approval message quotes."""
 
 
-def approval_reason(metadata: ToolMetadata, policy: str | None = "auto") -> str | None:
-    """Why a call of this tool needs approval under ``policy``, or None when it does not."""
-    hints = metadata.annotations
+def approval_reason(
+    metadata: ToolMetadata, policy: str | None = "auto", annotations: Annotations | None = None
+) -> str | None:
+    """Why a call needs approval under ``policy``, or None when it does not.
+
+    ``annotations`` are the ones that hold for this call (the tool's ``annotations_for``);
+    by default the declared ones.
+    """
     if policy == "always":
         return f'[tools.{metadata.name}] approval = "always"'
     if policy == "never" or "annotations" not in metadata.model_fields_set:
         return None
+    hints = metadata.annotations if annotations is None else annotations
     if hints.destructive:
         return "it may destroy or overwrite data (annotated destructive)"
     if not hints.read_only and hints.open_world:
         return "it changes something outside this session (not read-only, open-world)"
     return None
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A call that waits for a person's decision."""
+
+    tool: str
+    """The tool's name."""
+    arguments: Mapping[str, Any]
+    """The validated arguments, with every configured secret replaced by ``***``."""
+    metadata: ToolMetadata = field(repr=False)
+    """The tool's metadata (description, annotations)."""
+    reason: str
+    """Why this call needs approval."""
+    call_id: str | None = None
+    """The host's id for the call (``context={"call_id": ...}``), when it gave one."""
+
+    def describe(self) -> str:
+        """One paragraph for a person: what would run, with which arguments, and why ask."""
+        shown = json.dumps(dict(self.arguments), sort_keys=True, ensure_ascii=False, default=str)
+        if len(shown) > _SHOWN_ARGUMENTS:
+            shown = shown[:_SHOWN_ARGUMENTS] + f"... ({len(shown) - _SHOWN_ARGUMENTS} more)"
+        return (
+            f"{self.tool} ({self.metadata.description.rstrip('.')}) would run with "
+            f"{shown}; approval is needed because {self.reason}"
+        )
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's decision on an ``ApprovalRequest``."""
+
+    approved: bool
+    """True to let the call run."""
+    reason: str = ""
+    """Why; shown to the model when the call is denied."""
+
+    @classmethod
+    def approve(cls, reason: str = "") -> Approval:
+        """Let the call run."""
+        return cls(True, reason)
+
+    @classmethod
+    def deny(cls, reason: str = "") -> Approval:
+        """Refuse the call; the model sees ``reason``."""
+        return cls(False, reason)
+
+
+Decision: TypeAlias = "Approval | bool | None"
+Approver: TypeAlias = Callable[[ApprovalRequest], "Decision | Awaitable[Decision]"]
+"""Decides on a request: ``Approval``, True/False, or an awaitable of either (None passes
+the request on to the next approver)."""

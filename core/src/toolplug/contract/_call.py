@@ -7,7 +7,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolplug.contract._approval import Approver
 from toolplug.contract._metadata import ToolMetadata
+from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, ToolContext, ToolResult
 
 __all__ = ["ToolCall"]
@@ -34,6 +36,14 @@ class ToolCall:
     """What runs the call, awaited: the call engine sets it."""
     registry: Any = field(default=None, repr=False)
     """The ``Registry`` running the call: for interceptors that read another tool's settings."""
+    settings: ToolSettings | None = field(default=None, repr=False)
+    """The tool's call settings (``[tools.NAME]``: time limit, retries, cache, limits)."""
+    approver: Approver | None = field(default=None, repr=False)
+    """Asked first when the call needs approval (``registry.call(..., approver=...)``)."""
+    approved: bool = False
+    """The host already had the call approved by a person (its framework's own gate)."""
+    passthrough: tuple[type[BaseException], ...] = field(default=(), repr=False)
+    """Exceptions that leave the call unchanged: a framework pausing its run."""
 
     def execute(self) -> ToolResult:
         """Run the tool now (with its policy), or return the rejection; blocks this thread."""

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
-    from toolplug.calls._approval import Approval, ApprovalRequest
+    from toolplug.contract._approval import Approval, ApprovalRequest
     from toolplug.contract._call import ToolCall
+    from toolplug.contract._capabilities import Capability
     from toolplug.contract._metadata import Category
     from toolplug.contract._tool import Tool, ToolResult
-    from toolplug.runtime._capabilities import Capability
 
 __all__ = ["CONTRACT_VERSION", "PROJECT_NAME", "hookimpl", "hookspec", "provides"]
 

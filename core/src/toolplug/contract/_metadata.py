@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolplug.contract._errors import MetadataError
+from toolplug.contract._settings import POLICY_KEYS
 
 __all__ = [
     "BUILTIN_CATEGORIES",
@@ -27,18 +28,6 @@ __all__ = [
     "validate_tool_metadata",
 ]
 
-POLICY_KEYS: Final = {
-    "enabled": "a boolean",
-    "timeout_seconds": "a positive number of seconds",
-    "retries": "a whole number from 0 to 10",
-    "retry_backoff_seconds": "a positive number of seconds",
-    "cache_ttl_seconds": "a number of seconds, 0 to turn the result cache off",
-    "rate_limit": "a table: calls = N, per_seconds = S, wait = true|false",
-    "max_concurrency": "a whole number of calls at once, 1 or more",
-    "max_output_chars": "a whole number of characters a result may hand back, 1,000 or more",
-    "approval": 'one of "auto", "always", "never"',
-}
-"""Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields."""
 
 TOOL_NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
 _CATEGORY_PATTERN: Final = r"^[a-z][a-z0-9_]{0,31}$"

@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from toolplug.contract._metadata import ToolMetadata
+from toolplug.contract._metadata import Annotations, ToolMetadata
 from toolplug.contract._network import NetworkPolicy
 
 __all__ = [
@@ -217,6 +217,17 @@ class Tool:
     """
 
     metadata: ClassVar[ToolMetadata]
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """The annotations that hold for a call with these arguments.
+
+        By default the declared ones. A tool whose effect depends on its arguments refines
+        them per call, so that approvals ask only where they must: a fetch tool's GET is
+        read-only, its POST is not. ``arguments`` are the model's, not yet validated: read
+        them defensively (an exception here falls back to the declared annotations).
+        """
+        return cls.metadata.annotations
 
     def run(
         self, arguments: dict[str, Any], context: ToolContext

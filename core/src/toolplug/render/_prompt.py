@@ -7,12 +7,10 @@ order, tools by name, lists in the order the plugin wrote them. No dict or set o
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from toolplug.contract._approval import approval_reason
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, ToolMetadata
-from toolplug.render._select import select_tools
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Toolset
@@ -31,6 +29,8 @@ APPROVAL_NOTE = (
     "for; if a call is denied, do not retry it: tell the user."
 )
 _BUILTIN_ORDER = {c.name: i for i, c in enumerate(BUILTIN_CATEGORIES)}
+_WORD = re.compile(r"\b\w+\b")
+"""A word of a guidance item: a tool name (``[a-z][a-z0-9_]*``) is one whole word."""
 
 
 def optional_tools_section(
@@ -53,8 +53,7 @@ def optional_tools_section(
         max_tools: Keep at most this many tools (the most relevant to ``task``, when given).
         include_guidelines: Include each tool's DO / DO NOT guidance and common mistakes.
     """
-    tools = select_tools(
-        registry,
+    selection = registry.select(
         toolset=toolset,
         include_unavailable=include_unavailable,
         optional_only=True,
@@ -63,19 +62,11 @@ def optional_tools_section(
     )
     # Guidance that names a tool the model is not offered would send it to that tool:
     # one that is unavailable here, or outside the toolset.
-    outside = registry.toolset(toolset) if toolset is not None else None
-    absent = sorted(
-        name
-        for name, registered in registry.tools.items()
-        if (not include_unavailable and not registry.availability(name).available)
-        or (outside is not None and not outside.matches(name, registered.metadata.category))
-    )
-    approvals = {
-        meta.name: approval_reason(meta, registry.config.tools.get(meta.name, {}).get("approval"))
-        for meta in tools
-    }
     return render_optional_tools(
-        tools, include_guidelines=include_guidelines, absent=absent, approvals=approvals
+        selection.metadata,
+        include_guidelines=include_guidelines,
+        absent=selection.absent.keys(),
+        approvals=selection.approvals,
     )
 
 
@@ -88,7 +79,7 @@ def render_optional_tools(
     tools: Sequence[ToolMetadata],
     *,
     include_guidelines: bool = True,
-    absent: Sequence[str] = (),
+    absent: Collection[str] = (),
     approvals: Mapping[str, str | None] | None = None,
 ) -> str:
     """Render the section for exactly these tools (a pure function of its inputs).
@@ -98,7 +89,7 @@ def render_optional_tools(
     ``approvals`` maps a tool's name to why its calls need a person's approval (None or
     absent: they do not); such tools say so, so that the model expects the pause.
     """
-    mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b") if absent else None
+    mentions = frozenset(absent)
     lines = [TITLE, "", INTRO, ""]
     if not tools:
         lines += [NONE_AVAILABLE, ""]
@@ -117,7 +108,7 @@ def render_optional_tools(
 def _render_tool(
     meta: ToolMetadata,
     include_guidelines: bool,
-    mentions: re.Pattern[str] | None,
+    mentions: frozenset[str],
     approval: str | None = None,
 ) -> list[str]:
     lines = [f"### {meta.name}", "", meta.description, ""]
@@ -136,7 +127,7 @@ def _render_tool(
             ("Common mistakes:", meta.guidelines.common_mistakes),
         )
         for heading, listed in sections:
-            items = [i for i in listed if mentions is None or not mentions.search(i)]
+            items = [i for i in listed if not mentions.intersection(_WORD.findall(i))]
             if items:
                 lines += [f"**{heading}**", ""]
                 lines += [f"- {item.strip()}" for item in items]

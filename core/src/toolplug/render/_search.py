@@ -31,6 +31,7 @@ from toolplug.contract._metadata import (
     Guidelines,
     ToolMetadata,
 )
+from toolplug.render._formats import check_format, export_tool
 from toolplug.render._select import rank, search
 
 if TYPE_CHECKING:
@@ -136,8 +137,6 @@ class ToolSearch:
         toolset: str | Toolset | None = None,
         include_unavailable: bool = False,
     ) -> None:
-        from toolplug.render._export import check_format, export_tool
-
         check_format(fmt, strict)
         self.fmt = fmt
         self.strict = strict
@@ -147,9 +146,7 @@ class ToolSearch:
             for t in registry.select(toolset=toolset, include_unavailable=include_unavailable)
         ]
         self._pool: dict[str, ToolMetadata] = {m.name: m for m in tools}
-        from toolplug.search._index import embedder_of
-
-        self._embed = embedder_of(registry)
+        self._embed = registry.embedder
         ranked = rank(tools, task or "", max(max_tools, 0), embed=self._embed if task else None)
         self._loaded: dict[str, None] = {m.name: None for m in ranked}
         self._registry = registry
@@ -265,15 +262,11 @@ def deferred_export(
             include_unavailable=include_unavailable,
         )
         return session.definitions()
-    from toolplug.render._export import export_tool
-
     tools = [
         t.metadata
         for t in registry.select(toolset=toolset, include_unavailable=include_unavailable)
     ]
-    from toolplug.search._index import embedder_of
-
-    embed = embedder_of(registry) if task else None
+    embed = registry.embedder if task else None
     loaded = {m.name for m in rank(tools, task or "", max_tools, embed=embed)}
     full = sorted((m for m in tools if m.name in loaded), key=lambda m: m.name)
     later = sorted((m for m in tools if m.name not in loaded), key=lambda m: m.name)
@@ -293,8 +286,6 @@ def _namespaces(
     strict: bool | None,
 ) -> list[dict[str, Any]]:
     """Deferred Responses API functions, a namespace per category that has several."""
-    from toolplug.render._export import export_tool
-
     about = {c.name: c.description for c in (*BUILTIN_CATEGORIES, *categories)}
     by_category: dict[str, list[ToolMetadata]] = {}
     for meta in tools:

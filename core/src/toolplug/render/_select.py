@@ -38,17 +38,13 @@ def select_tools(
         task: Order by relevance to this task (ties by name).
         max_tools: Keep at most this many (the most relevant to ``task``, when given).
     """
-    tools = [
-        t.metadata
-        for t in registry.select(
-            toolset=toolset, include_unavailable=include_unavailable, optional_only=optional_only
-        )
-    ]
-    if task is not None or max_tools is not None:
-        from toolplug.search._index import embedder_of
-
-        tools = rank(tools, task or "", max_tools, embed=embedder_of(registry) if task else None)
-    return tools
+    return registry.select(
+        toolset=toolset,
+        include_unavailable=include_unavailable,
+        optional_only=optional_only,
+        task=task,
+        max_tools=max_tools,
+    ).metadata
 
 
 # The two functions below are the only place renderers rank: both use the one search

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
-from toolplug.runtime._capabilities import Capability, Check, DetectContext
-
-if TYPE_CHECKING:
-    from toolplug.contract._call import ToolCall
-    from toolplug.contract._tool import ToolResult
 
 
 def _network_problem(ctx: DetectContext) -> str | None:
@@ -31,9 +26,3 @@ NETWORK: Capability = Capability(
 def register_capabilities(register: Callable[[Capability], None]) -> None:
     """Register the built-in ``network`` capability."""
     register(NETWORK)
-
-
-@hookimpl(trylast=True)
-def tool_call(call: ToolCall) -> ToolResult:
-    """Run the tool: the innermost step of every call, after all interceptors."""
-    return call.execute()

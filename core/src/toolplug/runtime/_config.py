@@ -10,7 +10,6 @@ Every mistake is a ``ConfigError`` naming the file, the key and what is expected
 from __future__ import annotations
 
 import fnmatch
-import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -19,8 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._metadata import POLICY_KEYS
 from toolplug.contract._network import NetworkPolicy
+from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.runtime._settings import (
+    CALLS_KEYS,
+    CallsSettings,
+    parse_calls,
+    parse_tool_settings,
+)
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ConfigField, ToolMetadata
@@ -36,7 +41,7 @@ _TOP_KEYS: Final = {
     "capabilities": "a table: grant = [...], deny = [...]",
     "tools": "a table of per-tool tables: [tools.<name>]",
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
-    "calls": "a table: sync_workers, max_concurrency, store, cache_entries, telemetry_content",
+    "calls": "a table: " + ", ".join(CALLS_KEYS),
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -88,6 +93,10 @@ class Toolset:
         return (not self.include or hit(self.include)) and not hit(self.exclude)
 
 
+def _default_calls() -> CallsSettings:
+    return CallsSettings()
+
+
 @dataclass(frozen=True)
 class Config:
     """A loaded configuration."""
@@ -101,19 +110,29 @@ class Config:
     grants: frozenset[str] = frozenset()
     denials: frozenset[str] = frozenset()
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Raw per-tool tables; resolve with ``resolve_tool_config``."""
+    """Raw per-tool tables, read only inside runtime (``resolve_tool_config``); every other
+    layer reads ``settings`` and the registry's resolved ``tool_config``."""
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
-    calls: Mapping[str, Any] = field(default_factory=dict)
-    """The raw ``[calls]`` table; the call engine checks it (``toolplug.load()``)."""
+    calls: CallsSettings = field(default_factory=_default_calls)
+    """The ``[calls]`` table, checked and typed."""
+    settings: Mapping[str, ToolSettings] = field(default_factory=dict)
+    """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
     @property
     def source(self) -> str:
         """The file name for messages."""
         return str(self.path) if self.path else "configuration"
 
+    def tool_settings(self, tool: str) -> ToolSettings:
+        """The call settings of ``[tools.<tool>]`` (the defaults when it has no table)."""
+        return self.settings.get(tool) or _DEFAULT_SETTINGS
+
     def enabled(self, tool: str) -> bool:
         """False when ``[tools.<tool>] enabled = false``."""
-        return bool(self.tools.get(tool, {}).get("enabled", True))
+        return self.tool_settings(tool).enabled
+
+
+_DEFAULT_SETTINGS: Final = ToolSettings()
 
 
 def _default_dir(kind: str) -> Path:
@@ -158,6 +177,12 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise ConfigError(
+            "nested too deeply to read",
+            file=str(file),
+            expected="tables and arrays a few levels deep, as a configuration has",
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror}", file=str(file)) from None
     if is_pyproject:
@@ -175,6 +200,17 @@ def parse_config(
     table: Mapping[str, Any], *, file: Path | None = None, prefix: str = ""
 ) -> Config:
     """Check a configuration table (already parsed from TOML) and build a ``Config``."""
+    try:
+        return _parse_config(table, file=file, prefix=prefix)
+    except RecursionError:
+        raise ConfigError(
+            "nested too deeply to check",
+            file=str(file) if file else "configuration",
+            expected="tables and arrays a few levels deep, as a configuration has",
+        ) from None
+
+
+def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -> Config:
     where = str(file) if file else "configuration"
     base = file.parent if file else Path.cwd()
 
@@ -216,12 +252,13 @@ def parse_config(
     tools = table.get("tools", {})
     if not isinstance(tools, Mapping):
         raise err("tools", "must be a table", _TOP_KEYS["tools"])
+    settings: dict[str, ToolSettings] = {}
     for name, tool_table in tools.items():
         if not isinstance(tool_table, Mapping):
             raise err(
                 f"tools.{name}", "must be a table", f"[tools.{name}] with the tool's settings"
             )
-        _check_policy_keys(tool_table, lambda k, m, e, n=name: err(f"tools.{n}.{k}", m, e))
+        settings[name] = parse_tool_settings(name, tool_table, file=where, prefix=prefix)
     toolsets: dict[str, Toolset] = {}
     raw_sets = table.get("toolsets", {})
     if not isinstance(raw_sets, Mapping):
@@ -261,7 +298,8 @@ def parse_config(
         denials=denials,
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
-        calls=dict(calls),
+        calls=parse_calls(calls, file=where, prefix=prefix),
+        settings=settings,
         **dirs,
     )
 
@@ -270,42 +308,6 @@ def _names(value: Any, fail: Any) -> frozenset[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise fail(f"got {value!r}")
     return frozenset(value)
-
-
-def _check_policy_keys(table: Mapping[str, Any], fail: Any) -> None:
-    def number(key: str, *, positive: bool) -> None:
-        value = table[key]
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        if not ok or value < 0 or (positive and value == 0):
-            raise fail(key, f"got {value!r}", POLICY_KEYS[key])
-
-    if "enabled" in table and not isinstance(table["enabled"], bool):
-        raise fail("enabled", f"got {table['enabled']!r}", POLICY_KEYS["enabled"])
-    for key in ("timeout_seconds", "retry_backoff_seconds"):
-        if key in table:
-            number(key, positive=True)
-    if "cache_ttl_seconds" in table:
-        number("cache_ttl_seconds", positive=False)
-    if "retries" in table:
-        value = table["retries"]
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
-            raise fail("retries", f"got {value!r}", POLICY_KEYS["retries"])
-    if "rate_limit" in table:
-        rate = table["rate_limit"]
-        expected = POLICY_KEYS["rate_limit"]
-        if not isinstance(rate, Mapping) or set(rate) - {"calls", "per_seconds", "wait"}:
-            raise fail("rate_limit", f"got {rate!r}", expected)
-        calls, per, wait = (
-            rate.get("calls", 1),
-            rate.get("per_seconds", 1.0),
-            rate.get("wait", True),
-        )
-        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
-            raise fail("rate_limit.calls", f"got {calls!r}", "a whole number of calls, 1 or more")
-        if not isinstance(per, int | float) or isinstance(per, bool) or not per > 0:
-            raise fail("rate_limit.per_seconds", f"got {per!r}", "a positive number of seconds")
-        if not isinstance(wait, bool):
-            raise fail("rate_limit.wait", f"got {wait!r}", "a boolean")
 
 
 _JSON_TYPES: Final[dict[str, tuple[type, ...]]] = {

@@ -20,6 +20,7 @@ import pluggy
 from pydantic import ValidationError
 
 from toolplug.contract import _hooks
+from toolplug.contract._capabilities import Capability
 from toolplug.contract._errors import MetadataError
 from toolplug.contract._metadata import (
     BUILTIN_CATEGORIES,
@@ -28,7 +29,6 @@ from toolplug.contract._metadata import (
     validate_tool_metadata,
 )
 from toolplug.contract._tool import Tool
-from toolplug.runtime._capabilities import Capability
 
 __all__ = ["ENTRY_POINT_GROUP", "LoadProblem", "Loaded", "PluginInfo", "RegisteredTool", "discover"]
 

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
+from toolplug.contract._approval import approval_reason
+from toolplug.contract._capabilities import Capability, DetectContext
 from toolplug.contract._errors import PluginError, UsageError
-from toolplug.contract._metadata import Category
-from toolplug.contract._tool import ToolContext, ToolResult
-from toolplug.runtime._capabilities import (
-    Availability,
-    Capability,
-    CapabilityChecker,
-    CapabilityState,
-    DetectContext,
-)
+from toolplug.contract._metadata import Category, ToolMetadata
+from toolplug.contract._tool import Tool, ToolContext, ToolResult
+from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._config import (
     Config,
     Redactor,
@@ -29,18 +25,29 @@ from toolplug.runtime._config import (
     resolve_tool_config,
 )
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
-from toolplug.search._index import Hit
+from toolplug.runtime._selection import Selection
+from toolplug.search._index import Embedder, Hit
 
 __all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
+
+_UNKNOWN: Final = object()
+_SELECTIONS_KEPT: Final = 256
+"""Selections a registry keeps (one per distinct set of options)."""
 
 
 class CallEngine(Protocol):
     """What runs a registry's calls (``toolplug.calls``), held so runtime never imports it."""
 
-    def call(self, name: str, arguments: Any, host: Any, approver: Any) -> ToolResult:
+    def call(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool,
+        passthrough: tuple[type[BaseException], ...],
+    ) -> ToolResult:
         """Run one call and wait for its result."""
 
-    async def acall(self, name: str, arguments: Any, host: Any, approver: Any) -> ToolResult:
+    async def acall(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool,
+        passthrough: tuple[type[BaseException], ...],
+    ) -> ToolResult:
         """Run one call on the caller's event loop."""
 
     def close(self) -> None:
@@ -85,7 +92,7 @@ class Registry:
             )
             self._tool_config[name], self._missing[name] = values, missing
             hints = tool.metadata.annotations
-            ttl = config.tools.get(name, {}).get("cache_ttl_seconds", 0)
+            ttl = config.tool_settings(name).cache_ttl_seconds
             if ttl and not (hints.read_only and hints.idempotent):
                 loaded.problems.append(
                     LoadProblem(
@@ -120,6 +127,10 @@ class Registry:
             denials=frozenset(deny) | config.denials,
         )
         self._availability: dict[str, Availability] = {}
+        self._approvals: dict[str, object] = {}
+        self._members: dict[Toolset, frozenset[str]] = {}
+        self._selections: dict[tuple[Any, ...], Selection] = {}
+        self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
     # -- what was loaded -------------------------------------------------------------
 
@@ -216,6 +227,18 @@ class Registry:
                 f"[toolsets.{toolset}] in the configuration"
             ) from None
 
+    def members(self, toolset: str | Toolset) -> frozenset[str]:
+        """The names of the installed tools in a toolset (worked out once per toolset)."""
+        chosen = self.toolset(toolset)
+        found = self._members.get(chosen)
+        if found is None:
+            found = self._members[chosen] = frozenset(
+                name
+                for name, tool in self._loaded.tools.items()
+                if chosen.matches(name, tool.metadata.category)
+            )
+        return found
+
     def select(
         self,
         *,
@@ -223,20 +246,93 @@ class Registry:
         include_unavailable: bool = False,
         category: str | None = None,
         optional_only: bool = False,
-    ) -> list[RegisteredTool]:
-        """Tools sorted by name, filtered by toolset, availability, category, optionality."""
+        task: str | None = None,
+        max_tools: int | None = None,
+    ) -> Selection:
+        """What an agent is offered: the one selection every renderer, ``serve`` and
+        integration reads (``Selection``).
+
+        Args:
+            toolset: Only this toolset's tools (a name from the configuration, or a
+                ``Toolset``).
+            include_unavailable: Also the tools that are not available here (for docs).
+            category: Only tools of this category.
+            optional_only: Only tools whose optionality is ``optional``.
+            task: Order by relevance to this task, the best first (ties by name).
+            max_tools: Keep at most this many (the most relevant to ``task``, when given);
+                the rest are ``deferred``.
+
+        Raises:
+            UsageError: ``toolset`` names no configured toolset.
+        """
         chosen = self.toolset(toolset) if toolset is not None else None
-        result = []
+        key = (chosen, include_unavailable, category, optional_only, task, max_tools)
+        found = self._selections.get(key)
+        if found is not None:
+            return found
+        pool, metas, absent = self._pool(chosen, include_unavailable, category, optional_only)
+        tools: Sequence[RegisteredTool] = pool
+        if task is not None or max_tools is not None:
+            from toolplug.search._index import ranked
+
+            by_name = self._loaded.tools
+            embed = self.embedder if task else None
+            tools = [by_name[m.name] for m in ranked(metas, task or "", max_tools, embed)]
+        approvals = {
+            t.name: reason
+            for t in tools
+            if (reason := self.needs_approval(t.name)) is not None
+        }
+        selection = Selection(
+            tools=tuple(tools),
+            absent=absent,
+            approvals=approvals,
+            toolset=chosen,
+            task=task,
+            max_tools=max_tools,
+            offered=pool,
+            _registry=self,
+        )
+        if len(self._selections) >= _SELECTIONS_KEPT:
+            self._selections.clear()
+        self._selections[key] = selection
+        return selection
+
+    def _pool(
+        self, chosen: Toolset | None, include_unavailable: bool, category: str | None,
+        optional_only: bool,
+    ) -> tuple[tuple[RegisteredTool, ...], list[ToolMetadata], Mapping[str, tuple[str, ...]]]:
+        """The offerable tools for these options (before any ranking), their metadata, and
+        the installed tools left out with why: worked out once per set of options."""
+        key = (chosen, include_unavailable, category, optional_only)
+        found = self._pools.get(key)
+        if found is not None:
+            return found
+        members = self.members(chosen) if chosen is not None else None
+        absent: dict[str, tuple[str, ...]] = {}
+        pool = []
         for name, tool in self._loaded.tools.items():
+            if members is not None and name not in members:
+                absent[name] = (f"not in the toolset {chosen.name!r}",)  # type: ignore[union-attr]
+                continue
+            if not include_unavailable:
+                availability = self.availability(name)
+                if not availability.available:
+                    absent[name] = tuple(availability.reasons)
+                    continue
             meta = tool.metadata
-            if (
-                (chosen is None or chosen.matches(name, meta.category))
-                and (category is None or meta.category == category)
-                and (not optional_only or meta.optionality == "optional")
-                and (include_unavailable or self.availability(name).available)
+            if (category is None or meta.category == category) and (
+                not optional_only or meta.optionality == "optional"
             ):
-                result.append(tool)
-        return result
+                pool.append(tool)
+        found = (tuple(pool), [t.metadata for t in pool], MappingProxyType(absent))
+        self._pools[key] = found
+        return found
+
+    def available_tools(self, *, toolset: str | Toolset | None = None) -> Selection:
+        """The tools an agent can call now (in ``toolset`` when given), sorted by name;
+        ``tools`` holds every installed one, and ``availability`` says why one is missing."""
+        return self.select(toolset=toolset)
 
     # -- running ---------------------------------------------------------------------
 
@@ -245,11 +341,11 @@ class Registry:
         include_unavailable: bool = False,
     ) -> list[Hit]:
         """The tools (``select``'s choice) best matching ``task``: scores, matched terms."""
-        from toolplug.search._index import embedder_of, index_of
+        from toolplug.search._index import index_of
 
         chosen = self.select(toolset=toolset, include_unavailable=include_unavailable)
         tools = [t.metadata for t in chosen]  # the index is built once per set of tools
-        return index_of(tools).search(task, limit, embed=embedder_of(self))
+        return index_of(tools).search(task, limit, embed=self.embedder)
 
     def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
         """The context a call of this tool receives (built once per tool, then reused)."""
@@ -273,6 +369,26 @@ class Registry:
             return dataclasses.replace(context, host=MappingProxyType(dict(host)))
         return context
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The ``embed_texts`` hook as one function (the same object each time, so that tool
+        vectors are computed once per index), or None when no plugin implements it."""
+        if "_embedder" not in self.__dict__:
+            hook = self.plugin_manager.hook.embed_texts
+            found: Embedder | None = None
+            if hook.get_hookimpls():
+
+                def embed(texts: list[str]) -> Sequence[Sequence[float]]:
+                    vectors = hook(texts=texts)
+                    if vectors is None or len(vectors) != len(texts):
+                        raise ValueError("embed_texts must return one vector per text")
+                    return list(vectors)
+
+                found = embed
+            self.__dict__["_embedder"] = found
+        embedder: Embedder | None = self.__dict__["_embedder"]
+        return embedder
+
     def redact(self, text: str) -> str:
         """The text with every configured secret replaced by ``***``."""
         return self.redactor.redact(text)
@@ -290,22 +406,62 @@ class Registry:
 
     def call(
         self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
-        approver: Any = None,
+        approver: Any = None, approved: bool = False,
+        passthrough: tuple[type[BaseException], ...] = (),
     ) -> ToolResult:
         """Call a tool and return its result; never raises for the tool's or caller's fault.
 
-        ``arguments``: the model's JSON object (a mapping or JSON text), validated, defaults
-        filled. ``context`` reaches the tool as ``context.host``; ``approver`` decides first
-        on a call that needs approval (docs/concepts.md). From async code use ``acall``.
+        Args:
+            name: The tool's name.
+            arguments: The model's JSON object (a mapping or JSON text); validated, defaults
+                filled.
+            context: Reaches the tool as ``context.host``.
+            approver: Decides first on a call that needs approval (docs/concepts.md).
+            approved: The host's own framework already had a person approve this call:
+                toolplug does not ask again (one gate, not two).
+            passthrough: Exception types that leave the call unchanged when an approver,
+                a ``tool_call`` hook or the tool raises them: a framework pausing its run
+                (LangGraph's ``GraphInterrupt``, llm's ``PauseChain``).
+
+        From async code use ``acall``.
         """
-        return self._engine.call(name, arguments, context, approver)
+        return self._engine.call(
+            name, arguments, context, approver, approved=approved, passthrough=passthrough
+        )
 
     async def acall(
         self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
-        approver: Any = None,
+        approver: Any = None, approved: bool = False,
+        passthrough: tuple[type[BaseException], ...] = (),
     ) -> ToolResult:
         """``call`` for async code: async tools run on this loop, sync tools in a thread."""
-        return await self._engine.acall(name, arguments, context, approver)
+        return await self._engine.acall(
+            name, arguments, context, approver, approved=approved, passthrough=passthrough
+        )
+
+    def needs_approval(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
+        """Why this call of ``name`` needs a person's approval, or None when it does not.
+
+        The rule (docs/concepts.md, Approvals) reads ``[tools.NAME] approval`` and the
+        annotations that hold for these arguments: the tool's declared ones, refined by its
+        ``annotations_for(arguments)`` (url_fetch's GET is read-only, its POST is not).
+
+        Raises:
+            UsageError: no installed tool has that name.
+        """
+        tool = self.get(name)
+        cls = tool.cls
+        policy = self.config.tool_settings(name).approval
+        if cls.annotations_for.__func__ is Tool.annotations_for.__func__:  # type: ignore[attr-defined]
+            known = self._approvals.get(name, _UNKNOWN)
+            if known is _UNKNOWN:
+                known = self._approvals[name] = approval_reason(tool.metadata, policy)
+            return known  # type: ignore[return-value]
+        try:
+            hints = cls.annotations_for(arguments or {})
+        except Exception:  # arguments the tool cannot read: judge by what it declares
+            hints = tool.metadata.annotations
+        return approval_reason(tool.metadata, policy, hints)
 
     def close(self) -> None:
         """Release the worker threads of sync tools called through ``acall``."""

@@ -3,7 +3,7 @@
 Every rewrite in this package records, for each keyword it does not pass through as it
 is, one ``SchemaLoss``: where the keyword is (a JSON Pointer into the original schema),
 which keyword, and what happened to it. A rewrite that changes a schema without a line
-here is a bug (tests/test_losses.py compares originals and exports to find one).
+here is a bug (tests/schema/test_losses.py compares originals and exports to find one).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ import heapq
 import itertools
 import math
 import threading
-import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from toolplug.search._text import terms, words
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
 
-__all__ = ["FIELD_WEIGHTS", "Embedder", "Hit", "Index", "embedder_of", "index_of", "ranked"]
+__all__ = ["FIELD_WEIGHTS", "Embedder", "Hit", "Index", "index_of", "ranked"]
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 """Texts in, one vector per text out (``embed_texts``)."""
@@ -307,27 +306,3 @@ def ranked(
         ordered = sorted(tools, key=lambda m: m.name)
         return ordered if limit is None else ordered[: max(limit, 0)]
     return index_of(tools).ranking(task, limit, embed=embed)
-
-
-_EMBEDDERS: weakref.WeakKeyDictionary[Any, Embedder | None] = weakref.WeakKeyDictionary()
-
-
-def embedder_of(registry: Any) -> Embedder | None:
-    """The registry's ``embed_texts`` hook as one embedder (the same object each time, so
-    tool vectors are computed once per index), or None when no plugin implements it."""
-    manager = registry.plugin_manager
-    if manager in _EMBEDDERS:
-        return _EMBEDDERS[manager]
-    hook = manager.hook.embed_texts
-    found: Embedder | None = None
-    if hook.get_hookimpls():
-
-        def embed(texts: list[str]) -> Sequence[Sequence[float]]:
-            vectors = hook(texts=texts)
-            if vectors is None or len(vectors) != len(texts):
-                raise ValueError("embed_texts must return one vector per text")
-            return list(vectors)
-
-        found = embed
-    _EMBEDDERS[manager] = found
-    return found

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from toolplug.calls._limits import MAX_ARGUMENT_DEPTH, argument_problem
 
-__all__ = ["MAX_BODY_BYTES", "ScreeningApp", "screen"]
+__all__ = ["MAX_BODY_BYTES", "ScreeningApp", "leading_id", "screen"]
 
 log = logging.getLogger("toolplug")
 
@@ -37,6 +37,10 @@ the input limits accept (1,000,000 characters) can take as UTF-8 JSON."""
 _DRAINED: Final = 4
 """An over-size body up to this many times the limit is read to its end (and dropped)."""
 _DRAIN_SECONDS: Final = 10
+_HEAD: Final = 64 * 1024
+"""How much of a body over the limit is kept, to find the request's id in."""
+_PEEK_SECONDS: Final = 0.5
+"""How long a body too large to drain is read, for its first bytes, before the answer."""
 _SHOWN: Final = 200
 _SCAN_STEPS: Final = 300_000
 """The most brackets and strings the scan of a too-deep message passes before giving up."""
@@ -125,6 +129,38 @@ def _too_deep(text: str) -> dict[str, Any]:
     return _reply(raw_id, INVALID_REQUEST, "the message nests too deeply to be read")
 
 
+def leading_id(head: str) -> str | int | None:
+    """The id of a message of which only ``head``, its beginning, was read: found when a
+    top-level ``"id"`` member (a string or an integer) ends before the cut, else None."""
+    decoder = json.JSONDecoder()
+    pos = _space(head, 0)
+    if not head.startswith("{", pos):
+        return None
+    pos = _space(head, pos + 1)
+    try:
+        while head.startswith('"', pos):
+            key, pos = decoder.raw_decode(head, pos)
+            pos = _space(head, pos)
+            if not head.startswith(":", pos):
+                return None
+            pos = _space(head, pos + 1)
+            value: Any = ...
+            if head.startswith(("[", "{"), pos):
+                pos, _, _ = _skip_nested(head, pos, 0)
+            else:
+                value, pos = decoder.raw_decode(head, pos)
+            pos = _space(head, pos)
+            if not head.startswith((",", "}"), pos):
+                return None  # cut inside the value, or not JSON: a number may be longer
+            if key == "id":
+                readable = isinstance(value, str | int) and not isinstance(value, bool)
+                return value if readable else None
+            pos = _space(head, pos + 1)
+    except (ValueError, _GiveUp):
+        return None
+    return None
+
+
 class _GiveUp(Exception):
     """The scan took more than ``_SCAN_STEPS`` steps."""
 
@@ -205,10 +241,11 @@ class ScreeningApp:
     """ASGI middleware for streamable HTTP: a POSTed message ``screen`` refuses is answered
     with HTTP 400 and the JSON-RPC error, a body over ``max_body`` bytes with HTTP 413 (no
     more than ``max_body`` bytes of it are kept); every other request goes to the SDK's
-    app."""
+    app. ``active`` counts the POSTs whose answers are not yet sent (for shutdown)."""
 
     def __init__(self, app: Any, path: str, *, max_body: int = MAX_BODY_BYTES) -> None:
         self.app, self.path, self.max_body = app, path, max_body
+        self.active = 0
 
     async def __call__(
         self,
@@ -219,9 +256,22 @@ class ScreeningApp:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
+        self.active += 1
+        try:
+            await self._post(scope, receive, send)
+        finally:
+            self.active -= 1
+
+    async def _post(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
         declared = _declared_length(scope)
         if declared > self.max_body:
-            await self._too_large(receive, send, more=declared <= _DRAINED * self.max_body)
+            more = declared <= _DRAINED * self.max_body
+            await self._too_large(receive, send, b"", more=more, peek=not more)
             return
         chunks: list[bytes] = []
         size = 0
@@ -232,7 +282,8 @@ class ScreeningApp:
             chunk = event.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await self._too_large(receive, send, more=bool(event.get("more_body")))
+                head = b"".join(_first_bytes([*chunks, chunk], _HEAD))
+                await self._too_large(receive, send, head, more=bool(event.get("more_body")))
                 return
             chunks.append(chunk)
             if not event.get("more_body"):
@@ -248,30 +299,50 @@ class ScreeningApp:
         self,
         receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
         send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        head: bytes,
         *,
         more: bool,
+        peek: bool = False,
     ) -> None:
-        """Answer 413. With ``more``, first read on and drop what the client is still
-        sending (up to a few times the limit, for a few seconds): a connection closed with
-        data unread is reset, and the client may lose the answer."""
-        if more:
-            import anyio
+        """Answer 413, with the request's id when ``head`` (the body's first bytes, read
+        on here when fewer were read) shows it. With ``more``, first read on and drop what
+        the client is still sending (up to a few times the limit, for a few seconds): a
+        connection closed with data unread is reset, and the client may lose the answer.
+        With ``peek``, read only the first bytes, for a moment."""
+        import anyio
 
-            with anyio.move_on_after(_DRAIN_SECONDS):
+        parts = [head]
+        kept = len(head)
+        if more or peek:
+            with anyio.move_on_after(_DRAIN_SECONDS if more else _PEEK_SECONDS):
                 dropped = 0
-                while dropped <= _DRAINED * self.max_body:
+                while dropped <= _DRAINED * self.max_body and (more or kept < _HEAD):
                     event = await receive()
-                    dropped += len(event.get("body", b""))
+                    chunk = event.get("body", b"")
+                    dropped += len(chunk)
+                    if kept < _HEAD:
+                        parts.append(chunk[: _HEAD - kept])
+                        kept += len(parts[-1])
                     if event["type"] != "http.request" or not event.get("more_body"):
                         break
         reply = _reply(
-            None,
+            leading_id(b"".join(parts).decode("utf-8", "ignore")),
             INVALID_REQUEST,
             f"the request body is larger than {self.max_body:,} bytes (the limit); send less, "
             "or point the tool at a file or URL instead",
         )
         # Some of the body may be left unread: the connection carries no further request.
         await _respond(send, 413, reply, close=True)
+
+
+def _first_bytes(chunks: list[bytes], count: int) -> list[bytes]:
+    taken: list[bytes] = []
+    for chunk in chunks:
+        if count <= 0:
+            break
+        taken.append(chunk[:count])
+        count -= len(taken[-1])
+    return taken
 
 
 def _declared_length(scope: MutableMapping[str, Any]) -> int:

@@ -12,15 +12,15 @@ The SDK is optional (``pip install "toolplug[mcp]"``) and imported only when ser
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
+import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
+from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
     from mcp.types import PaginatedRequestParams as PageParams
 
-    from toolplug.calls._approval import Approval, ApprovalRequest
+    from toolplug.contract._approval import Approval, ApprovalRequest
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
@@ -45,7 +45,6 @@ HTTP_PATH: Final = "/mcp"
 """Where the streamable HTTP endpoint answers."""
 
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
-_GRACE_SECONDS: Final = 5
 
 
 def serve(
@@ -55,8 +54,13 @@ def serve(
     http: str | None = None,
     max_tools: int | None = None,
     task: str | None = None,
+    grace: float = DEFAULT_GRACE_SECONDS,
 ) -> None:
     """Serve the registry's available tools over MCP until the client or a signal ends it.
+
+    On SIGTERM or SIGINT the server takes no new requests, lets the calls in flight finish
+    for up to ``grace`` seconds, answers each call still running then with a JSON-RPC
+    error, and ends the way the signal ends a process (SIGINT raises KeyboardInterrupt).
 
     Args:
         registry: The loaded tools (``toolplug.load()``).
@@ -66,22 +70,31 @@ def serve(
         max_tools: List at most this many tools, and ``search_tools``, which adds the tools
             it finds to the session's list (see ``build_server``).
         task: With ``max_tools``: list the tools most relevant to this task first.
+        grace: Seconds the calls in flight may take to finish once shutdown begins.
 
     Raises:
         UsageError: the MCP SDK is not installed, the toolset is unknown, the address is
-            malformed, or the port cannot be opened.
+            malformed, the port cannot be opened, or ``grace`` is negative.
     """
+    if not grace >= 0:
+        raise UsageError(f"the shutdown grace is a number of seconds, 0 or more; got {grace}")
     address = parse_address(http) if http is not None else None
-    server = build_server(registry, toolset=toolset, max_tools=max_tools, task=task)
+    drain = Drain(grace)
+    server = build_server(registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain)
     try:
         if address is None:
             import anyio
 
-            anyio.run(_serve_stdio, server)
+            from toolplug.serve._stdio import serve_stdio
+
+            received = anyio.run(serve_stdio, server, drain)
         else:
-            _serve_http(server, *address)
+            received = _serve_http(server, *address, drain)
     finally:
         registry.close()
+    if received is not None:
+        # Every call is answered and the registry closed: end as the signal would have.
+        signal.raise_signal(received)
 
 
 def build_server(
@@ -90,13 +103,15 @@ def build_server(
     toolset: str | Toolset | None = None,
     max_tools: int | None = None,
     task: str | None = None,
+    drain: Drain | None = None,
 ) -> Server[Any]:
     """The MCP server for the registry's available tools (optionally one toolset's).
 
     With ``max_tools``, each session's ``tools/list`` starts with the ``max_tools`` tools
     most relevant to ``task`` and ``search_tools``; a search adds the tools it finds to that
     session's list and sends ``notifications/tools/list_changed``. Every available tool can
-    be called at any time, listed or not.
+    be called at any time, listed or not. With ``drain``, each call is in flight there until
+    it is answered, and shutdown can refuse or cancel it.
 
     Raises:
         UsageError: the MCP SDK is not installed, or the toolset is unknown.
@@ -110,7 +125,7 @@ def build_server(
 
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
-    in_toolset = {t.name for t in registry.select(toolset=toolset, include_unavailable=True)}
+    in_toolset = registry.members(toolset) if toolset is not None else frozenset(registry.tools)
     listed = [types.Tool.model_validate(export_tool(meta, "mcp")) for meta in served.values()]
     checker = _OutputCheck()
     deferred = (
@@ -127,6 +142,14 @@ def build_server(
         return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
 
     async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        if drain is None:
+            return await answer_call(ctx, params)
+        key = (_session_key(ctx), ctx.request_id)
+        return await drain.call(key, params.name, lambda: answer_call(ctx, params))
+
+    async def answer_call(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         name = params.name
@@ -153,7 +176,7 @@ def build_server(
             from toolplug.contract._tool import ErrorType, ToolResult
 
             failed = ToolResult.failure(
-                ErrorType.EXECUTION, f"{name} failed: {type(exc).__name__}: {exc}"
+                ErrorType.EXECUTION, registry.redact(f"{name} failed: {type(exc).__name__}: {exc}")
             )
             return _answer(registry, None, _within_budget(failed, params), checker)
 
@@ -368,7 +391,7 @@ class _Elicit:
     async def __call__(self, request: ApprovalRequest) -> Approval | None:
         from mcp import types
 
-        from toolplug.calls._approval import Approval
+        from toolplug.contract._approval import Approval
 
         session = self._ctx.session
         wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
@@ -435,7 +458,7 @@ def _answer(
                     metadata.name,
                     problem,
                 )
-                text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+                text = types.TextContent(type="text", text=result.for_model())
                 return types.CallToolResult(content=[text], is_error=True)
             if problem is not None:
                 # A client checks structuredContent against outputSchema; a mismatch is the
@@ -449,7 +472,8 @@ def _answer(
                     f"returns schema {problem}",
                 )
                 structured = None
-    text = types.TextContent(type="text", text=registry.redact(result.for_model()))
+    # Results are redacted once, by the engine (replies made here carry no secrets).
+    text = types.TextContent(type="text", text=result.for_model())
     if structured is not None:
         return types.CallToolResult(content=[text], structured_content=structured)
     return types.CallToolResult(content=[text], is_error=not result.ok)
@@ -488,111 +512,8 @@ def _redacted(registry: Registry, value: Any) -> Any:
 # -- transports ---------------------------------------------------------------------
 
 
-async def _serve_stdio(server: Server[Any]) -> None:
-    """Serve over stdin and stdout, answering every request and keeping what plugins
-    write off the protocol stream.
-
-    The SDK's ``stdio_server`` speaks the protocol on a private copy of descriptor 1 and
-    points descriptor 1 itself at stderr while it serves, so a C extension writing to it,
-    or a child process inheriting it, writes to stderr. Python's ``print`` goes through
-    ``sys.stdout``, whose buffer could hold text until after the stream is restored; it
-    is sent to stderr directly. Input is read here from a private copy of descriptor 0
-    (descriptor 0 itself reads the null device, so children cannot take protocol input),
-    and each line is screened (``_screen.screen``) before the SDK sees it.
-    """
-    from mcp.server.stdio import stdio_server
-
-    lines, restore = _claim_stdin()
-    try:
-        screened = _ScreenedLines(lines)
-        async with stdio_server(stdin=screened) as (read, write):  # type: ignore[arg-type]
-            screened.replies = write
-            with contextlib.redirect_stdout(sys.stderr):
-                await server.run(read, write, server.create_initialization_options())
-    finally:
-        restore()
-
-
-def _claim_stdin() -> tuple[Any, Callable[[], None]]:
-    """Protocol input from a private duplicate of descriptor 0, which reads nothing."""
-    import io
-
-    import anyio
-
-    try:
-        private = os.dup(0)
-        quiet = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(quiet, 0)
-        os.close(quiet)
-    except OSError:  # no descriptors to move: read standard input where it is
-        return anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")), _nothing
-    source = io.TextIOWrapper(os.fdopen(private, "rb"), encoding="utf-8", errors="replace")
-
-    def restore() -> None:
-        with contextlib.suppress(OSError):
-            os.dup2(private, 0)
-
-    return anyio.wrap_file(source), restore
-
-
-def _nothing() -> None:
-    return None
-
-
-class _ScreenedLines:
-    """Protocol input lines; what the SDK would drop is answered here instead."""
-
-    def __init__(self, source: Any) -> None:
-        self._source = source
-        self.replies: Any = None  # the server's write stream, set once serving
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
-        import anyio
-
-        from toolplug.serve._screen import INVALID_REQUEST, MAX_BODY_BYTES, screen
-        from toolplug.serve._screen import _reply as reply
-
-        read = self._source.wrapped.readline
-        while True:
-            # At most the limit and one more character a read: a line longer than the HTTP
-            # body limit is dropped piece by piece instead of being held whole in memory.
-            line = await anyio.to_thread.run_sync(read, MAX_BODY_BYTES + 1)
-            if not line:
-                return
-            if len(line) > MAX_BODY_BYTES:
-                size = len(line)
-                while line and not line.endswith("\n"):
-                    line = await anyio.to_thread.run_sync(read, MAX_BODY_BYTES)
-                    size += len(line)
-                log.info("dropped a message line of %s characters (the limit is %s)",
-                         f"{size:,}", f"{MAX_BODY_BYTES:,}")
-                await self._answer(reply(
-                    None, INVALID_REQUEST, f"the message is over {MAX_BODY_BYTES:,} characters "
-                    "(the limit); it was not read"
-                ))
-                continue
-            if not line.strip():
-                continue
-            answer = screen(line)
-            if answer is None:
-                yield line
-            elif answer:
-                await self._answer(answer)
-
-    async def _answer(self, answer: dict[str, Any]) -> None:
-        from mcp import types
-        from mcp.shared.message import SessionMessage
-
-        if self.replies is not None:
-            message = types.jsonrpc_message_adapter.validate_python(answer)
-            with contextlib.suppress(Exception):  # the client has gone: nothing to answer
-                await self.replies.send(SessionMessage(message))
-
-
-def _serve_http(server: Server[Any], host: str, port: int) -> None:
+def _serve_http(server: Server[Any], host: str, port: int, drain: Drain) -> int | None:
+    """Serve until a signal ends serving; the signal's number."""
     import uvicorn
 
     listener = _listen(host, port)
@@ -611,16 +532,68 @@ def _serve_http(server: Server[Any], host: str, port: int) -> None:
     app = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES
     )
+    screening = ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     config = uvicorn.Config(
-        ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES),
+        screening,
         log_level="warning",
-        timeout_graceful_shutdown=_GRACE_SECONDS,
+        # By the time uvicorn shuts down, every call is answered: what is left are idle
+        # connections and the clients' notification streams.
+        timeout_graceful_shutdown=2,
         lifespan="on",
     )
+    runner = _draining_server(uvicorn.Server)(config, drain, screening)
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        runner.run(sockets=[listener])
     finally:
         listener.close()
+    return runner.received[0] if runner.received else None
+
+
+def _draining_server(base: type[Any]) -> type[Any]:
+    """uvicorn's ``Server``, draining calls in flight before it shuts down.
+
+    uvicorn's own handling of SIGTERM and SIGINT starts its shutdown at once, and the
+    event streams that carry MCP answers close when it starts (sse-starlette watches for
+    it), cutting every call in flight. Here the first signal starts the drain
+    (``_shutdown``: new calls are refused, each with an error it can read, and the calls in
+    flight finish or are cancelled), and only then lets uvicorn shut down, which closes
+    the listener. A second signal cuts the grace period short; a third stops at once.
+    """
+
+    class Draining(base):  # type: ignore[misc]
+        def __init__(self, config: Any, drain: Drain, screening: Any) -> None:
+            super().__init__(config)
+            self.drain, self.screening = drain, screening
+            self.received: list[int] = []
+            self.loop: asyncio.AbstractEventLoop | None = None
+            self.draining: asyncio.Task[None] | None = None
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            self.received.append(sig)
+            if len(self.received) == 2:
+                self.drain.hurry()
+            elif len(self.received) > 2 or self.loop is None:
+                self.should_exit = self.force_exit = True
+            else:
+                self.loop.call_soon_threadsafe(self._begin)
+
+        def _begin(self) -> None:
+            assert self.loop is not None
+            self.draining = self.loop.create_task(self._drain_then_exit())
+
+        async def _drain_then_exit(self) -> None:
+            try:
+                # The listener stays open meanwhile: a client that cannot connect fails
+                # its own way, one that is refused a call reads why.
+                await self.drain.drain(idle=lambda: self.screening.active == 0)
+            finally:
+                self.should_exit = True
+
+    return Draining
 
 
 def _listen(host: str, port: int) -> socket.socket:

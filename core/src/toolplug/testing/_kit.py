@@ -23,9 +23,9 @@ import pytest
 if TYPE_CHECKING:
     from pytest_httpserver import HTTPServer
 
+    from toolplug.contract._capabilities import Capability
     from toolplug.contract._metadata import Example, ToolMetadata
     from toolplug.contract._tool import Tool, ToolContext
-    from toolplug.runtime._capabilities import Capability
     from toolplug.runtime._registry import Registry
 
 _T = TypeVar("_T")

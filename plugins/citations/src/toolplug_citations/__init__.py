@@ -33,7 +33,7 @@ from toolplug import (
     provides,
 )
 from toolplug_citations._format import STYLES, render
-from toolplug_citations._store import Entry, Store
+from toolplug_citations._store import Entry, Store, Unrecoverable
 
 __all__ = [
     "TOOLPLUG_CONTRACT",
@@ -167,8 +167,13 @@ class CitationsTool(Tool):
             ErrorSpec(type="NotFoundError", when="remove names no citation of the project"),
             ErrorSpec(
                 type="ExecutionError",
-                when="the list cannot be read or written, or its lock is held too long",
+                when="the list's folder cannot be read or written, or its lock is held too long",
                 retry_possible=True,
+            ),
+            ErrorSpec(
+                type="ExecutionError",
+                when="the list's file is not a readable citation list and neither is its last "
+                "good copy: a person must fix or move it",
             ),
         ),
         examples=(
@@ -226,6 +231,8 @@ class CitationsTool(Tool):
             return ToolResult.failure("ValidationError", str(exc))
         try:
             return _act(store, arguments)
+        except Unrecoverable as exc:  # a person must repair the file: retrying cannot
+            return ToolResult.failure("ExecutionError", f"the citation list failed: {exc}")
         except OSError as exc:  # includes a lock not taken in time
             return ToolResult.failure(
                 "ExecutionError", f"the citation list failed: {exc}", retry_possible=True
@@ -286,7 +293,10 @@ def _answer(store: Store, text: str, entries: list[Entry], **extra: str) -> Tool
 
     data = {"project": store.project, "citations": [asdict(e) for e in entries], **extra}
     return ToolResult.success(
-        text, data, citations=[Citation(e.title or e.url, e.url) for e in entries]
+        text,
+        data,
+        citations=[Citation(e.title or e.url, e.url) for e in entries],
+        warnings=store.warnings,
     )
 
 
@@ -332,9 +342,17 @@ def _collect(call: ToolCall, result: ToolResult) -> None:
         if c.url
     ]
     store = Store(_folder(settings), settings.get("project", "default"))
-    future = _WRITER.submit(store.add, found)
+    future = _WRITER.submit(_record, store, found)
     _PENDING.add(future)
     future.add_done_callback(_written)
+
+
+def _record(store: Store, found: list[Entry]) -> None:
+    """Add what a call cited (in the writer thread); a restore of the list is logged, as
+    there is no result to carry its warning."""
+    store.add(found)
+    for warning in store.warnings:
+        log.warning("while collecting citations: %s", warning)
 
 
 def _written(future: concurrent.futures.Future[Any]) -> None:

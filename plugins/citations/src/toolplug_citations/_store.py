@@ -4,25 +4,42 @@ Every change reads the file, changes the list and writes it back while holding a
 ``filelock`` lock beside it, so agents in several processes adding at once lose nothing;
 the new text goes to a temporary file that replaces the old one in one step, so a crash
 never leaves half a file. Citations are the same when their normalized URLs are.
+
+Each successful change also writes the same list to ``<project>.json.bak``, the last good
+copy. When the list's file cannot be read as a citation list (edited by hand, damaged on
+disk), the next operation restores it from that copy under the lock, keeps the unreadable
+file as ``<project>.json.corrupt-<time>``, and says so in ``Store.warnings``. With no good
+copy either, ``Unrecoverable`` is raised: only a person can fix that, so it is not retried.
+Temporary files a killed writer left behind are removed by the next change once they are
+older than ``ORPHAN_SECONDS``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["Entry", "Store", "normalize_url"]
+__all__ = ["ORPHAN_SECONDS", "Entry", "Store", "Unrecoverable", "normalize_url"]
 
 PROJECT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _TRACKING: Final = ("utm_", "fbclid", "gclid", "mc_cid", "mc_eid")
 _LOCK_SECONDS: Final = 10.0
+_TEMPORARY: Final = ".citations-"
+ORPHAN_SECONDS: Final = 300.0
+"""Age at which a temporary file is taken for a dead writer's and removed."""
+
+
+class Unrecoverable(Exception):
+    """The list's file is unreadable and there is no good copy to restore it from."""
 
 
 @dataclass
@@ -85,17 +102,27 @@ class Store:
                 f"at most 64 characters; got {project[:80]!r}"
             )
         self.path = folder / f"{project}.json"
+        self.backup = folder / f"{project}.json.bak"
+        """The last good copy, written after every successful change."""
         self.project = project
+        self.warnings: list[str] = []
+        """What this store did besides the operation asked for (a restore), for the result."""
 
     def entries(self) -> list[Entry]:
-        """The list as it is on disk (empty when the project has none yet)."""
+        """The list as it is on disk (empty when the project has none yet).
+
+        Raises:
+            Unrecoverable: The file is unreadable and so is its last good copy.
+            OSError: The file cannot be read, or the lock was not taken in time.
+        """
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
+            return _read(self.path)
         except FileNotFoundError:
             return []
-        except (OSError, ValueError) as exc:
-            raise OSError(f"cannot read {self.path}: {exc}") from None
-        return [Entry(**item) for item in document.get("citations", [])]
+        except ValueError:
+            pass
+        restored: list[Entry] = self.change(list)  # restored under the lock
+        return restored
 
     def change(self, edit: Callable[[list[Entry]], Any]) -> Any:
         """Run ``edit`` on the list under the lock and save what it leaves; its result."""
@@ -103,10 +130,53 @@ class Store:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(f"{self.path}.lock", timeout=_LOCK_SECONDS):
-            entries = self.entries()
+            self._remove_orphans()
+            entries = self._locked_entries()
             outcome = edit(entries)
-            self._write(entries)
+            self._write(self.path, entries)
+            self._write(self.backup, entries)
         return outcome
+
+    def _locked_entries(self) -> list[Entry]:
+        """The list, restored from the last good copy when its file is unreadable."""
+        try:
+            return _read(self.path)
+        except FileNotFoundError:
+            return []
+        except ValueError as exc:
+            damage = str(exc)
+        try:
+            entries = _read(self.backup)
+        except FileNotFoundError:
+            raise Unrecoverable(
+                f"{self.path} is not a readable citation list ({damage}) and there is no "
+                f"last good copy ({self.backup.name}) to restore it from; fix the file, or "
+                "move it away to start an empty list"
+            ) from None
+        except ValueError as exc:
+            raise Unrecoverable(
+                f"{self.path} is not a readable citation list ({damage}), nor is its last "
+                f"good copy {self.backup.name} ({exc}); fix one of them, or move both away "
+                "to start an empty list"
+            ) from None
+        kept = self.path.with_name(
+            f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        )
+        os.replace(self.path, kept)
+        self.warnings.append(
+            f"the citation list {self.path} was unreadable ({damage}); it was restored from "
+            f"its last good copy {self.backup.name} ({len(entries)} citations, saved "
+            f"{_saved(self.backup)}), and the unreadable file was kept as {kept.name}"
+        )
+        return entries
+
+    def _remove_orphans(self) -> None:
+        """Remove temporary files older than ``ORPHAN_SECONDS`` (a killed writer's)."""
+        limit = time.time() - ORPHAN_SECONDS
+        for candidate in self.path.parent.glob(f"{_TEMPORARY}*"):
+            with contextlib.suppress(OSError):
+                if candidate.is_file() and candidate.lstat().st_mtime < limit:
+                    candidate.unlink()
 
     def add(self, candidates: Iterable[Entry]) -> list[tuple[Entry, str]]:
         """Add each candidate, or merge it into the entry with the same normalized URL;
@@ -143,19 +213,61 @@ class Store:
         removed: Entry | None = self.change(edit)
         return removed
 
-    def _write(self, entries: list[Entry]) -> None:
+    @staticmethod
+    def _write(path: Path, entries: list[Entry]) -> None:
         text = json.dumps(
             {"version": 1, "citations": [asdict(e) for e in entries]},
             indent=2,
             ensure_ascii=False,
         )
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".citations-")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_TEMPORARY)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text + "\n")
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(temporary, self.path)
+            os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _read(path: Path) -> list[Entry]:
+    """The citations in ``path``.
+
+    Raises:
+        FileNotFoundError: There is no such file.
+        ValueError: The file is not a citation list (not JSON, or not of that shape).
+        OSError: It cannot be read.
+    """
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    items = document.get("citations", []) if isinstance(document, dict) else None
+    if not isinstance(items, list):
+        raise ValueError('not a citation list: expected {"citations": [...]}')
+    entries = []
+    for number, item in enumerate(items, 1):
+        try:
+            entry = Entry(**item)
+        except TypeError as exc:
+            raise ValueError(f"citation {number} is malformed: {exc}") from None
+        if not (
+            isinstance(entry.id, int)
+            and isinstance(entry.url, str)
+            and isinstance(entry.title, str)
+            and isinstance(entry.authors, list)
+        ):
+            raise ValueError(f"citation {number} is malformed: a field has the wrong type")
+        entries.append(entry)
+    return entries
+
+
+def _saved(path: Path) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(path.stat().st_mtime))
+    except OSError:
+        return "at an unknown time"

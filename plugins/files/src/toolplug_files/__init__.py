@@ -181,8 +181,8 @@ class ReadFileTool(Tool):
         errors=(
             ErrorSpec(
                 type="ValidationError",
-                when="the path is empty, contains a NUL byte, or is a bare alias; offset is "
-                "past the end of the text",
+                when="the path is empty, contains a NUL byte, is a bare alias, a URL, a "
+                "Windows-style path or too long; offset is past the end of the text",
             ),
             ErrorSpec(
                 type="PermissionError",
@@ -313,8 +313,8 @@ class WriteFileTool(Tool):
         errors=(
             ErrorSpec(
                 type="ValidationError",
-                when="the path is empty, a bare alias, a directory or contains a NUL byte; "
-                "the content is over max_bytes; the mode is unknown",
+                when="the path is empty, a bare alias, a directory, a URL, Windows-style, too "
+                "long or contains a NUL byte; the content is over max_bytes; the mode is unknown",
             ),
             ErrorSpec(
                 type="PermissionError",
@@ -324,6 +324,12 @@ class WriteFileTool(Tool):
             ErrorSpec(
                 type="ExecutionError",
                 when="the write failed (disk full, ...); the old file is left unchanged",
+            ),
+            ErrorSpec(
+                type="ExecutionError",
+                when="other writes held the directory's lock for more than 8 seconds; "
+                "nothing was written",
+                retry_possible=True,
             ),
         ),
         examples=(

@@ -1,27 +1,25 @@
-"""Reading and writing inside the sandbox.
+"""Reading and writing inside the sandbox, through the descriptors the sandbox holds.
 
-Writes are atomic: the new content goes to a temporary file in the target's directory, is
-flushed and fsynced, gets the old file's permissions (or the umask's for a new file), and
-then replaces the target with ``os.replace``. A failure at any step leaves the old file as it
-was and removes the temporary file. An append copies the old content and the new into the
-temporary file, so it is atomic too, at the price of rewriting the file.
+Writes are atomic and take turns: under the lock of the target's directory, the new content
+goes to a temporary file beside the target, is fsynced, gets the old file's permissions (or
+the umask's for a new file), and replaces the target in one rename
+(``toolplug_files._atomic``). A failure at any step leaves the old file as it was and removes
+the temporary file. An append copies the old content and the new into the temporary file, so
+it is atomic too, at the price of rewriting the file, and no concurrent append is lost.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import mimetypes
 import os
-import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Final
 
 from toolplug import ErrorType, ToolContext, ToolFailure, ToolResult
-from toolplug_files import _PAGE_CHARS
-from toolplug_files._sandbox import Sandbox, Target
+from toolplug_files import _PAGE_CHARS, _atomic
+from toolplug_files._sandbox import Sandbox, Target, os_failure
 
 __all__ = ["read_file", "write_file"]
 
@@ -47,8 +45,9 @@ def read_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
     try:
         offset = _whole(arguments.get("offset", 0), "offset", least=0)
         limit = _whole(arguments.get("max_chars", _PAGE_CHARS), "max_chars", least=1)
-        target = Sandbox.from_context(context).resolve(arguments.get("path"), writing=False)
-        return _read(target, int(context.config.get("max_bytes", 200_000)), offset, limit)
+        sandbox = Sandbox.from_context(context)
+        with sandbox.open(arguments.get("path"), writing=False) as target:
+            return _read(target, int(context.config.get("max_bytes", 200_000)), offset, limit)
     except ToolFailure as failure:
         return failure.to_result()
 
@@ -88,13 +87,13 @@ def write_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
                 f"content is {len(data)} bytes; write_file accepts at most {cap} bytes "
                 "(max_bytes): write less, or split it over several appends",
             )
-        target = Sandbox.from_context(context).resolve(raw, writing=True)
-        if isinstance(raw, str) and raw.endswith("/"):
-            raise ToolFailure(
-                ErrorType.VALIDATION,
-                f"path: {raw!r} ends with '/', which names a directory; add a file name",
-            )
-        return _write(target, data, append=mode == "append")
+        with Sandbox.from_context(context).open(raw, writing=True) as target:
+            if isinstance(raw, str) and raw.endswith("/"):
+                raise ToolFailure(
+                    ErrorType.VALIDATION,
+                    f"path: {raw!r} ends with '/', which names a directory; add a file name",
+                )
+            return _write(target, data, append=mode == "append")
     except ToolFailure as failure:
         return failure.to_result()
 
@@ -104,8 +103,20 @@ def write_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
 
 def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:
     shown = target.shown
+    if target.name is None:
+        raise ToolFailure(
+            ErrorType.NOT_FOUND, f"{shown} is a directory, not a file; name a file inside it"
+        )
+    if len(target.place.rest) > 1:  # a directory on the way does not exist
+        raise ToolFailure(
+            ErrorType.NOT_FOUND, f"there is no file at {shown}; check the path or write it first"
+        )
     try:
-        fd = os.open(target.real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+        fd = os.open(
+            target.name,
+            os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC,
+            dir_fd=target.directory,
+        )
     except (FileNotFoundError, NotADirectoryError):
         raise ToolFailure(
             ErrorType.NOT_FOUND, f"there is no file at {shown}; check the path or write it first"
@@ -114,8 +125,8 @@ def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:
         raise ToolFailure(
             ErrorType.PERMISSION, f"{shown} cannot be read: the operating system denied access"
         ) from None
-    except OSError as exc:
-        raise _os_failure(exc, f"{shown} cannot be read") from None
+    except OSError as exc:  # ELOOP: it became a symlink since the walk looked at it
+        raise os_failure(exc, f"{shown} cannot be read") from None
     try:
         info = os.fstat(fd)
     except OSError:
@@ -132,7 +143,7 @@ def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:
         try:
             data = handle.read(cap + 1)
         except OSError as exc:
-            raise _os_failure(exc, f"{shown} cannot be read") from None
+            raise os_failure(exc, f"{shown} cannot be read") from None
     size = max(info.st_size, len(data))
     truncated = len(data) > cap
     data = data[:cap]
@@ -214,40 +225,44 @@ def _kind(path: Path, data: bytes) -> str:
 
 
 def _write(target: Target, data: bytes, *, append: bool) -> ToolResult:
-    shown, real = target.shown, target.real
-    if real == target.root.real or real.is_dir():
+    shown = target.shown
+    if target.name is None:
         raise ToolFailure(
             ErrorType.VALIDATION, f"{shown} is a directory; give the path of a file inside it"
         )
-    parent = real.parent
+    directory, name = target.parent(), target.name
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
+        with _atomic.locked(directory):
+            _atomic.remove_orphans(directory)
+            before = _lstat(directory, name, shown)
+            if before is not None and stat.S_ISDIR(before.st_mode):
+                raise ToolFailure(
+                    ErrorType.VALIDATION,
+                    f"{shown} is a directory; give the path of a file inside it",
+                )
+            if before is not None and stat.S_ISLNK(before.st_mode):  # planted since the walk
+                raise ToolFailure(
+                    ErrorType.PERMISSION,
+                    f"{shown} is refused: it was replaced by a symlink while being written",
+                )
+            if before is not None and not stat.S_ISREG(before.st_mode):
+                raise ToolFailure(ErrorType.VALIDATION, f"{shown} exists and is not a regular file")
+            permissions = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
+            try:
+                size = _atomic.replace(
+                    directory, name, data, permissions, keep=append and before is not None
+                )
+            except OSError as exc:
+                raise os_failure(
+                    exc, f"writing {shown} failed; the file was left as it was"
+                ) from None
+    except _atomic.LockTimeout:
         raise ToolFailure(
-            ErrorType.VALIDATION, f"{shown}: a part of the path is a file, not a directory"
+            ErrorType.EXECUTION,
+            f"writing {shown} failed: other writes to its directory held it for more than "
+            f"{_atomic.LOCK_SECONDS:g} s; nothing was written, try again",
+            retry_possible=True,
         ) from None
-    except OSError as exc:
-        raise _os_failure(exc, f"cannot create the directories for {shown}") from None
-    if not Path(os.path.realpath(parent)).is_relative_to(target.root.real):
-        # The directory changed under us after the check (a symlink was planted).
-        raise ToolFailure(
-            ErrorType.PERMISSION,
-            f"{shown} is refused: a symlink inside the root points outside it",
-        )
-    try:
-        before = os.lstat(real)
-    except FileNotFoundError:
-        before = None
-    except OSError as exc:
-        raise _os_failure(exc, f"cannot write {shown}") from None
-    if before is not None and not stat.S_ISREG(before.st_mode):
-        raise ToolFailure(ErrorType.VALIDATION, f"{shown} exists and is not a regular file")
-    permissions = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
-    try:
-        size = _replace(real, data, permissions, keep=append and before is not None)
-    except OSError as exc:
-        raise _os_failure(exc, f"writing {shown} failed; the file was left as it was") from None
-    _sync_directory(parent)
     if append:
         summary = f"Appended {len(data)} bytes to {shown}; it now holds {size} bytes."
     elif before is None:
@@ -256,7 +271,7 @@ def _write(target: Target, data: bytes, *, append: bool) -> ToolResult:
         summary = f"Replaced the content of {shown} ({len(data)} bytes)."
     result = {
         "path": shown,
-        "absolute_path": str(real),
+        "absolute_path": str(target.real),
         "mode": "append" if append else "overwrite",
         "bytes_written": len(data),
         "size_bytes": size,
@@ -265,40 +280,13 @@ def _write(target: Target, data: bytes, *, append: bool) -> ToolResult:
     return ToolResult.success(summary, result)
 
 
-def _replace(target: Path, data: bytes, permissions: int, *, keep: bool) -> int:
-    """Write the new file beside ``target`` and swap it in; return the new size.
-
-    Raises:
-        OSError: Any step failed; ``target`` is unchanged and the temporary file is gone.
-    """
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+def _lstat(directory: int, name: str, shown: str) -> os.stat_result | None:
     try:
-        with os.fdopen(fd, "wb") as out:
-            if keep:
-                old = os.open(target, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-                with os.fdopen(old, "rb") as source:
-                    shutil.copyfileobj(source, out)
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-            size = out.tell()
-        os.chmod(temporary, permissions)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return size
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the rename durable; not every platform or file system can, which is fine."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        return os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise os_failure(exc, f"cannot write {shown}") from None
 
 
 def _umask() -> int:
@@ -310,14 +298,3 @@ def _umask() -> int:
     mask = os.umask(0o022)  # elsewhere: set and restore, the only portable way
     os.umask(mask)
     return mask
-
-
-def _os_failure(exc: OSError, what: str) -> ToolFailure:
-    if exc.errno == errno.ELOOP:
-        return ToolFailure(
-            ErrorType.PERMISSION, f"{what}: a symlink inside the root points outside it"
-        )
-    if isinstance(exc, PermissionError):
-        return ToolFailure(ErrorType.PERMISSION, f"{what}: the operating system denied access")
-    reason = exc.strerror or type(exc).__name__
-    return ToolFailure(ErrorType.EXECUTION, f"{what} ({reason})")

@@ -1,86 +1,114 @@
-"""The sandbox: which paths read_file and write_file may touch, decided on resolved paths.
+"""The sandbox: which paths read_file and write_file may touch, and opening them safely.
 
-Every path is resolved before use: aliases expanded, relative paths put under the cache
-root, ``..`` collapsed and symlinks followed (``os.path.realpath``). The result must lie inside
-an allowed root (``Path.is_relative_to`` on the resolved root) and match no ``deny_paths``
-entry. Refusals name the rule that refused:
+A path is first read as written: the alias expanded, a relative path put under the cache
+root, ``~`` expanded to the user's home, ``..`` collapsed. It must lie inside a root. Then it
+is walked from a descriptor of that root one name at a time (``toolplug_files._walk``), so a
+symlink is followed only when it stays inside the roots, and another process that swaps a
+directory for a symlink mid-walk cannot send a read or a write out of the root. The resolved
+path must match no ``deny_paths`` entry. Refusals are PermissionErrors naming the path and
+the rule:
 
 * ``outside the sandbox roots``: the path, as written, leads out of every root;
 * ``a symlink inside the root points outside it``: the path is inside a root as written, but
   a symlink on the way leads out;
-* ``matches deny_paths entry ...``: the resolved (or the written) path matches an entry.
-
-The checks guard against a model's choice of path, not against another local process that
-swaps directories for symlinks between the check and the use; opening with ``O_NOFOLLOW``
-narrows that window for the last component.
+* ``matches deny_paths entry ...``: the resolved (or the written) path matches an entry;
+* ``kept being replaced``: a directory on the way was swapped while it was walked.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final
 
 from toolplug import ErrorType, ToolContext, ToolFailure
+from toolplug_files._roots import Root
+from toolplug_files._walk import STEP, Changed, Escape, Loop, NotADirectory, Place, walk
 
-__all__ = ["CACHE_ALIAS", "STATE_ALIAS", "Root", "Sandbox", "Target"]
+__all__ = ["CACHE_ALIAS", "STATE_ALIAS", "Root", "Sandbox", "Target", "os_failure"]
 
 CACHE_ALIAS: Final = "file_cache_dir"
 STATE_ALIAS: Final = "file_state_dir"
 _GLOB_CHARS: Final = frozenset("*?[")
+_WINDOWS: Final = re.compile(r"^[A-Za-z]:|\\")
+"""A drive letter, or a backslash anywhere: a Windows path, which this sandbox does not take."""
+_URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-@dataclass(frozen=True)
-class Root:
-    """A directory the tools may use."""
-
-    path: Path
-    """Absolute, as configured (symlinks not followed)."""
-    real: Path
-    """The same directory with every symlink resolved."""
-    alias: str | None = None
-    """``file_cache_dir`` or ``file_state_dir``; None for an extra read root."""
-
-    @classmethod
-    def at(cls, path: Path, alias: str | None = None) -> Root:
-        """A root at ``path`` (made absolute; ``~`` expanded)."""
-        absolute = Path(os.path.abspath(path.expanduser()))
-        return cls(absolute, Path(os.path.realpath(absolute)), alias)
-
-    def holds(self, path: Path) -> bool:
-        """Whether ``path`` is this root or lies under it (as configured or as resolved)."""
-        return path.is_relative_to(self.path) or path.is_relative_to(self.real)
-
-    def relative(self, path: Path) -> Path:
-        """``path`` relative to this root."""
-        base = self.path if path.is_relative_to(self.path) else self.real
-        return path.relative_to(base)
-
-    def show(self, path: Path) -> str:
-        """How to name ``path`` to the model: in alias form when the root has an alias."""
-        if self.alias is None:
-            return str(path)
-        inner = self.relative(path).as_posix()
-        return self.alias if inner == "." else f"{self.alias}/{inner}"
-
-    def describe(self) -> str:
-        """The root for messages."""
-        return f"{self.alias} ({self.path})" if self.alias else str(self.path)
-
-
-@dataclass(frozen=True)
 class Target:
-    """A path that passed every check."""
+    """A path that passed every check, held open: use it in a ``with`` block.
 
-    real: Path
-    """The resolved path to open."""
-    shown: str
-    """How messages and results name it (``file_cache_dir/notes.md``)."""
-    root: Root
-    """The root the resolved path lies in."""
+    ``directory`` is a descriptor of the deepest directory that exists on the way; ``rest``
+    names what lies below it. Every operation on the file goes through the descriptor.
+    """
+
+    def __init__(self, place: Place, shown: str, *, writing: bool) -> None:
+        self.place = place
+        self.shown = shown
+        """How messages and results name it (``file_cache_dir/notes.md``)."""
+        self.writing = writing
+
+    @property
+    def real(self) -> Path:
+        """The resolved path."""
+        return self.place.real
+
+    @property
+    def root(self) -> Root:
+        """The root the resolved path lies in."""
+        return self.place.root
+
+    @property
+    def name(self) -> str | None:
+        """The final name, inside ``directory`` once ``parent()`` has run; None for a root."""
+        return self.place.rest[-1] if self.place.rest else None
+
+    @property
+    def directory(self) -> int:
+        """The descriptor of the deepest existing directory on the way."""
+        return self.place.directory
+
+    def parent(self) -> int:
+        """A descriptor of the file's directory, creating the missing directories on the way.
+
+        Raises:
+            ToolFailure: A part of the path is a file, or was swapped for a symlink.
+        """
+        place = self.place
+        for name in place.rest[:-1]:
+            try:
+                os.mkdir(name, 0o777, dir_fd=place.directory)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise os_failure(exc, f"cannot create the directories for {self.shown}") from None
+            try:
+                step = os.open(name, STEP, dir_fd=place.directory)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK):
+                    raise _changed(self.shown) from None
+                if exc.errno == errno.ENOTDIR:
+                    raise _through_a_file(self.shown) from None
+                raise os_failure(exc, f"cannot create the directories for {self.shown}") from None
+            os.close(place.directory)
+            place.directory = step
+            place.parts = (*place.parts, name)
+            place.rest = place.rest[1:]
+        return place.directory
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.place.close()
 
 
 @dataclass(frozen=True)
@@ -115,11 +143,12 @@ class Sandbox:
         """The roots a read (or a write) may use."""
         return (self.cache, self.state) if writing else (self.cache, self.state, *self.read_roots)
 
-    def resolve(self, raw: Any, *, writing: bool) -> Target:
-        """Check ``raw`` and return where it really leads.
+    def open(self, raw: Any, *, writing: bool) -> Target:
+        """Check ``raw``, walk it from its root and hold the result open.
 
         Raises:
-            ToolFailure: ValidationError for a malformed path, PermissionError for a refused one.
+            ToolFailure: ValidationError for a malformed path, PermissionError for a refused
+                one, NotFoundError when reading what is not there.
         """
         lexical = self._lexical(raw)
         roots = self.roots(writing=writing)
@@ -132,23 +161,44 @@ class Sandbox:
                 f"{_quote(raw)} is outside the sandbox roots ({allowed}){extra}",
             )
         shown = home.show(lexical)
-        real = Path(os.path.realpath(lexical))
-        landing = next((r for r in roots if real.is_relative_to(r.real)), None)
-        if landing is None:
-            link = _first_escaping_link(home, lexical, roots)
-            where = f" ({link})" if link else ""
+        entry = self._denied(lexical, home)
+        if entry is None:
+            place = self._walk(home, lexical, roots, shown, writing=writing)
+            entry = self._denied(place.real, place.root)
+            if entry is None:
+                return Target(place, shown, writing=writing)
+            place.close()
+        raise ToolFailure(
+            ErrorType.PERMISSION, f"{shown} is refused: it matches deny_paths entry {entry!r}"
+        )
+
+    @staticmethod
+    def _walk(
+        home: Root, lexical: Path, roots: tuple[Root, ...], shown: str, *, writing: bool
+    ) -> Place:
+        """The walk of ``lexical`` from ``home``, its failures as ToolFailures."""
+        try:
+            return walk(home, home.relative(lexical).parts, roots, create=writing)
+        except Escape as escape:
             raise ToolFailure(
                 ErrorType.PERMISSION,
-                f"{shown} is refused: a symlink inside the root points outside it{where}",
-            )
-        for candidate, root in ((real, landing), (lexical, home)):
-            entry = self._denied(candidate, root)
-            if entry is not None:
-                raise ToolFailure(
-                    ErrorType.PERMISSION,
-                    f"{shown} is refused: it matches deny_paths entry {entry!r}",
-                )
-        return Target(real, shown, landing)
+                f"{shown} is refused: a symlink inside the root points outside it ({escape})",
+            ) from None
+        except Loop:
+            raise ToolFailure(
+                ErrorType.PERMISSION,
+                f"{shown} is refused: more than 40 symlinks on the way (a loop)",
+            ) from None
+        except Changed:
+            raise _changed(shown) from None
+        except NotADirectory:
+            if writing:
+                raise _through_a_file(shown) from None
+            raise _missing(shown) from None
+        except FileNotFoundError:  # the root itself is missing: nothing was written there yet
+            raise _missing(shown) from None
+        except OSError as exc:
+            raise os_failure(exc, f"{shown} cannot be {'written' if writing else 'read'}") from None
 
     def _lexical(self, raw: Any) -> Path:
         """The path as written, made absolute and normalised, symlinks not yet followed."""
@@ -156,6 +206,17 @@ class Sandbox:
             raise ToolFailure(ErrorType.VALIDATION, "path: expected a non-empty file path")
         if "\x00" in raw:
             raise ToolFailure(ErrorType.VALIDATION, "path: contains a NUL byte")
+        if _URL.match(raw):
+            raise ToolFailure(
+                ErrorType.VALIDATION,
+                f"path: {_quote(raw)} is a URL; give a file path such as file_cache_dir/notes.md",
+            )
+        if _WINDOWS.search(raw):
+            raise ToolFailure(
+                ErrorType.VALIDATION,
+                f"path: {_quote(raw)} is a Windows-style path; use '/' between names, such as "
+                "file_cache_dir/notes/today.md",
+            )
         head, _, rest = raw.partition("/")
         aliased = {CACHE_ALIAS: self.cache, STATE_ALIAS: self.state}.get(head)
         if aliased is not None:
@@ -168,7 +229,7 @@ class Sandbox:
                 )
             joined = aliased.path / rest.lstrip("/")
         else:
-            written = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+            written = Path(_home(raw)) if raw.startswith("~") else Path(raw)
             joined = written if written.is_absolute() else self.cache.path / written
         return _within_platform_limits(Path(os.path.normpath(joined)))
 
@@ -223,18 +284,6 @@ def _covers(pattern: Path, path: Path, glob: bool) -> bool:
     return any(c == pattern for c in candidates)
 
 
-def _first_escaping_link(home: Root, lexical: Path, roots: Sequence[Root]) -> str | None:
-    """``link -> target`` for the first symlink on the way that leads out of every root."""
-    current = home.path
-    for part in home.relative(lexical).parts:
-        current = current / part
-        if current.is_symlink():
-            target = Path(os.path.realpath(current))
-            if not any(target.is_relative_to(r.real) for r in roots):
-                return f"{home.show(current)} -> {target}"
-    return None
-
-
 def _shared(own: Path) -> Path:
     """The default root for a tool whose own directory is ``own``.
 
@@ -275,3 +324,54 @@ def _within_platform_limits(path: Path) -> Path:
 
 def _quote(raw: str) -> str:
     return repr(raw if len(raw) <= 200 else raw[:199] + "…")
+
+
+def _home(raw: str) -> str:
+    """``raw`` with its leading ``~`` or ``~user`` expanded.
+
+    Raises:
+        ToolFailure: PermissionError when there is no such home (an unknown user, or no home
+            directory known for this one): never a RuntimeError from pathlib.
+    """
+    expanded = os.path.expanduser(raw)
+    if expanded.startswith("~"):
+        user = raw[1:].partition("/")[0]
+        whose = f"user {user!r}" if user else "this user"
+        raise ToolFailure(
+            ErrorType.PERMISSION,
+            f"{_quote(raw)} is refused: there is no home directory for {whose}; paths go under "
+            "file_cache_dir or file_state_dir, such as file_cache_dir/notes.txt",
+        )
+    return expanded
+
+
+def _changed(shown: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorType.PERMISSION,
+        f"{shown} is refused: a directory on the way kept being replaced (by a symlink?) while "
+        "it was opened",
+    )
+
+
+def _through_a_file(shown: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorType.VALIDATION, f"{shown}: a part of the path is a file, not a directory"
+    )
+
+
+def _missing(shown: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorType.NOT_FOUND, f"there is no file at {shown}; check the path or write it first"
+    )
+
+
+def os_failure(exc: OSError, what: str) -> ToolFailure:
+    """An operating-system failure as a structured error that says ``what`` failed."""
+    if exc.errno in (errno.ELOOP, errno.EMLINK):
+        return ToolFailure(
+            ErrorType.PERMISSION, f"{what}: a symlink inside the root points outside it"
+        )
+    if isinstance(exc, PermissionError):
+        return ToolFailure(ErrorType.PERMISSION, f"{what}: the operating system denied access")
+    reason = exc.strerror or type(exc).__name__
+    return ToolFailure(ErrorType.EXECUTION, f"{what} ({reason})")

@@ -1,0 +1,65 @@
+"""How calls of one tool run: the typed ``[tools.NAME]`` call settings, one list of keys.
+
+Every ``[tools.NAME]`` table may hold these keys besides the tool's own config fields. The
+configuration parses them once, into a ``ToolSettings``, when it loads
+(``toolplug.runtime``); the call engine, the renderers and ``serve`` read its attributes.
+The field descriptions are the "expected" text of the configuration's error messages.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["POLICY_KEYS", "RateLimit", "ToolSettings"]
+
+
+class _Settings(BaseModel):
+    # strict: true is not 1 and "5" is not 5; a TOML file says what it means
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class RateLimit(_Settings):
+    """``rate_limit = { calls = N, per_seconds = S, wait = true }``."""
+
+    calls: int = Field(default=1, ge=1, description="a whole number of calls, 1 or more")
+    per_seconds: float = Field(default=1.0, gt=0, description="a positive number of seconds")
+    wait: bool = Field(default=True, description="a boolean")
+
+
+class ToolSettings(_Settings):
+    """The call settings of one tool (defaults: the tool's metadata, then ``[calls]``)."""
+
+    enabled: bool = Field(default=True, description="a boolean")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, description="a positive number of seconds"
+    )
+    retries: int = Field(default=0, ge=0, le=10, description="a whole number from 0 to 10")
+    retry_backoff_seconds: float = Field(
+        default=0.5, gt=0, description="a positive number of seconds"
+    )
+    cache_ttl_seconds: float = Field(
+        default=0.0, ge=0, description="a number of seconds, 0 to turn the result cache off"
+    )
+    rate_limit: RateLimit | None = Field(
+        default=None, description="a table: calls = N, per_seconds = S, wait = true|false"
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="a whole number of calls at once, 1 or more"
+    )
+    max_output_chars: int | None = Field(
+        default=None,
+        ge=1000,
+        description="a whole number of characters a result may hand back, 1,000 or more",
+    )
+    approval: Literal["auto", "always", "never"] = Field(
+        default="auto", description='one of "auto", "always", "never"'
+    )
+
+
+POLICY_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in ToolSettings.model_fields.items()
+}
+"""Keys every ``[tools.<name>]`` table may hold besides the tool's own config fields, and
+what each expects."""

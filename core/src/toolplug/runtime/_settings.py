@@ -1,0 +1,139 @@
+"""Settings parsed once: the ``[calls]`` table and each tool's call settings, typed.
+
+The configuration (``toolplug.runtime._config``) hands every raw table here once, when it
+loads; everything above runtime reads the typed models' attributes, never a raw table. A
+mistake is a ``ConfigError`` naming the file, the key and what is expected, taken from the
+field's description: one list of keys, so a key cannot be valid in one layer and unknown
+in another.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolplug.contract._errors import ConfigError
+from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+
+__all__ = [
+    "CALLS_KEYS",
+    "DEFAULT_OUTPUT_CHARS",
+    "CallsSettings",
+    "parse_calls",
+    "parse_tool_settings",
+]
+
+DEFAULT_OUTPUT_CHARS: Final = 50_000
+"""The output budget of a call whose tool and ``[calls]`` table set none."""
+
+
+class CallsSettings(BaseModel):
+    """The ``[calls]`` table: what all calls of one registry share."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    sync_workers: int = Field(
+        default_factory=lambda: min(32, (os.cpu_count() or 1) + 4),
+        ge=1,
+        description="a whole number of threads, 1 or more",
+    )
+    """Threads that run sync tools for ``acall`` (and for ``call`` when limits apply)."""
+    max_concurrency: int = Field(
+        default=0, ge=1, description="a whole number of calls, 1 or more"
+    )
+    """At most this many calls run at once (0, the default: no limit)."""
+    store: str = Field(
+        default="memory",
+        pattern=r"^(memory|(redis|rediss|unix)://.*)$",
+        description='"memory", or the URL of a Redis server: "redis://HOST:PORT/DB"',
+    )
+    """Where the result cache and rate limits live: ``memory`` or a Redis URL."""
+    cache_entries: int = Field(
+        default=10_000, ge=1, description="a whole number of cached results, 1 or more"
+    )
+    """The in-process result cache keeps at most this many results."""
+    telemetry_content: bool = Field(
+        default=False,
+        description="a boolean: true records arguments and results in telemetry spans",
+    )
+    """Record arguments and results (secrets redacted) in telemetry spans."""
+    max_output_chars: int = Field(
+        default=DEFAULT_OUTPUT_CHARS,
+        ge=1000,
+        description="a whole number of characters a result may hand back, 1,000 or more",
+    )
+    """The output budget of a call whose tool sets none."""
+
+
+CALLS_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in CallsSettings.model_fields.items()
+}
+
+
+def _fail(
+    exc: ValidationError, model: type[BaseModel], prefix: str, raise_as: Callable[..., ConfigError]
+) -> ConfigError:
+    """The first problem pydantic found, as the configuration's error."""
+    error = min(exc.errors(), key=lambda e: tuple(map(str, e["loc"])))
+    # pydantic's location also names the branch of an optional field (``int``,
+    # ``RateLimit``): keep only the keys a person wrote
+    keys: list[str] = []
+    description: str | None = None
+    current: type[BaseModel] | None = model
+    for part in map(str, error["loc"]):
+        if current is not None and part in current.model_fields:
+            keys.append(part)
+            description = current.model_fields[part].description
+            current = _model_inside(current.model_fields[part].annotation)
+        elif error["type"] == "extra_forbidden" and part not in keys:
+            known = ", ".join(sorted(current.model_fields)) if current else ""
+            return raise_as(
+                "unknown key", key=prefix + ".".join([*keys, part]), expected=f"one of {known}"
+            )
+    return raise_as(
+        f"got {error.get('input')!r}", key=prefix + ".".join(keys), expected=description
+    )
+
+
+def _model_inside(annotation: Any) -> type[BaseModel] | None:
+    """The settings model a field holds (``RateLimit | None`` holds ``RateLimit``)."""
+    for inner in getattr(annotation, "__args__", (annotation,)):
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return inner
+    return None
+
+
+def parse_calls(table: Mapping[str, Any], *, file: str, prefix: str = "") -> CallsSettings:
+    """The ``[calls]`` table, checked.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return CallsSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, CallsSettings, prefix + "calls.", _raiser(file)) from None
+
+
+def parse_tool_settings(
+    name: str, table: Mapping[str, Any], *, file: str, prefix: str = ""
+) -> ToolSettings:
+    """The call settings in ``[tools.NAME]`` (its other keys are the tool's own fields).
+
+    Raises:
+        ConfigError: a call setting has a value of the wrong kind.
+    """
+    try:
+        return ToolSettings.model_validate({k: v for k, v in table.items() if k in POLICY_KEYS})
+    except ValidationError as exc:
+        raise _fail(exc, ToolSettings, f"{prefix}tools.{name}.", _raiser(file)) from None
+
+
+def _raiser(file: str) -> Callable[..., ConfigError]:
+    def make(message: str, *, key: str, expected: str | None) -> ConfigError:
+        return ConfigError(message, file=file, key=key, expected=expected)
+
+    return make
