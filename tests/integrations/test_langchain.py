@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 import toolplug
-from tests.integrations.conftest import NOTE_PARAMETERS, TestTools, Watch
+from tests.helpers.agent_tools import NOTE_PARAMETERS, TestTools, Watch
 from toolplug import Approval, ApprovalRequest, optional_tools_section
 from toolplug.integrations.langchain import ToolplugToolkit, system_prompt
 
@@ -83,7 +83,7 @@ def test_the_model_is_offered_every_tool_with_its_schema_intact(
     toolkit = ToolplugToolkit(registry)
     create_agent(model, toolkit.get_tools()).invoke(USER)
     offered = {t["function"]["name"]: t["function"] for t in model.bound}
-    assert sorted(offered) == ["erase", "notes", "wait"]
+    assert sorted(offered) == ["erase", "notes", "send", "wait"]
     assert offered["notes"]["parameters"] == NOTE_PARAMETERS  # the map stays a map
     assert offered["notes"]["description"] == (
         "Look up short notes about a topic.\n\nUse when the user asks about tides."
@@ -232,7 +232,7 @@ def test_human_in_the_loop_middleware_is_the_one_gate(
 ) -> None:
     toolkit = ToolplugToolkit(registry)
     interrupt_on = toolkit.interrupt_on()
-    assert sorted(interrupt_on) == ["erase"]  # notes and wait are read-only
+    assert sorted(interrupt_on) == ["erase", "send"]  # notes and wait are read-only
     agent = create_agent(
         scripted(ASK_NOTES.model_copy(update={"tool_calls": [*ASK_NOTES.tool_calls,
                                                              *ASK_ERASE.tool_calls]}), DONE),
@@ -273,6 +273,42 @@ def test_the_middleware_asking_per_call_is_the_one_gate_too(
     done = agent.invoke(Command(resume={interrupt.id: {"type": "approve"}}), config)
     assert "__interrupt__" not in done
     assert watch.runs == [("erase", {"name": "old"})]
+
+
+@pytest.mark.parametrize("middleware", [False, True])
+def test_approval_is_decided_per_call(
+    registry: toolplug.Registry, watch: Watch, middleware: bool
+) -> None:
+    toolkit = ToolplugToolkit(registry)
+    both = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "send", "args": {"method": "GET"}, "id": "get"},  # read-only: unasked
+            {"name": "send", "args": {"method": "POST", "body": "hi"}, "id": "post"},
+        ],
+    )
+    agent = create_agent(
+        scripted(both, DONE),
+        toolkit.get_tools(),
+        middleware=[HumanInTheLoopMiddleware(interrupt_on=toolkit.interrupt_on())]
+        if middleware else [],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    interrupts = agent.invoke(USER, config)["__interrupt__"]
+    if middleware:
+        [interrupt] = interrupts
+        assert [a["args"] for a in interrupt.value["action_requests"]] == [
+            {"method": "POST", "body": "hi"}
+        ]
+        answer: Any = {"decisions": [{"type": "approve"}]}
+    else:
+        [interrupt] = interrupts
+        assert interrupt.value["tool_call_id"] == "post"
+        answer = {"type": "approve"}
+    done = agent.invoke(Command(resume=answer), config)
+    assert "__interrupt__" not in done
+    assert sorted(args["method"] for _, args in watch.runs) == ["GET", "POST"]
 
 
 def test_outside_a_graph_the_registry_approvers_decide(watch: Watch) -> None:

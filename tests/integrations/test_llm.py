@@ -26,7 +26,7 @@ import pytest
 
 import toolplug
 import toolplug.integrations.llm as integration
-from tests.integrations.conftest import NOTE_PARAMETERS, Watch
+from tests.helpers.agent_tools import NOTE_PARAMETERS, Watch
 from toolplug import Approval, ApprovalRequest, optional_tools_section
 from toolplug.integrations.llm import (
     Toolplug,
@@ -61,7 +61,7 @@ def test_the_toolbox_offers_every_tool_with_its_schema_intact(
     registry: toolplug.Registry,
 ) -> None:
     tools = {t.name: t for t in toolbox(registry).tools()}
-    assert sorted(tools) == ["erase", "notes", "wait"]
+    assert sorted(tools) == ["erase", "notes", "send", "wait"]
     assert tools["notes"].input_schema == NOTE_PARAMETERS
     assert tools["notes"].description == (
         "Look up short notes about a topic.\n\nUse when the user asks about tides."
@@ -157,6 +157,22 @@ def test_before_call_is_the_one_gate(
     assert erase["output"] == output
     assert [r for r in watch.runs if r[0] == "erase"] == ran
     assert notes["output"].startswith("High tide")
+
+
+def test_before_call_asks_per_call(registry: toolplug.Registry, watch: Watch) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def ask(request: ApprovalRequest) -> bool:
+        asked.append(dict(request.arguments))
+        return True
+
+    chain = llm.get_model("echo").chain(
+        calls(("send", {"method": "GET"}), ("send", {"method": "POST", "body": "hi"})),
+        tools=[toolbox(registry)],
+        before_call=approve_calls(ask),
+    )
+    assert [r["output"] for r in tool_results(chain)] == ["GET done", "POST done"]
+    assert asked == [{"method": "POST", "body": "hi"}]  # a GET is read-only: not asked
 
 
 def test_before_call_may_ask_asynchronously(registry: toolplug.Registry, watch: Watch) -> None:

@@ -30,13 +30,13 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
-from toolplug.integrations import _pending
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
     from langchain.agents.middleware.human_in_the_loop import DecisionType
 
     from toolplug import ToolMetadata, Toolset
+    from toolplug.runtime._selection import Selection
 
 __all__ = ["ToolplugToolkit", "system_prompt"]
 
@@ -68,18 +68,6 @@ def system_prompt(
         max_tools: Keep at most this many tools.
     """
     return optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
-
-
-def _chosen(
-    registry: Registry,
-    toolset: str | Toolset | None,
-    task: str | None,
-    max_tools: int | None,
-) -> list[ToolMetadata]:
-    """The selection every renderer makes (the one place this module asks for it)."""
-    from toolplug.render._select import select_tools
-
-    return select_tools(registry, toolset=toolset, task=task, max_tools=max_tools)
 
 
 def _graph_bubbles() -> tuple[type[BaseException], ...]:
@@ -176,6 +164,7 @@ class ToolplugToolkit(BaseToolkit):
     )
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _passthrough: tuple[type[BaseException], ...] = PrivateAttr(default=())
+    _selection: Selection = PrivateAttr()
 
     def __init__(
         self,
@@ -190,8 +179,8 @@ class ToolplugToolkit(BaseToolkit):
             registry=registry, toolset=toolset, task=task, max_tools=max_tools
         )
         self._passthrough = _graph_bubbles()
-        chosen = _chosen(registry, toolset, task, max_tools)
-        self._tools = [self._tool(meta) for meta in chosen]
+        self._selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
+        self._tools = [self._tool(meta) for meta in self._selection.metadata]
 
     def get_tools(self) -> list[BaseTool]:
         """The tools, the most relevant to ``task`` first (else by name)."""
@@ -218,10 +207,8 @@ class ToolplugToolkit(BaseToolkit):
             allowed_decisions: What the reviewer may answer (the middleware's decisions).
         """
         config: dict[str, bool | InterruptOnConfig] = {}
-        for tool in self._tools:
-            if _pending.needs_approval(self.registry, tool.name) is None:
-                continue
-            config[tool.name] = {
+        for name in self._selection.approvals:
+            config[name] = {
                 "allowed_decisions": list(allowed_decisions),
                 "description": self._describe,
                 "when": self._when,
@@ -231,7 +218,7 @@ class ToolplugToolkit(BaseToolkit):
     def _when(self, request: Any) -> bool:
         """The middleware's question: does this call need a person? Remembers a yes."""
         call = request.tool_call
-        reason = _pending.needs_approval(self.registry, call["name"], call.get("args") or {})
+        reason = self.registry.needs_approval(call["name"], call.get("args") or {})
         if reason is not None and call.get("id"):
             with self._lock:
                 self._reviewed[call["id"]] = None
@@ -240,9 +227,7 @@ class ToolplugToolkit(BaseToolkit):
         return reason is not None
 
     def _describe(self, tool_call: Any, state: Any, runtime: Any) -> str:
-        reason = _pending.needs_approval(
-            self.registry, tool_call["name"], tool_call.get("args") or {}
-        )
+        reason = self.registry.needs_approval(tool_call["name"], tool_call.get("args") or {})
         return f"{tool_call['name']} needs approval because {reason}"
 
     def _reviewed_by_middleware(self, call_id: str | None) -> bool:
@@ -268,16 +253,16 @@ class ToolplugToolkit(BaseToolkit):
 
         def run(**arguments: Any) -> tuple[str, Any]:
             context, approved = settings()
-            result = _pending.call(
-                registry, name, arguments, context=context, approver=_interrupt_approver,
+            result = registry.call(
+                name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
             )
             return _answer(result)
 
         async def arun(**arguments: Any) -> tuple[str, Any]:
             context, approved = settings()
-            result = await _pending.acall(
-                registry, name, arguments, context=context, approver=_interrupt_approver,
+            result = await registry.acall(
+                name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
             )
             return _answer(result)

@@ -33,7 +33,6 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
-from toolplug.integrations import _pending
 
 if TYPE_CHECKING:
     from toolplug import Approval, ApprovalRequest, Registry, ToolMetadata, ToolResult, Toolset
@@ -110,15 +109,6 @@ def system_prompt(
     )
 
 
-def _chosen(
-    registry: Registry, toolset: str | None, task: str | None, max_tools: int | None
-) -> list[ToolMetadata]:
-    """The selection every renderer makes (the one place this module asks for it)."""
-    from toolplug.render._select import select_tools
-
-    return select_tools(registry, toolset=toolset, task=task, max_tools=max_tools)
-
-
 class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_subclass__
     """toolplug's tools that are available here (toolplug.load(): toolplug.toml, the
     environment). Options: toolset (a configured toolset's name), task and max_tools (keep
@@ -150,8 +140,10 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     def tools(self) -> Iterable[llm.Tool]:
         """One ``llm.Tool`` per chosen tool, the most relevant to ``task`` first."""
         if self._built is None:
-            chosen = _chosen(self._tools_registry, self._toolset, self._task, self._max_tools)
-            self._built = [self._tool(meta) for meta in chosen]
+            chosen = self._tools_registry.select(
+                toolset=self._toolset, task=self._task, max_tools=self._max_tools
+            )
+            self._built = [self._tool(meta) for meta in chosen.metadata]
         return list(self._built)
 
     @classmethod
@@ -175,7 +167,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         """The approval request of this call, or None when it needs none."""
         registry = self._tools_registry
         arguments = dict(tool_call.arguments or {})
-        reason = _pending.needs_approval(registry, tool_call.name, arguments)
+        reason = registry.needs_approval(tool_call.name, arguments)
         if reason is None:
             return None
         shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
@@ -246,13 +238,11 @@ class _Call:
         # asyncio's own check without raising (it is in asyncio.events.__all__): an
         # exception per sync call costs more than the rest of this wrapper.
         if asyncio._get_running_loop() is None:
-            return self._answer(
-                call_id, _pending.call(box._tools_registry, self.name, arguments, **keywords)
-            )
+            return self._answer(call_id, box._tools_registry.call(self.name, arguments, **keywords))
         return self._acall(call_id, arguments, keywords)
 
     async def _acall(self, call_id: str | None, arguments: Any, keywords: Any) -> str:
-        result = await _pending.acall(self.box._tools_registry, self.name, arguments, **keywords)
+        result = await self.box._tools_registry.acall(self.name, arguments, **keywords)
         return self._answer(call_id, result)
 
     def _answer(self, call_id: str | None, result: ToolResult) -> str:
