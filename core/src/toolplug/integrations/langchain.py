@@ -246,13 +246,14 @@ class ToolplugToolkit(BaseToolkit):
         registry = self.registry
         passthrough = self._passthrough
 
-        def settings() -> tuple[dict[str, Any] | None, bool]:
+        def settings(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
             call_id = _CALL_ID.get()
-            context = {"call_id": call_id} if call_id is not None else None
-            return context, self._reviewed_by_middleware(call_id)
+            if call_id is None or registry.needs_approval(name, arguments) is None:
+                return None, False  # nobody will be asked: no context of its own to build
+            return {"call_id": call_id}, self._reviewed_by_middleware(call_id)
 
         def run(**arguments: Any) -> tuple[str, Any]:
-            context, approved = settings()
+            context, approved = settings(arguments)
             result = registry.call(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
@@ -260,7 +261,7 @@ class ToolplugToolkit(BaseToolkit):
             return _answer(result)
 
         async def arun(**arguments: Any) -> tuple[str, Any]:
-            context, approved = settings()
+            context, approved = settings(arguments)
             result = await registry.acall(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,

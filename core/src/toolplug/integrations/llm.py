@@ -229,8 +229,12 @@ class _Call:
     def __call__(self, llm_tool_call: llm.ToolCall | None = None, **arguments: Any) -> Any:
         call_id = llm_tool_call.tool_call_id if llm_tool_call is not None else None
         box = self.box
+        registry = box._tools_registry
+        # The call id travels to whoever is asked for approval; a call that needs none
+        # is spared building a context of its own.
+        asks = call_id is not None and registry.needs_approval(self.name, arguments) is not None
         keywords: dict[str, Any] = {
-            "context": {"call_id": call_id} if call_id is not None else None,
+            "context": {"call_id": call_id} if asks else None,
             "approver": box._approver,
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
@@ -238,7 +242,7 @@ class _Call:
         # asyncio's own check without raising (it is in asyncio.events.__all__): an
         # exception per sync call costs more than the rest of this wrapper.
         if asyncio._get_running_loop() is None:
-            return self._answer(call_id, box._tools_registry.call(self.name, arguments, **keywords))
+            return self._answer(call_id, registry.call(self.name, arguments, **keywords))
         return self._acall(call_id, arguments, keywords)
 
     async def _acall(self, call_id: str | None, arguments: Any, keywords: Any) -> str:
