@@ -551,4 +551,4 @@ def test_bad_tool_max_concurrency_is_named() -> None:
     with pytest.raises(ConfigError) as caught:
         registry({"tools": {"held": {"max_concurrency": 0}}})
     assert caught.value.key == "tools.held.max_concurrency"
-    assert caught.value.expected == "a whole number of calls, 1 or more"
+    assert caught.value.expected == "a whole number of calls at once, 1 or more"

@@ -26,7 +26,7 @@ EXPECTED = {
     "ToolMetadata", "ToolResult", "ToolSearch", "ToolplugError", "Toolset", "UsageError",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
-    "parse_plan", "provides", "run_plan", "tool_reference",
+    "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",
 }
 
 

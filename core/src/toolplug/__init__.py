@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from toolplug.render._export import export_tools
     from toolplug.render._prompt import optional_tools_section
     from toolplug.render._search import ToolSearch
+    from toolplug.render._stubs import tool_stubs
     from toolplug.runtime._capabilities import Availability
     from toolplug.runtime._capabilities import CapabilityChecker
     from toolplug.runtime._capabilities import CapabilityState
@@ -124,6 +125,7 @@ __all__ = [
     "provides",
     "run_plan",
     "tool_reference",
+    "tool_stubs",
 ]
 
 _HOME = {
@@ -146,6 +148,7 @@ _HOME = {
     "render._export": "explain_export export_tool export_tools",
     "render._prompt": "optional_tools_section",
     "render._search": "ToolSearch",
+    "render._stubs": "tool_stubs",
 }
 _WHERE = {name: module for module, names in _HOME.items() for name in names.split()}
 

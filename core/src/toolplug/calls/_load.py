@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolplug.calls._code import code_plugin, code_settings, install_code_mode
 from toolplug.calls._engine import Invoker
+from toolplug.runtime._config import Config, load_config, parse_config
 from toolplug.runtime._registry import assemble
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
-    from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
 __all__ = ["load"]
@@ -43,10 +45,18 @@ def load(
             to the call and before the ``approve_call`` hook (docs/concepts.md, Approvals).
 
     Raises:
-        ConfigError: the configuration is invalid (including its ``[calls]`` table).
+        ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
+            tables).
         PluginError: ``strict`` is set and a plugin failed.
     """
-    return assemble(
+    if isinstance(config, Mapping):
+        config = parse_config(config)
+    elif not isinstance(config, Config):
+        config = load_config(Path(config) if config is not None else None)
+    code = code_settings(config)
+    if code.enabled:  # run_code registers through register_tools, like any tool
+        plugins = [*plugins, code_plugin()]
+    registry = assemble(
         config,
         env=env,
         grant=grant,
@@ -55,3 +65,6 @@ def load(
         strict=strict,
         engine=lambda registry: Invoker(registry, approver=approver),
     )
+    if code.enabled:
+        install_code_mode(registry)
+    return registry

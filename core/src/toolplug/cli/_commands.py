@@ -129,6 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_prompt)
 
     p = sub.add_parser(
+        "stubs",
+        parents=[common],
+        help="print typed Python stubs of the available tools",
+        description="Print the available tools as typed Python stubs (async functions with "
+        "docstrings; TypedDicts for objects, Literal for enums), what a run_code program "
+        "calls. Byte-identical on repeated runs.",
+    )
+    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p.add_argument("--task", metavar="TEXT",
+                   help="with --max-tools: keep the tools most relevant to this task")
+    p.add_argument("--max-tools", metavar="N", type=_positive_int,
+                   help="keep at most N tools (the most relevant to --task, else by name)")
+    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    p.set_defaults(handler=_cmd_stubs)
+
+    p = sub.add_parser(
         "search",
         parents=[common],
         help="rank the available tools for a task, with the reasons",
@@ -166,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tools", metavar="N", type=_positive_int,
                    help="at most N tools in full; the others are deferred to the provider's "
                    "tool search, or to a search_tools tool the host answers")
+    p.add_argument("--code-execution", action="store_true",
+                   help="anthropic, openai-responses: the tools may also be called from the "
+                   "provider's own code-execution tool (allowed_callers), which is added")
     p.add_argument("--all", action="store_true", help="include unavailable tools")
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.set_defaults(handler=_cmd_schema)
@@ -618,6 +637,21 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_stubs(args: argparse.Namespace) -> int:
+    from toolplug.render._stubs import tool_stubs
+
+    registry = _load(args)
+    text = tool_stubs(
+        registry,
+        toolset=args.toolset,
+        include_unavailable=args.all,
+        task=args.task,
+        max_tools=args.max_tools,
+    )
+    _emit(registry, text)
+    return EXIT_OK
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     registry = _load(args)
     found = registry.search(
@@ -644,6 +678,13 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         raise _Exit(EXIT_USAGE, f"--strict applies to {', '.join(STRICT_DEFAULTS)} only")
     if args.task is not None and args.max_tools is None:
         raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools come in full)")
+    if args.code_execution:
+        from toolplug.render._callers import check_callers
+
+        try:
+            check_callers(args.format)
+        except ValueError as exc:
+            raise _Exit(EXIT_USAGE, str(exc)) from None
     registry = _load(args)
     if args.explain:
         report = explain_export(
@@ -654,6 +695,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
             include_unavailable=args.all,
             task=args.task,
             max_tools=args.max_tools,
+            code_execution=args.code_execution,
         )
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
@@ -665,6 +707,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         include_unavailable=args.all,
         task=args.task,
         max_tools=args.max_tools,
+        code_execution=args.code_execution,
     )
     _emit(registry, dumps(exported))
     return EXIT_OK

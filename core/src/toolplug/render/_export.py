@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolplug.render._callers import callable_from_code, caller_losses, check_callers
 from toolplug.render._formats import (
     FORMATS,
     STRICT_DEFAULTS,
@@ -35,6 +36,7 @@ from toolplug.render._formats import (
     is_strict,
 )
 from toolplug.render._select import metadata_of, select_tools
+from toolplug.schema._python import CODE_TOOL
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -65,6 +67,7 @@ def export_tools(
     include_unavailable: bool = False,
     task: str | None = None,
     max_tools: int | None = None,
+    code_execution: bool = False,
 ) -> list[dict[str, Any]]:
     """The definitions of the registry's tools, sorted by name (see ``export_tool``).
 
@@ -84,11 +87,22 @@ def export_tools(
         task: With ``max_tools``: the tools most relevant to this task come in full.
         max_tools: At most this many tools in full (the most relevant to ``task``, else the
             first by name); the others are deferred.
+        code_execution: Mark every tool callable from the provider's own code-execution
+            tool too, and add that tool (``anthropic``, ``openai-responses``; see
+            ``render/_callers.py``).
 
     Raises:
-        ValueError: an unknown format, or ``strict`` with a format that has no strict mode.
+        ValueError: an unknown format, ``strict`` with a format that has no strict mode,
+            or ``code_execution`` with a format whose provider has no such tool.
     """
     check_format(fmt, strict)
+    if code_execution:
+        check_callers(fmt)
+        plain = export_tools(
+            registry, fmt, strict=strict, toolset=toolset,
+            include_unavailable=include_unavailable, task=task, max_tools=max_tools,
+        )
+        return callable_from_code(plain, fmt)
     chosen = metadata_of(registry, "export_tools")
     if chosen is None:
         real: Registry = registry  # type: ignore[assignment]
@@ -139,19 +153,23 @@ def explain_export(
     include_unavailable: bool = False,
     task: str | None = None,
     max_tools: int | None = None,
+    code_execution: bool = False,
 ) -> dict[str, list[SchemaLoss]]:
     """The loss report of an export: ``explain_tool`` for each selected tool, by name.
 
     This is what ``toolplug schema --format FORMAT --explain`` prints. Every tool is a key,
     with an empty list when its export loses nothing. The selection options are those of
     ``export_tools``; with ``max_tools``, the report covers the tools exported in full.
+    With ``code_execution``, each tool also lists the ``allowed_callers`` the option adds.
     """
     check_format(fmt, strict)
+    added = caller_losses(fmt) if code_execution else []
     chosen = select_tools(
         registry, toolset=toolset, include_unavailable=include_unavailable, task=task,
         max_tools=max_tools,
     )
     return {
         meta.name: explain_tool(meta, fmt, strict=strict)
+        + (added if meta.name != CODE_TOOL else [])
         for meta in sorted(chosen, key=lambda m: m.name)
     }

@@ -22,8 +22,11 @@ from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._settings import POLICY_KEYS, ToolSettings
 from toolplug.runtime._settings import (
     CALLS_KEYS,
+    CODE_KEYS,
     CallsSettings,
+    CodeSettings,
     parse_calls,
+    parse_code,
     parse_tool_settings,
 )
 
@@ -42,6 +45,7 @@ _TOP_KEYS: Final = {
     "tools": "a table of per-tool tables: [tools.<name>]",
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
     "calls": "a table: " + ", ".join(CALLS_KEYS),
+    "code": "a table: " + ", ".join(CODE_KEYS),
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -115,6 +119,8 @@ class Config:
     toolsets: Mapping[str, Toolset] = field(default_factory=dict)
     calls: CallsSettings = field(default_factory=_default_calls)
     """The ``[calls]`` table, checked and typed."""
+    code: CodeSettings = field(default_factory=CodeSettings)
+    """The ``[code]`` table (code mode), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -287,9 +293,10 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
             for part in ("include", "exclude")
         }
         toolsets[name] = Toolset(name=name, description=description, **patterns)
-    calls = table.get("calls", {})
-    if not isinstance(calls, Mapping):
-        raise err("calls", "must be a table", _TOP_KEYS["calls"])
+    calls, code = table.get("calls", {}), table.get("code", {})
+    for key, raw in (("calls", calls), ("code", code)):
+        if not isinstance(raw, Mapping):
+            raise err(key, "must be a table", _TOP_KEYS[key])
     return Config(
         path=file,
         offline=offline,
@@ -299,6 +306,7 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         tools={k: dict(v) for k, v in tools.items()},
         toolsets=toolsets,
         calls=parse_calls(calls, file=where, prefix=prefix),
+        code=parse_code(code, file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )

@@ -1,4 +1,4 @@
-"""Settings parsed once: the ``[calls]`` table and each tool's call settings, typed.
+"""Settings parsed once: the ``[calls]`` and ``[code]`` tables and each tool's call settings.
 
 The configuration (``toolplug.runtime._config``) hands every raw table here once, when it
 loads; everything above runtime reads the typed models' attributes, never a raw table. A
@@ -20,9 +20,12 @@ from toolplug.contract._settings import POLICY_KEYS, ToolSettings
 
 __all__ = [
     "CALLS_KEYS",
+    "CODE_KEYS",
     "DEFAULT_OUTPUT_CHARS",
     "CallsSettings",
+    "CodeSettings",
     "parse_calls",
+    "parse_code",
     "parse_tool_settings",
 ]
 
@@ -73,6 +76,40 @@ CALLS_KEYS: Final[dict[str, str]] = {
 }
 
 
+class CodeSettings(BaseModel):
+    """The ``[code]`` table: code mode's ``run_code`` tool and its limits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    enabled: bool = Field(default=False, description="a boolean: true offers the run_code tool")
+    """Offer ``run_code`` (``toolplug.calls._code``)."""
+    toolset: str | None = Field(
+        default=None,
+        description="the name of a configured toolset: the tools a program may call",
+    )
+    """The tools a program may call; every available tool when None."""
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, allow_inf_nan=False,
+        description="a positive number of seconds a program may compute",
+    )
+    """How long a program may compute; its tool calls and approvals are not counted."""
+    max_memory_mb: int = Field(default=64, ge=1, description="a whole number of MB, 1 or more")
+    """The program's memory."""
+    max_recursion: int = Field(
+        default=200, ge=10, description="a whole number of nested calls, 10 or more"
+    )
+    """How deeply the program's functions may nest."""
+    max_calls: int = Field(
+        default=200, ge=1, description="a whole number of tool calls, 1 or more"
+    )
+    """How many tool calls one program may make."""
+
+
+CODE_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in CodeSettings.model_fields.items()
+}
+
+
 def _fail(
     exc: ValidationError, model: type[BaseModel], prefix: str, raise_as: Callable[..., ConfigError]
 ) -> ConfigError:
@@ -116,6 +153,18 @@ def parse_calls(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Cal
         return CallsSettings.model_validate(dict(table))
     except ValidationError as exc:
         raise _fail(exc, CallsSettings, prefix + "calls.", _raiser(file)) from None
+
+
+def parse_code(table: Mapping[str, Any], *, file: str, prefix: str = "") -> CodeSettings:
+    """The ``[code]`` table, checked (that its toolset exists is checked where it is used).
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return CodeSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, CodeSettings, prefix + "code.", _raiser(file)) from None
 
 
 def parse_tool_settings(

@@ -13,11 +13,12 @@ from typing import Final, Literal
 
 __all__ = ["ACTIONS", "LossAction", "SchemaLoss", "pointer"]
 
-LossAction = Literal["dropped", "described", "rewritten"]
-ACTIONS: Final[tuple[LossAction, ...]] = ("dropped", "described", "rewritten")
+LossAction = Literal["dropped", "described", "rewritten", "added"]
+ACTIONS: Final[tuple[LossAction, ...]] = ("dropped", "described", "rewritten", "added")
 """``dropped``: gone from the export; ``described``: moved into a description, so the model
 reads it but the provider does not enforce it; ``rewritten``: expressed another way (the
-call path undoes what the model is asked to do differently)."""
+call path undoes what the model is asked to do differently); ``added``: a field an export
+option adds to the tool's definition (``allowed_callers`` for code execution)."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class SchemaLoss:
     keyword: str
     """The keyword, such as ``pattern``, ``additionalProperties`` or ``$ref``."""
     action: LossAction
-    """What happened to it: ``dropped``, ``described`` or ``rewritten``."""
+    """What happened to it: ``dropped``, ``described``, ``rewritten`` or ``added``."""
     detail: str
     """What the export says instead, in a few words."""
 
