@@ -29,6 +29,8 @@ EXTRA_PAGES = ("README.md", "guidelines/**/*.md", "plugins/*/README.md", "bench/
 PUBLIC_MODULES = (
     "toolplug",
     "toolplug.http",
+    "toolplug.integrations.langchain",
+    "toolplug.integrations.llm",
     "toolplug.integrations.openai_agents",
     "toolplug.integrations.pydantic_ai",
     "toolplug.schema",

@@ -1,0 +1,290 @@
+"""LangChain and LangGraph: toolplug's tools as a ``BaseToolkit`` of ``StructuredTool`` s.
+
+Each tool keeps its JSON Schema as its ``args_schema`` (toolplug validates the call), answers
+with ``response_format="content_and_artifact"`` (the text for the model, the result's data
+as the artifact), and turns a failed call into a ``ToolException`` that LangChain hands the
+model as an error message. A call that needs a person's approval is asked in LangGraph's
+own way: through ``interrupt()`` inside the tool, or, for the tools named by
+``ToolplugToolkit.interrupt_on()``, by ``HumanInTheLoopMiddleware`` before the tool runs;
+a call the middleware let through is not asked again.
+
+Install with ``pip install "toolplug[langchain]"``; docs/integrations/langchain.md shows a
+whole agent run.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextvars
+import copy
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+try:
+    from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError(
+        'toolplug.integrations.langchain needs LangChain: pip install "toolplug[langchain]"'
+    ) from exc
+from pydantic import ConfigDict, PrivateAttr
+
+from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import InterruptOnConfig
+    from langchain.agents.middleware.human_in_the_loop import DecisionType
+
+    from toolplug import ToolMetadata, Toolset
+    from toolplug.runtime._selection import Selection
+
+__all__ = ["ToolplugToolkit", "system_prompt"]
+
+DECISIONS: Final[tuple[DecisionType, ...]] = ("approve", "edit", "reject")
+"""The decisions ``interrupt_on`` allows a reviewer by default."""
+_REMEMBERED: Final = 1024
+"""How many calls the middleware is asked about are remembered until they run."""
+
+_CALL_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "toolplug_langchain_call_id", default=None
+)
+"""The id of the model's tool call being run (LangChain passes it to ``run``, not to the
+function)."""
+
+
+def system_prompt(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> str:
+    """The optional-tools section, for the agent's system prompt.
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Describe only this toolset's tools.
+        task: Keep the tools most relevant to this task (with ``max_tools``).
+        max_tools: Keep at most this many tools.
+    """
+    return optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
+
+
+def _graph_bubbles() -> tuple[type[BaseException], ...]:
+    """The exceptions LangGraph raises to pause or steer a run; toolplug lets them through."""
+    try:
+        from langgraph.errors import GraphBubbleUp
+    except ImportError:  # langchain-core alone: no graph, nothing to let through
+        return ()
+    return (GraphBubbleUp,)
+
+
+def _decision(answer: Any) -> Approval:
+    """The person's answer to an ``interrupt()``, as toolplug's decision."""
+    if isinstance(answer, Approval):
+        return answer
+    if isinstance(answer, bool):
+        return Approval(answer)
+    if isinstance(answer, dict):
+        kind = answer.get("type")
+        if kind == "approve":
+            return Approval.approve()
+        if kind == "reject":
+            return Approval.deny(str(answer.get("message") or ""))
+    raise ValueError(
+        "resume the approval interrupt with {'type': 'approve'}, {'type': 'reject', "
+        f"'message': '...'}}, True or False; got {answer!r}"
+    )
+
+
+def _interrupt_approver(request: ApprovalRequest) -> Approval | None:
+    """Ask through LangGraph: pause the run here; on resume, the person's answer."""
+    try:
+        from langgraph.types import interrupt
+    except ImportError:  # langchain-core alone: nobody to pause
+        return None
+    value = {
+        "type": "tool_approval",
+        "tool_call_id": request.call_id,
+        "name": request.tool,
+        "args": dict(request.arguments),
+        "description": request.describe(),
+        "reason": request.reason,
+    }
+    try:
+        answer = interrupt(value)
+    except (RuntimeError, KeyError):
+        # Not inside a LangGraph run (no runnable context, or one without a graph's
+        # scratchpad): pass the request on to the registry's own approvers.
+        return None
+    return _decision(answer)
+
+
+class _ToolplugTool(StructuredTool):
+    """A ``StructuredTool`` that lets its function know the model's tool call id."""
+
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return super().run(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+
+class ToolplugToolkit(BaseToolkit):
+    """The registry's chosen tools as LangChain tools.
+
+    Example:
+        >>> toolkit = ToolplugToolkit(toolplug.load(), toolset="research")  # doctest: +SKIP
+        >>> agent = create_agent(model, toolkit.get_tools(),  # doctest: +SKIP
+        ...                      system_prompt=toolkit.system_prompt())
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    registry: Registry
+    """The loaded tools (``toolplug.load()``)."""
+    toolset: Any = None
+    """Offer only this toolset's tools (a name or a ``Toolset``)."""
+    task: str | None = None
+    """With ``max_tools``: keep the tools most relevant to this task."""
+    max_tools: int | None = None
+    """Offer at most this many tools."""
+
+    _tools: list[BaseTool] = PrivateAttr(default_factory=list)
+    _reviewed: collections.OrderedDict[str, None] = PrivateAttr(
+        default_factory=collections.OrderedDict
+    )
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _passthrough: tuple[type[BaseException], ...] = PrivateAttr(default=())
+    _selection: Selection = PrivateAttr()
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        toolset: str | Toolset | None = None,
+        task: str | None = None,
+        max_tools: int | None = None,
+    ) -> None:
+        # The fields are this class's; mypy checks the keywords against BaseToolkit's.
+        super().__init__(  # type: ignore[call-arg]
+            registry=registry, toolset=toolset, task=task, max_tools=max_tools
+        )
+        self._passthrough = _graph_bubbles()
+        self._selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
+        self._tools = [self._tool(meta) for meta in self._selection.metadata]
+
+    def get_tools(self) -> list[BaseTool]:
+        """The tools, the most relevant to ``task`` first (else by name)."""
+        return list(self._tools)
+
+    def system_prompt(self) -> str:
+        """The optional-tools section of these tools, for the agent's system prompt."""
+        return system_prompt(
+            self.registry, toolset=self.toolset, task=self.task, max_tools=self.max_tools
+        )
+
+    # -- approvals through HumanInTheLoopMiddleware ----------------------------------
+
+    def interrupt_on(
+        self, allowed_decisions: Sequence[DecisionType] = DECISIONS
+    ) -> dict[str, bool | InterruptOnConfig]:
+        """The ``interrupt_on`` of a ``HumanInTheLoopMiddleware`` for these tools.
+
+        Names every tool whose calls may need a person's approval; for each call the
+        middleware asks toolplug (its ``when``) whether this call does. A call the
+        middleware asked about and let through runs without toolplug asking again.
+
+        Args:
+            allowed_decisions: What the reviewer may answer (the middleware's decisions).
+        """
+        config: dict[str, bool | InterruptOnConfig] = {}
+        for name in self._selection.approvals:
+            config[name] = {
+                "allowed_decisions": list(allowed_decisions),
+                "description": self._describe,
+                "when": self._when,
+            }
+        return config
+
+    def _when(self, request: Any) -> bool:
+        """The middleware's question: does this call need a person? Remembers a yes."""
+        call = request.tool_call
+        reason = self.registry.needs_approval(call["name"], call.get("args") or {})
+        if reason is not None and call.get("id"):
+            with self._lock:
+                self._reviewed[call["id"]] = None
+                while len(self._reviewed) > _REMEMBERED:  # a rejected call never runs
+                    self._reviewed.popitem(last=False)
+        return reason is not None
+
+    def _describe(self, tool_call: Any, state: Any, runtime: Any) -> str:
+        reason = self.registry.needs_approval(tool_call["name"], tool_call.get("args") or {})
+        return f"{tool_call['name']} needs approval because {reason}"
+
+    def _reviewed_by_middleware(self, call_id: str | None) -> bool:
+        if call_id is None:
+            return False
+        with self._lock:
+            if call_id not in self._reviewed:
+                return False
+            del self._reviewed[call_id]
+            return True
+
+    # -- the tools -------------------------------------------------------------------
+
+    def _tool(self, meta: ToolMetadata) -> BaseTool:
+        name = meta.name
+        registry = self.registry
+        passthrough = self._passthrough
+
+        def settings(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+            call_id = _CALL_ID.get()
+            if call_id is None or registry.needs_approval(name, arguments) is None:
+                return None, False  # nobody will be asked: no context of its own to build
+            return {"call_id": call_id}, self._reviewed_by_middleware(call_id)
+
+        def run(**arguments: Any) -> tuple[str, Any]:
+            context, approved = settings(arguments)
+            result = registry.call(
+                name, arguments, context=context, approver=_interrupt_approver,
+                approved=approved, passthrough=passthrough,
+            )
+            return _answer(result)
+
+        async def arun(**arguments: Any) -> tuple[str, Any]:
+            context, approved = settings(arguments)
+            result = await registry.acall(
+                name, arguments, context=context, approver=_interrupt_approver,
+                approved=approved, passthrough=passthrough,
+            )
+            return _answer(result)
+
+        description = meta.description
+        if meta.usage_hint.strip():  # the model reads nothing else about a required tool
+            description = f"{description}\n\n{meta.usage_hint.strip()}"
+        return _ToolplugTool(
+            name=name,
+            description=description,
+            args_schema=copy.deepcopy(meta.parameters),
+            func=run,
+            coroutine=arun,
+            response_format="content_and_artifact",
+            handle_tool_error=True,
+            metadata={"toolplug": True},
+        )
+
+
+def _answer(result: ToolResult) -> tuple[str, Any]:
+    """``content_and_artifact``: the text for the model and the data; a failure raised."""
+    if result.error is not None:
+        raise ToolException(result.for_model())
+    return result.for_model(), result.data

@@ -1,0 +1,426 @@
+"""llm (Simon Willison's command line and library): toolplug's tools as the ``Toolplug`` toolbox.
+
+This module is an llm plugin (entry point ``toolplug`` in llm's group ``llm``): it registers
+the ``Toolplug`` toolbox, so that ``llm tools list`` shows the available tools and ``llm -T
+Toolplug ...`` lets the model call them, and the fragment loader ``toolplug:``, so that
+``llm --sf toolplug: ...`` puts the optional-tools section into the system prompt.
+
+Each tool keeps its JSON Schema; a failed call reaches the model as toolplug's error text
+(its type, message and whether a retry may help). A call that needs a person's approval is
+asked in llm's own ways: a ``before_call`` made by ``approve_calls`` (its yes is not asked
+again, its no cancels the call), or an approver that raises ``llm.PauseChain`` to pause the
+chain until the person answers (``pause_until_decided``).
+
+Install with ``pip install "toolplug[llm]"``; docs/integrations/llm.md shows a whole chain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from urllib.parse import parse_qsl
+
+try:
+    import llm
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError(
+        'toolplug.integrations.llm needs llm: pip install "toolplug[llm]"'
+    ) from exc
+
+import toolplug
+
+if TYPE_CHECKING:
+    from toolplug import Approval, ApprovalRequest, Registry, ToolMetadata, ToolResult, Toolset
+
+# llm imports every plugin at its start, for every command: toolplug's names are imported
+# when a toolplug tool or the section is first used, not then.
+
+__all__ = [
+    "Toolplug",
+    "ToolplugCallError",
+    "approve_calls",
+    "pause_until_decided",
+    "register_fragment_loaders",
+    "register_tools",
+    "system_prompt",
+    "toolbox",
+]
+
+Decision: TypeAlias = "Approval | bool"
+Ask: TypeAlias = Callable[["ApprovalRequest"], "Decision | Awaitable[Decision]"]
+"""Asks a person about one call: an ``Approval`` or True/False, or an awaitable of one."""
+
+_RESULTS_KEPT: Final = 256
+"""How many results a toolbox keeps for its host (``Toolplug.results``)."""
+_JSON_TYPES: Final[dict[str, type]] = {
+    "string": str, "integer": int, "number": float, "boolean": bool, "array": list,
+    "object": dict,
+}
+
+_PAUSES: Final = (llm.PauseChain, llm.CancelToolCall)
+"""llm's exceptions that stop a call or a chain; toolplug lets them through unchanged."""
+
+_DEFAULT: dict[str, Registry] = {}
+_DEFAULT_LOCK: Final = threading.Lock()
+
+
+def _default_registry() -> Registry:
+    """The registry the llm command line uses: ``toolplug.load()``, made once."""
+    with _DEFAULT_LOCK:
+        if "registry" not in _DEFAULT:
+            _DEFAULT["registry"] = toolplug.load()
+        return _DEFAULT["registry"]
+
+
+class ToolplugCallError(Exception):
+    """A toolplug call failed; llm shows the model ``Error: `` and this text.
+
+    The text is toolplug's error for the model (``ToolResult.for_model()``): its type, its
+    message and ``retry_possible``. ``result`` is the whole ``ToolResult``, for the host.
+    """
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.for_model())
+        self.result = result
+
+
+def system_prompt(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> str:
+    """The optional-tools section, for ``system=`` (or ``llm --sf toolplug:``).
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Describe only this toolset's tools.
+        task: Keep the tools most relevant to this task (with ``max_tools``).
+        max_tools: Keep at most this many tools.
+    """
+    return toolplug.optional_tools_section(
+        registry, toolset=toolset, task=task, max_tools=max_tools
+    )
+
+
+class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_subclass__
+    """toolplug's tools that are available here (toolplug.load(): toolplug.toml, the
+    environment). Options: toolset (a configured toolset's name), task and max_tools (keep
+    the max_tools tools most relevant to task). For the optional-tools section in the
+    system prompt add --sf toolplug: (or toolplug:TOOLSET)."""
+
+    results: dict[str, ToolResult]
+    """The last results by llm's tool call id, for the host (the data, citations,
+    warnings); the model sees the text."""
+
+    def __init__(
+        self, toolset: str | None = None, task: str | None = None, max_tools: int | None = None
+    ) -> None:
+        self._toolset, self._task, self._max_tools = toolset, task, max_tools
+        self._registry: Registry | None = None
+        # Made by llm's command line (or by hand): a person at the terminal is asked.
+        self._approver: Callable[[ApprovalRequest], Any] | None = _ask_at_the_terminal
+        self._built: list[llm.Tool] | None = None
+        self._approved: set[str] = set()
+        self._lock = threading.Lock()
+        self.results = {}
+
+    @property
+    def _tools_registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = _default_registry()
+        return self._registry
+
+    def tools(self) -> Iterable[llm.Tool]:
+        """One ``llm.Tool`` per chosen tool, the most relevant to ``task`` first."""
+        if self._built is None:
+            chosen = self._tools_registry.select(
+                toolset=self._toolset, task=self._task, max_tools=self._max_tools
+            )
+            self._built = [self._tool(meta) for meta in chosen.metadata]
+        return list(self._built)
+
+    @classmethod
+    def method_tools(cls) -> list[llm.Tool]:
+        """The tools of a default ``Toolplug()``: what ``llm tools list`` shows."""
+        return list(cls().tools())
+
+    def _tool(self, meta: ToolMetadata) -> llm.Tool:
+        tool = llm.Tool(
+            name=meta.name,
+            description=_description(meta),
+            input_schema=copy.deepcopy(meta.parameters),
+            implementation=_Call(self, meta.name, meta.parameters),
+        )
+        tool.plugin = getattr(self, "plugin", None)
+        return tool
+
+    # -- approvals -------------------------------------------------------------------
+
+    def _request(self, tool_call: llm.ToolCall) -> ApprovalRequest | None:
+        """The approval request of this call, or None when it needs none."""
+        registry = self._tools_registry
+        arguments = dict(tool_call.arguments or {})
+        reason = registry.needs_approval(tool_call.name, arguments)
+        if reason is None:
+            return None
+        shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
+        return toolplug.ApprovalRequest(
+            tool_call.name, shown, registry.get(tool_call.name).metadata, reason,
+            tool_call.tool_call_id,
+        )
+
+    def _settle(self, tool_call: llm.ToolCall, decision: Any) -> None:
+        """Remember a yes for the call to use; turn a no into llm's cancellation."""
+        if isinstance(decision, bool):
+            decision = toolplug.Approval(decision)
+        if not isinstance(decision, toolplug.Approval):
+            raise TypeError(
+                f"the approval function returned {type(decision).__name__}; expected an "
+                "Approval, True or False"
+            )
+        if not decision.approved:
+            because = f": {decision.reason}" if decision.reason else ""
+            raise llm.CancelToolCall(
+                f"the person approving it denied the call of {tool_call.name}{because}. "
+                "Do not retry it; tell the user."
+            )
+        if tool_call.tool_call_id is not None:
+            with self._lock:
+                self._approved.add(tool_call.tool_call_id)
+
+    def _take_approval(self, call_id: str | None) -> bool:
+        if call_id is None or not self._approved:  # no lock when nothing is waiting
+            return False
+        with self._lock:
+            if call_id not in self._approved:
+                return False
+            self._approved.discard(call_id)
+            return True
+
+    def _keep(self, call_id: str | None, result: ToolResult) -> None:
+        if call_id is None:
+            return
+        with self._lock:
+            self.results[call_id] = result
+            while len(self.results) > _RESULTS_KEPT:
+                del self.results[next(iter(self.results))]
+
+
+class _Call:
+    """The implementation of one tool: a toolplug call.
+
+    llm awaits what a tool returns when its chain is async, so one plain callable serves
+    both: it returns the awaitable call when this thread runs an event loop, the result
+    otherwise.
+    """
+
+    def __init__(self, box: Toolplug, name: str, parameters: Mapping[str, Any]) -> None:
+        self.box, self.name = box, name
+        self.__signature__ = _signature(parameters)
+        self.__name__ = name
+
+    def __call__(self, llm_tool_call: llm.ToolCall | None = None, **arguments: Any) -> Any:
+        call_id = llm_tool_call.tool_call_id if llm_tool_call is not None else None
+        box = self.box
+        registry = box._tools_registry
+        # The call id travels to whoever is asked for approval; a call that needs none
+        # is spared building a context of its own.
+        asks = call_id is not None and registry.needs_approval(self.name, arguments) is not None
+        keywords: dict[str, Any] = {
+            "context": {"call_id": call_id} if asks else None,
+            "approver": box._approver,
+            "approved": box._take_approval(call_id),
+            "passthrough": _PAUSES,
+        }
+        # asyncio's own check without raising (it is in asyncio.events.__all__): an
+        # exception per sync call costs more than the rest of this wrapper.
+        if asyncio._get_running_loop() is None:
+            return self._answer(call_id, registry.call(self.name, arguments, **keywords))
+        return self._acall(call_id, arguments, keywords)
+
+    async def _acall(self, call_id: str | None, arguments: Any, keywords: Any) -> str:
+        result = await self.box._tools_registry.acall(self.name, arguments, **keywords)
+        return self._answer(call_id, result)
+
+    def _answer(self, call_id: str | None, result: ToolResult) -> str:
+        self.box._keep(call_id, result)
+        if result.error is not None:
+            raise ToolplugCallError(result)
+        return result.for_model()
+
+
+def _description(meta: ToolMetadata) -> str:
+    if meta.usage_hint.strip():  # the model reads nothing else about a required tool
+        return f"{meta.description}\n\n{meta.usage_hint.strip()}"
+    return meta.description
+
+
+def _signature(parameters: Mapping[str, Any]) -> inspect.Signature:
+    """What ``llm tools list`` prints: the schema's properties as keyword arguments."""
+    required = set(parameters.get("required", ()))
+    shown = []
+    for name, schema in (parameters.get("properties") or {}).items():
+        if not name.isidentifier():
+            continue
+        kind = schema.get("type") if isinstance(schema, dict) else None
+        annotation = _JSON_TYPES.get(kind, inspect.Parameter.empty) if isinstance(
+            kind, str
+        ) else inspect.Parameter.empty
+        default: Any = inspect.Parameter.empty
+        if name not in required:
+            default = schema.get("default") if isinstance(schema, dict) else None
+        shown.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+            )
+        )
+    shown.append(
+        inspect.Parameter("llm_tool_call", inspect.Parameter.KEYWORD_ONLY, default=None)
+    )
+    return inspect.Signature(shown)
+
+
+def toolbox(
+    registry: Registry,
+    *,
+    toolset: str | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+    approver: Callable[[ApprovalRequest], Any] | None = None,
+) -> Toolplug:
+    """A ``Toolplug`` toolbox of this registry's tools, for ``model.chain(tools=[...])``.
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Offer only this toolset's tools.
+        task: With ``max_tools``: keep the tools most relevant to this task.
+        max_tools: Offer at most this many tools.
+        approver: Decides on calls that need approval before the registry's own approvers;
+            it may raise ``llm.PauseChain`` to pause the chain (``pause_until_decided``).
+            (A ``Toolplug()`` made by llm's command line asks at the terminal instead.)
+    """
+    box = Toolplug(toolset=toolset, task=task, max_tools=max_tools)
+    box._registry = registry
+    box._approver = approver
+    return box
+
+
+# -- approvals in llm's ways ---------------------------------------------------------
+
+
+def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
+    """On a terminal, the person is asked y/N (in a thread when an event loop runs);
+    elsewhere nobody decides, and the registry's own approvers are asked."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    def confirm() -> Approval:
+        import click
+
+        click.echo(click.style(request.describe(), fg="yellow", bold=True), err=True)
+        approved = click.confirm("Approve the call?", default=False, err=True)
+        return toolplug.Approval(approved, "at the terminal")
+
+    if asyncio._get_running_loop() is not None:
+        return asyncio.to_thread(confirm)
+    return confirm()
+
+
+
+def approve_calls(ask: Ask) -> Callable[[llm.Tool | None, llm.ToolCall], Any]:
+    """A ``before_call`` for ``model.chain(...)`` that asks a person about the toolplug calls
+    that need approval (and no other call).
+
+    A yes lets the call run without toolplug asking again; a no cancels it with
+    ``llm.CancelToolCall``, so the model reads why. With an async chain ``ask`` may be
+    async.
+
+    Args:
+        ask: Called with the ``ApprovalRequest``; returns an ``Approval`` or True/False.
+    """
+
+    def before_call(tool: llm.Tool | None, tool_call: llm.ToolCall) -> Any:
+        implementation = getattr(tool, "implementation", None)
+        if not isinstance(implementation, _Call):
+            return None  # not one of toolplug's tools
+        box = implementation.box
+        request = box._request(tool_call)
+        if request is None:
+            return None
+        decision = ask(request)
+        if inspect.isawaitable(decision):
+            return _settle_later(box, tool_call, decision)
+        box._settle(tool_call, decision)
+        return None
+
+    return before_call
+
+
+async def _settle_later(box: Toolplug, tool_call: llm.ToolCall, decision: Awaitable[Any]) -> None:
+    box._settle(tool_call, await decision)
+
+
+def pause_until_decided(
+    decisions: Mapping[str, Decision],
+) -> Callable[[ApprovalRequest], Decision]:
+    """An approver that pauses the chain (``llm.PauseChain``) for a call nobody has answered.
+
+    ``decisions`` maps llm's tool call id to the person's answer. The first time a call
+    needs approval it is not there: the chain stops with ``PauseChain`` (its
+    ``tool_call`` names the call); put the answer in ``decisions`` and resume the chain
+    with its messages, and the call runs, or is denied, as the person said.
+    """
+
+    def approver(request: ApprovalRequest) -> Decision:
+        if request.call_id is not None and request.call_id in decisions:
+            return decisions[request.call_id]
+        raise llm.PauseChain(request.describe())
+
+    return approver
+
+
+# -- the plugin ----------------------------------------------------------------------
+
+
+@llm.hookimpl
+def register_tools(register: Callable[..., None]) -> None:
+    """llm's hook: the ``Toolplug`` toolbox."""
+    register(Toolplug)
+
+
+@llm.hookimpl
+def register_fragment_loaders(register: Callable[..., None]) -> None:
+    """llm's hook: ``toolplug:`` (or ``toolplug:TOOLSET``, or ``toolplug:toolset=NAME&
+    task=TEXT&max_tools=N``) loads the optional-tools section."""
+    register("toolplug", _section_fragment)
+
+
+def _section_fragment(argument: str) -> llm.Fragment:
+    options: dict[str, Any] = {}
+    if "=" in argument:
+        for key, value in parse_qsl(argument, keep_blank_values=False, strict_parsing=True):
+            if key not in ("toolset", "task", "max_tools"):
+                raise ValueError(
+                    f"toolplug:{argument}: unknown option {key!r}; use toolset, task or max_tools"
+                )
+            if key == "max_tools":
+                if not value.isdigit():
+                    raise ValueError(
+                        f"toolplug:{argument}: max_tools={value}: max_tools takes a whole number"
+                    )
+                options[key] = int(value)
+            else:
+                options[key] = value
+    elif argument:
+        options["toolset"] = argument
+    text = system_prompt(_default_registry(), **options)
+    return llm.Fragment(text, source=f"toolplug:{argument}")  # type: ignore[no-untyped-call]
