@@ -33,4 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code
     from toolplug.cli._commands import run
 
-    return run(args, cache=cacheable)
+    code = run(args, cache=cacheable)
+    code_mode = sys.modules.get("toolplug.calls._code")
+    if code_mode is not None:  # programs ran here: see exit_without_finalizing
+        code_mode.exit_without_finalizing(code)
+    return code
