@@ -1,6 +1,6 @@
 """``python -m toolplug``: the command line."""
 
-from toolplug.cli import main
+from toolplug.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(console())

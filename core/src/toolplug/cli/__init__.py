@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,8 +33,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code
     from toolplug.cli._commands import run
 
-    code = run(args, cache=cacheable)
+    return run(args, cache=cacheable)
+
+
+def console() -> int:
+    """The ``toolplug`` command's process: ``main``, then the way out of a process that ran
+    code-mode programs (``toolplug.calls._code.exit_without_finalizing``). Only a process
+    of its own may leave that way, so hosts and tests call ``main``."""
+    code = main()
     code_mode = sys.modules.get("toolplug.calls._code")
-    if code_mode is not None:  # programs ran here: see exit_without_finalizing
+    if code_mode is not None:
         code_mode.exit_without_finalizing(code)
     return code
