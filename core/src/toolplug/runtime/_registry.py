@@ -341,11 +341,8 @@ class Registry:
         include_unavailable: bool = False,
     ) -> list[Hit]:
         """The tools (``select``'s choice) best matching ``task``: scores, matched terms."""
-        from toolplug.search._index import index_of
-
-        chosen = self.select(toolset=toolset, include_unavailable=include_unavailable)
-        tools = [t.metadata for t in chosen]  # the index is built once per set of tools
-        return index_of(tools).search(task, limit, embed=self.embedder)
+        selection = self.select(toolset=toolset, include_unavailable=include_unavailable)
+        return selection.search(task, limit)
 
     def context_for(self, name: str, host: Mapping[str, Any] | None = None) -> ToolContext:
         """The context a call of this tool receives (built once per tool, then reused)."""
