@@ -28,6 +28,7 @@ def load(
     plugins: Iterable[tuple[str, object]] = (),
     strict: bool = False,
     approver: Approver | None = None,
+    refresh: bool = False,
 ) -> Registry:
     """Discover the installed plugins and build a ``Registry`` that can run calls.
 
@@ -43,6 +44,8 @@ def load(
         strict: Raise ``PluginError`` when anything went wrong while loading.
         approver: Decides on calls that need a person's approval, after an approver given
             to the call and before the ``approve_call`` hook (docs/concepts.md, Approvals).
+        refresh: Ask every mounted MCP server (``[mcp_servers.NAME]``) for its tools now,
+            instead of using a tool list cached within its ``list_ttl_seconds``.
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
@@ -56,6 +59,13 @@ def load(
     code = code_settings(config)
     if code.enabled:  # run_code registers through register_tools, like any tool
         plugins = [*plugins, code_plugin()]
+    mounts = None
+    if config.mcp_servers:  # each server's tools register through a plugin of its own
+        from toolplug.mount import mount
+
+        mounts = mount(config, env=os.environ if env is None else env, refresh=refresh)
+        config = mounts.config
+        plugins = [*plugins, *mounts.plugins]
     registry = assemble(
         config,
         env=env,
@@ -65,6 +75,8 @@ def load(
         strict=strict,
         engine=lambda registry: Invoker(registry, approver=approver),
     )
+    if mounts is not None:
+        mounts.attach(registry)
     if code.enabled:
         install_code_mode(registry)
     return registry

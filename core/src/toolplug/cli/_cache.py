@@ -14,6 +14,8 @@ What a stored answer depends on, all compared before it is used:
   or an upgraded toolplug, changes them);
 * the configuration files that were (or could have been) read, and files that
   ``{ file = "..." }`` settings point to;
+* the tool lists of mounted MCP servers (``toolplug.mount``): their files, and the time
+  the first of them stops being fresh;
 * every environment variable that was read while loading, through the recording mapping
   handed to ``toolplug.load`` (detectors read the environment through it), plus all
   ``TOOLPLUG_*`` variables. Values are stored as hashes, never in clear.
@@ -123,6 +125,9 @@ def lookup(argv: list[str]) -> tuple[int, str] | None:
                 return None
             if expected is not None and expected[0] >= racy_after:
                 return None
+        expires = entry.get("expires_ns")
+        if expires is not None and time.time_ns() >= int(expires):
+            return None
         for name, expected in entry["env"].items():
             value = os.environ.get(name)
             if (None if value is None else _hash(value)) != expected:
@@ -139,8 +144,10 @@ def store(
     *,
     env_read: set[str],
     extra_files: list[str],
+    expires_ns: int | None = None,
 ) -> None:
-    """Record the output of a full run with everything it depended on; never raises."""
+    """Record the output of a full run with everything it depended on; never raises.
+    ``expires_ns``: when the answer goes stale by itself (a mounted server's tool list)."""
     try:
         stored_ns = time.time_ns()
         files: dict[str, list[int] | None] = {}
@@ -164,6 +171,7 @@ def store(
             "stdout": stdout,
             "files": files,
             "env": env,
+            "expires_ns": expires_ns,
         }
         target = _entry_file(argv)
         os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -104,6 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_doctor)
 
     p = sub.add_parser(
+        "lock",
+        parents=[common],
+        help="record mounted MCP tools' definitions",
+        description="Ask every mounted MCP server for its tools now and write a digest of "
+        "each tool's definition to toolplug.lock beside the configuration. A server with "
+        "pin = true has a tool whose definition differs from the lock refused; doctor "
+        "reports every difference.",
+    )
+    p.set_defaults(handler=_cmd_lock)
+
+    p = sub.add_parser(
         "plugins",
         parents=[common],
         help="installed plugin distributions",
@@ -408,7 +419,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = [f"{meta.name}: {meta.description}", ""]
     out.append(f"  category      {meta.category} ({meta.optionality})")
-    out.append(f"  plugin        {tool.distribution} {tool.version} ({tool.plugin})")
+    made = " ".join(str(part) for part in (tool.distribution, tool.version) if part)
+    out.append(f"  plugin        {made} ({tool.plugin})")
     if meta.requires_capabilities:
         states = [registry.checker.state(c) for c in meta.requires_capabilities]
         out.append(
@@ -468,12 +480,13 @@ def _indent(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def _load_lenient(args: argparse.Namespace) -> Registry:
-    """Load without applying strict mode (doctor and plugins report problems themselves)."""
+def _load_lenient(args: argparse.Namespace, *, refresh: bool = False) -> Registry:
+    """Load without applying strict mode (doctor and plugins report problems themselves);
+    ``refresh`` asks mounted MCP servers for their tools now."""
     from toolplug.calls._load import load
 
     _Session.env = RecordingEnv(os.environ)
-    registry = load(getattr(args, "config", None), env=_Session.env)
+    registry = load(getattr(args, "config", None), env=_Session.env, refresh=refresh)
     _Session.registry = registry
     return registry
 
@@ -506,8 +519,22 @@ def _store_state(url: str) -> str:
     )
 
 
+def _cmd_lock(args: argparse.Namespace) -> int:
+    from toolplug.mount import lock
+
+    registry = _load_lenient(args, refresh=True)
+    path, counts, down = lock(registry)
+    if not counts and not down:
+        raise _Exit(EXIT_USAGE, "no MCP server is mounted: add [mcp_servers.NAME] tables first")
+    for name in down:
+        print(f"toolplug: {name}: not reached, its entries are kept as they were", file=sys.stderr)
+    total = sum(counts.values())
+    _emit(registry, f"Locked {total} tool definition(s) of {len(counts)} server(s) in {path}")
+    return EXIT_OK if not down else EXIT_FAILED
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    registry = _load_lenient(args)
+    registry = _load_lenient(args, refresh=True)
     out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
     for plugin in registry.plugins:
         state = "loaded" if plugin.loaded else "FAILED"
@@ -533,6 +560,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             out.append(f"    why: {reason}")
         for step in availability.setup:
             out.append(_indent("to enable: " + step.strip(), "    "))
+    mount = sys.modules.get("toolplug.mount")
+    mounts = mount.mounted(registry) if mount is not None else None
+    if mounts is not None and mount is not None:
+        out += ["", "MCP servers:", *mount.report(mounts)]
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
@@ -935,8 +966,14 @@ def run(argv: Sequence[str], *, cache: bool = False) -> int:
                     watched += [plugin.metadata_dir, f"{plugin.metadata_dir}/entry_points.txt"]
             if registry.config.path is not None:
                 watched.append(str(registry.config.path))
+            expires = None
+            mount = sys.modules.get("toolplug.mount")
+            mounts = mount.mounted(registry) if mount is not None else None
+            if mounts is not None and mounts.expires is not None:
+                expires = int(mounts.expires * 1e9)
             _clicache.store(
-                argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched
+                argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched,
+                expires_ns=expires,
             )
         return code
     except _Exit as stop:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.runtime._mounts import ServerSettings, parse_mcp_servers
 from toolplug.runtime._settings import (
     CALLS_KEYS,
     CODE_KEYS,
@@ -46,6 +47,7 @@ _TOP_KEYS: Final = {
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
     "calls": "a table: " + ", ".join(CALLS_KEYS),
     "code": "a table: " + ", ".join(CODE_KEYS),
+    "mcp_servers": "a table of MCP servers to mount: [mcp_servers.<name>]",
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -121,6 +123,8 @@ class Config:
     """The ``[calls]`` table, checked and typed."""
     code: CodeSettings = field(default_factory=CodeSettings)
     """The ``[code]`` table (code mode), checked and typed."""
+    mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
+    """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -307,6 +311,7 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         toolsets=toolsets,
         calls=parse_calls(calls, file=where, prefix=prefix),
         code=parse_code(code, file=where, prefix=prefix),
+        mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )

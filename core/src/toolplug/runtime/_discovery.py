@@ -267,9 +267,12 @@ def discover(
         mismatch = contract_problem(plugin)
         if mismatch:
             loaded.problems.append(LoadProblem("contract", extra_name, mismatch))
-        info = PluginInfo(extra_name, None, None, None, _hook_names(manager, extra_name))
+        # A plugin made from code may say where its tools come from (a mounted server).
+        origin = getattr(plugin, "TOOLPLUG_DISTRIBUTION", None)
+        made_version = getattr(plugin, "TOOLPLUG_VERSION", None)
+        info = PluginInfo(extra_name, origin, made_version, None, _hook_names(manager, extra_name))
         loaded.plugins.append(info)
-        sources.append(_Source(extra_name, None, None, None, False))
+        sources.append(_Source(extra_name, origin, made_version, None, False))
 
     _collect(loaded, sources)
     return loaded

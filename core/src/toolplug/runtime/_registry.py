@@ -77,6 +77,7 @@ class Registry:
         self._loaded = loaded
         self._engine_factory = engine
         self._engine_instance: CallEngine | None = None
+        self._closers: list[Callable[[], None]] = []
         self._env = env
         self.config = config
         """The configuration this registry was loaded with."""
@@ -460,10 +461,17 @@ class Registry:
             hints = tool.metadata.annotations
         return approval_reason(tool.metadata, policy, hints)
 
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Have ``close`` call ``closer`` too (what ``load()`` opened for this registry)."""
+        self._closers.append(closer)
+
     def close(self) -> None:
-        """Release the worker threads of sync tools called through ``acall``."""
+        """Release the worker threads of sync tools called through ``acall``, and close
+        the sessions of mounted MCP servers (their processes end)."""
         if self._engine_instance is not None:
             self._engine_instance.close()
+        while self._closers:
+            self._closers.pop()()
 
 
 def assemble(

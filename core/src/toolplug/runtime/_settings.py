@@ -120,11 +120,18 @@ def _fail(
     keys: list[str] = []
     description: str | None = None
     current: type[BaseModel] | None = model
+    keyed: type[BaseModel] | None = None  # a table of tables: the next part is a key
     for part in map(str, error["loc"]):
-        if current is not None and part in current.model_fields:
+        if keyed is not None:
+            keys.append(part)
+            current, keyed = keyed, None
+        elif current is not None and part in current.model_fields:
             keys.append(part)
             description = current.model_fields[part].description
-            current = _model_inside(current.model_fields[part].annotation)
+            annotation = current.model_fields[part].annotation
+            current = _model_inside(annotation)
+            if getattr(annotation, "__origin__", None) is dict:
+                keyed, current = current, None
         elif error["type"] == "extra_forbidden" and part not in keys:
             known = ", ".join(sorted(current.model_fields)) if current else ""
             return raise_as(

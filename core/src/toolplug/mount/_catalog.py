@@ -1,0 +1,178 @@
+"""What a mounted server offers: its tool list, cached on disk, pinned in a lock file.
+
+Listing and prompting must not start every server on every command, so each server's
+answer to ``tools/list`` is kept in ``<cache_dir>/mcp/NAME.json``, keyed by what decides
+it (the command, arguments, environment, URL and headers, hashed: no secret is written),
+and trusted for ``list_ttl_seconds``. A server that could not be reached is tried again
+after ``RETRY_SECONDS``; until then its last known tools stay listed, unavailable, with the
+reason.
+
+``toolplug lock`` writes ``toolplug.lock`` beside the configuration: a digest of each
+mounted tool's definition (name, title, description, schemas, annotations). A server
+with ``pin = true`` has a tool whose definition differs from its digest refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "LOCK_FILE",
+    "RETRY_SECONDS",
+    "Listing",
+    "config_key",
+    "definition_digest",
+    "lock_path",
+    "read_listing",
+    "read_lock",
+    "tool_name",
+    "write_listing",
+    "write_lock",
+]
+
+LOCK_FILE: Final = "toolplug.lock"
+RETRY_SECONDS: Final = 30.0
+"""How long a server that could not be reached is left alone by listing commands."""
+_DEFINITION_KEYS: Final = (
+    "name", "title", "description", "inputSchema", "outputSchema", "annotations"
+)
+
+
+@dataclass
+class Listing:
+    """One server's tools as last seen, and whether it answered."""
+
+    key: str
+    stored: float
+    """When it was asked (seconds since the epoch)."""
+    server: dict[str, Any] = field(default_factory=dict)
+    """The server's ``name`` and ``version``, as it reported them."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The ``tools/list`` entries, as JSON."""
+    problem: str | None = None
+    """Why the server could not be reached when it was last asked."""
+
+    def fresh(self, ttl: float, now: float) -> bool:
+        """Whether it can be used without asking the server again."""
+        age = now - self.stored
+        return 0 <= age < (min(ttl, RETRY_SECONDS) if self.problem else ttl)
+
+    def expires(self, ttl: float) -> float:
+        """When it stops being fresh (seconds since the epoch)."""
+        return self.stored + (min(ttl, RETRY_SECONDS) if self.problem else ttl)
+
+
+def config_key(material: Mapping[str, Any]) -> str:
+    """A digest of what decides a server's answer (values hashed, never stored)."""
+    text = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def definition_digest(tool: Mapping[str, Any]) -> str:
+    """A digest of what a model and its approver read of a tool."""
+    definition = {k: tool[k] for k in _DEFINITION_KEYS if tool.get(k) is not None}
+    text = json.dumps(definition, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _listing_path(cache_dir: Path, server: str) -> Path:
+    return cache_dir / "mcp" / f"{server}.json"
+
+
+def read_listing(cache_dir: Path, server: str) -> Listing | None:
+    """The stored listing of a server, or None (absent or unreadable)."""
+    try:
+        raw = json.loads(_listing_path(cache_dir, server).read_text(encoding="utf-8"))
+        return Listing(
+            key=str(raw["key"]),
+            stored=float(raw["stored"]),
+            server=dict(raw.get("server") or {}),
+            tools=[dict(t) for t in raw.get("tools") or []],
+            problem=raw.get("problem"),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_listing(cache_dir: Path, server: str, listing: Listing) -> Path | None:
+    """Store a listing (atomically); None when the cache cannot be written."""
+    path = _listing_path(cache_dir, server)
+    body = {
+        "key": listing.key,
+        "stored": listing.stored,
+        "server": listing.server,
+        "tools": listing.tools,
+        "problem": listing.problem,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        return None
+    return path
+
+
+def lock_path(config_path: Path | None) -> Path:
+    """``toolplug.lock`` beside the configuration file (or in the working directory)."""
+    return (config_path.parent if config_path else Path.cwd()) / LOCK_FILE
+
+
+def read_lock(path: Path) -> dict[str, dict[str, str]]:
+    """The digests recorded per server and tool; empty when there is no lock file."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a lock file toolplug can read ({exc})") from None
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, dict):
+        raise ValueError(f"{path}: not a lock file toolplug can read (no servers table)")
+    return {
+        str(server): {str(tool): str(digest) for tool, digest in dict(tools).items()}
+        for server, tools in servers.items()
+    }
+
+
+def write_lock(path: Path, servers: Mapping[str, Mapping[str, str]]) -> None:
+    """Write the lock file (sorted, so the same tools give the same bytes)."""
+    body = {
+        "about": "Digests of mounted MCP tools' definitions, written by 'toolplug lock'.",
+        "version": 1,
+        "servers": {s: dict(sorted(t.items())) for s, t in sorted(servers.items())},
+    }
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def tool_name(prefix: str, remote: str) -> str:
+    """The toolplug name of a remote tool: the prefix and the name, made a valid tool name
+    (lower case, letters, digits and ``_``, a letter first, at most 64 characters)."""
+    base = re.sub(r"[^a-z0-9_]+", "_", remote.lower()).strip("_") or "tool"
+    name = prefix + base
+    if not name[0].isalpha():
+        name = "t_" + name
+    return name[:64]
+
+
+def now() -> float:
+    """Seconds since the epoch (a function, so a test can see the clock it reads)."""
+    return time.time()
+
+
+def remove_listing(cache_dir: Path, server: str) -> None:
+    """Forget a server's stored listing."""
+    with contextlib.suppress(OSError):
+        _listing_path(cache_dir, server).unlink()

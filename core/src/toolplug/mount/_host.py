@@ -1,0 +1,379 @@
+"""Where mounted sessions live: one event loop on a thread of its own, one session a server.
+
+An MCP client session belongs to the task that opened it (its transport runs in that
+task's task group), while toolplug's callers await from their own loops: the host's
+``acall`` on its loop, the sync ``call`` on a loop of its thread, ``serve`` on another. So
+each server's session is opened, owned and closed by one task on this module's loop, and
+callers reach it through ``run``, which awaits the work on that loop without blocking the
+caller's. Cancelling the caller cancels the work there, and the SDK tells the server with
+``notifications/cancelled``.
+
+A session starts on first use and is shared by every call of that server in the process.
+When the server exits or the connection breaks, the session is dropped and the next use
+starts it again, after a backoff that doubles with each failure in a row (0.5 s to 30 s).
+At interpreter exit every session is closed, which ends the servers' processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from toolplug.runtime._mounts import ServerSettings
+
+__all__ = ["Connection", "ServerDown", "close_all", "run", "run_blocking"]
+
+log = logging.getLogger("toolplug.mount")
+T = TypeVar("T")
+
+_BACKOFF_FIRST = 0.5
+_BACKOFF_MAX = 30.0
+_STDERR_TAIL = 600  # characters of a server's stderr quoted in a reason
+_CLOSE_SECONDS = 5.0
+
+
+class ServerDown(Exception):
+    """The server cannot be reached now; ``reason`` says why in words."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class _Loop:
+    """The thread and event loop every mounted session lives on (started on first use)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self._serve, name="toolplug-mcp-sessions", daemon=True
+        )
+        self.thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+
+_home: _Loop | None = None
+_home_lock = threading.Lock()
+_connections: list[Connection] = []
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    global _home  # noqa: PLW0603 - one home per process, made on first use
+    if _home is None:
+        with _home_lock:
+            if _home is None:
+                _home = _Loop()
+                atexit.register(close_all)
+    return _home.loop
+
+
+async def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Await ``work()`` on the sessions' loop, from any loop, without blocking this one."""
+    home = _loop()
+    try:
+        if asyncio.get_running_loop() is home:
+            return await work()
+    except RuntimeError:  # pragma: no cover - run is always awaited
+        pass
+    future = asyncio.run_coroutine_threadsafe(work(), home)
+    return await asyncio.wrap_future(future)
+
+
+def run_blocking(work: Callable[[], Coroutine[Any, Any, T]], timeout: float) -> T:
+    """``work()`` on the sessions' loop, waited for from a thread that is not that loop's."""
+    future = asyncio.run_coroutine_threadsafe(work(), _loop())
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError(f"no answer within {timeout:g} s") from None
+
+
+def close_all() -> None:
+    """Close every session (their servers exit); called at interpreter exit."""
+    if _home is None or not _connections:
+        return
+
+    async def close() -> None:
+        await asyncio.gather(*(c.close() for c in list(_connections)), return_exceptions=True)
+
+    if threading.current_thread() is _home.thread:  # pragma: no cover - never from a session
+        return
+    with contextlib.suppress(Exception):
+        run_blocking(close, _CLOSE_SECONDS)
+
+
+@dataclass
+class Resolved:
+    """A server's settings with its ``{ env = ... }`` and ``{ file = ... }`` values read."""
+
+    settings: ServerSettings
+    env: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    problem: str | None = None
+    """Why the server cannot be started with these values (an unset variable ...)."""
+
+    def describe(self) -> str:
+        """The command line or URL, for reasons and ``doctor`` (no secret in it)."""
+        s = self.settings
+        if s.command is not None:
+            return shlex.join([s.command, *s.args])
+        return s.url or ""
+
+
+class Connection:
+    """One server's session in this process: started on first use, shared, restarted."""
+
+    def __init__(
+        self, server: Resolved, on_tools_changed: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        self.server = server
+        self.name = server.settings.name
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._start_lock: asyncio.Lock | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+        self._last_problem: str | None = None
+        self._on_tools_changed = on_tools_changed
+        _connections.append(self)
+
+    # -- on the sessions' loop ---------------------------------------------------------
+
+    async def client(self) -> Client:
+        """The open session, started (or restarted after its backoff) when there is none."""
+        if self._client is not None and self._owner is not None and not self._owner.done():
+            return self._client
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._client is not None and self._owner is not None and not self._owner.done():
+                return self._client
+            wait = self._retry_at - time.monotonic()
+            if wait > 0 and self._last_problem is not None:
+                raise ServerDown(self._last_problem, retry_after=round(wait, 1))
+            try:
+                self._client = await self._start()
+            except ServerDown as down:
+                self._failures += 1
+                backoff = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2 ** (self._failures - 1))
+                self._retry_at = time.monotonic() + backoff
+                self._last_problem = down.reason
+                raise
+            self._failures, self._last_problem = 0, None
+            return self._client
+
+    def lost(self, reason: str) -> None:
+        """The connection broke during a call: drop it; the next use starts it again."""
+        self._last_problem = reason
+        self._failures += 1
+        self._retry_at = time.monotonic()  # the first restart is immediate
+        if self._closing is not None:
+            self._closing.set()
+        self._client = None
+
+    @property
+    def started(self) -> bool:
+        """Whether a session was ever opened (or is being opened)."""
+        return self._start_lock is not None
+
+    def forget(self) -> None:
+        """Leave the process-wide list of sessions (one that was never started)."""
+        with contextlib.suppress(ValueError):
+            _connections.remove(self)
+
+    async def close(self) -> None:
+        """Close the session and wait for its transport (and process) to end."""
+        self.forget()
+        owner, self._client = self._owner, None
+        if self._closing is not None:
+            self._closing.set()
+        if owner is not None and not owner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS)
+            except (TimeoutError, asyncio.CancelledError):
+                owner.cancel()
+                with contextlib.suppress(BaseException):
+                    await owner
+
+    async def _start(self) -> Client:
+        settings = self.server.settings
+        if self.server.problem:
+            raise ServerDown(self.server.problem)
+        if settings.command is not None and shutil.which(settings.command) is None:
+            raise ServerDown(f"command not found: {settings.command}")
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Client] = loop.create_future()
+        closing = asyncio.Event()
+        # closed by _own, which outlives this call
+        stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        owner = loop.create_task(self._own(ready, closing, stderr), name=f"mcp-{self.name}")
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(ready), settings.startup_timeout_seconds
+            )
+        except TimeoutError:
+            closing.set()
+            owner.cancel()
+            raise ServerDown(
+                f"no answer within {settings.startup_timeout_seconds:g} s"
+                + _tail(stderr, "; its stderr ends with: ")
+            ) from None
+        except ServerDown:
+            raise
+        finally:
+            if ready.done() and not ready.cancelled() and ready.exception() is None:
+                self._owner, self._closing = owner, closing
+
+    async def _own(
+        self, ready: asyncio.Future[Client], closing: asyncio.Event, stderr: Any
+    ) -> None:
+        """Open the session, hand it over, hold it until closed; the one task that owns it."""
+        from mcp import Client, StdioServerParameters
+
+        settings = self.server.settings
+        statuses: list[int] = []
+        target: Any
+        if settings.command is not None:
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=settings.command,
+                args=list(settings.args),
+                env=self.server.env or None,
+                cwd=self.server.cwd,
+            )
+            target = stdio_client(params, errlog=stderr)
+        else:
+            target = _http_transport(settings.url or "", self.server.headers, statuses)
+        client = Client(
+            target, message_handler=self._message, client_info=_client_info(), cache=None
+        )
+        try:
+            async with client:
+                if not ready.done():
+                    ready.set_result(client)
+                async with asyncio.TaskGroup() as group:
+                    listener = group.create_task(self._listen(client))
+                    await closing.wait()
+                    listener.cancel()
+        except BaseException as exc:  # reported as the reason it is down
+            if not ready.done():
+                problem = _start_problem(exc, settings, statuses)
+                ready.set_exception(ServerDown(problem + _tail(stderr, "; its stderr ends with: ")))
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.debug("MCP server %s: session ended: %r", self.name, exc)
+        finally:
+            stderr.close()
+            if self._client is client:
+                self._client = None
+
+    async def _listen(self, client: Client) -> None:
+        """Refresh the tool list when the server says it changed (2026-07-28 sessions)."""
+        caps = client.server_capabilities
+        if caps.tools is None or not caps.tools.list_changed:
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._tools_changed()
+        except Exception as exc:  # a legacy session, or a server that refuses: notices only
+            log.debug("MCP server %s: no listen stream: %r", self.name, exc)
+
+    async def _message(self, message: Any) -> None:
+        """Notifications of a legacy session: ``tools/list_changed`` refreshes the list."""
+        from mcp import types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            await self._tools_changed()
+
+    async def _tools_changed(self) -> None:
+        if self._on_tools_changed is not None:
+            try:
+                await self._on_tools_changed()
+            except Exception as exc:
+                log.warning("MCP server %s: refreshing its tool list failed: %r", self.name, exc)
+
+
+def _client_info() -> Any:
+    from importlib.metadata import version
+
+    from mcp.types import Implementation
+
+    return Implementation(name="toolplug", version=version("toolplug"))
+
+
+def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -> Any:
+    """The SDK's streamable HTTP transport with the headers; every HTTP error status is
+    noted in ``statuses`` (the SDK's error names none)."""
+    import httpx2  # the SDK's HTTP client; the SDK's own defaults: 30 s, 300 s to read
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def note(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            statuses.append(response.status_code)
+
+    @contextlib.asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        async with (
+            httpx2.AsyncClient(  # the caller of the SDK's transport owns its client
+                headers=dict(headers),
+                timeout=httpx2.Timeout(30, read=300),
+                event_hooks={"response": [note]},
+            ) as client,
+            streamable_http_client(url, http_client=client) as streams,
+        ):
+            yield streams
+
+    return transport()
+
+
+def _start_problem(exc: BaseException, settings: ServerSettings, statuses: list[int]) -> str:
+    """A reason in words for a server that did not start or answer."""
+    from mcp.shared.exceptions import MCPError
+
+    inner = exc
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    status = getattr(getattr(inner, "response", None), "status_code", None)
+    if status is None and statuses:
+        status = statuses[-1]
+    if status is not None:
+        return f"HTTP {status} from {settings.url}"
+    if isinstance(inner, MCPError):
+        return f"the server closed the connection during start-up ({inner.message})"
+    if isinstance(inner, OSError):
+        return f"cannot start or reach the server: {inner.strerror or inner}"
+    return f"the server did not start: {type(inner).__name__}: {inner}"
+
+
+def _tail(stderr: Any, lead: str) -> str:
+    try:
+        stderr.flush()
+        stderr.seek(0)
+        text = stderr.read().strip()
+    except (OSError, ValueError):
+        return ""
+    if not text:
+        return ""
+    return lead + " ".join(text[-_STDERR_TAIL:].split())

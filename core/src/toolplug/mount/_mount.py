@@ -1,0 +1,635 @@
+"""Mounting: each configured MCP server becomes a plugin of toolplug tools.
+
+``mount(config, env)`` reads (or asks for) every enabled server's tool list, makes one
+``Tool`` class per remote tool with metadata from its definition and the configuration,
+and one plugin per server that registers those tools and the server's capability
+(``mcp_NAME``: present when the server answered). The registry then treats them like any
+installed tool: listing, prompting, exports, docs, search, approvals, limits, telemetry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolplug.contract._capabilities import Capability, Check, DetectContext
+from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
+from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
+from toolplug.contract._settings import ToolSettings
+from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
+from toolplug.mount import _catalog, _host
+from toolplug.runtime._mounts import ServerSettings, resolve_value
+
+if TYPE_CHECKING:
+    from toolplug.runtime._config import Config
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report"]
+
+_DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
+_BLOCK_LABELS = {"image": "an image", "audio": "audio"}
+
+_by_registry: weakref.WeakKeyDictionary[Registry, Mounted] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class MountedServer:
+    """One configured server as this process sees it."""
+
+    settings: ServerSettings
+    resolved: _host.Resolved
+    cache_dir: Path
+    key: str
+    connection: _host.Connection | None = None
+    listing: _catalog.Listing | None = None
+    from_cache: bool = False
+    """The listing was read from the cache, not asked for now."""
+    names: dict[str, str] = field(default_factory=dict)
+    """toolplug name -> the server's name of each mounted tool."""
+    locked: dict[str, str] | None = None
+    """The lock file's digests for this server (None: no lock file, or not in it)."""
+    drifted: list[str] = field(default_factory=list)
+    """Remote tools whose definition differs from the lock file."""
+    notes: list[str] = field(default_factory=list)
+    """Renames and other things ``doctor`` reports."""
+
+    @property
+    def name(self) -> str:
+        """The server's name in the configuration."""
+        return self.settings.name
+
+    @property
+    def capability(self) -> str:
+        """The capability every tool of this server requires."""
+        return f"mcp_{self.name}"
+
+    @property
+    def problem(self) -> str | None:
+        """Why the server is unavailable, or None when it answered."""
+        if self.listing is None:
+            return "it has not been reached yet"
+        return self.listing.problem
+
+    def digests(self) -> dict[str, str]:
+        """The definition digest of each tool it listed, by the server's names."""
+        tools = self.listing.tools if self.listing else []
+        return {t["name"]: _catalog.definition_digest(t) for t in tools}
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def call(
+        self, remote: str, digest: str, arguments: dict[str, Any], context: ToolContext
+    ) -> ToolResult:
+        """Call one of its tools; every failure comes back as a structured result."""
+        if self.settings.pin and self.locked is not None and self.locked.get(remote) != digest:
+            return ToolResult.failure(
+                ErrorType.PERMISSION,
+                f"{context.tool} is pinned and its definition is not the one in toolplug.lock; "
+                "review it and run 'toolplug lock'",
+            )
+        report: Any = context.host.get("progress")
+        connection = self.connection
+        assert connection is not None
+
+        async def forward(progress: float, total: float | None, message: str | None) -> None:
+            report(progress, total)  # the remote server's progress, to this call's caller
+
+        async def work() -> ToolResult:
+            from mcp.shared.exceptions import MCPError
+            from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS
+
+            try:
+                client = await connection.client()
+            except _host.ServerDown as down:
+                details: dict[str, Any] = {"server": self.name}
+                if down.retry_after is not None:
+                    details["retry_after_seconds"] = down.retry_after
+                return ToolResult.failure(
+                    ErrorType.UNAVAILABLE,
+                    f"MCP server {self.name!r} is unavailable: {down.reason}",
+                    retry_possible=True,
+                    details=details,
+                )
+            try:
+                answer = await client.call_tool(
+                    remote, arguments, progress_callback=None if report is None else forward
+                )
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED:
+                    connection.lost(f"the connection closed during a call of {remote}")
+                    return ToolResult.failure(
+                        ErrorType.NETWORK,
+                        f"MCP server {self.name!r} closed the connection during the call "
+                        "(it may have crashed); it is started again on the next call",
+                        retry_possible=True,
+                    )
+                kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
+                return ToolResult.failure(kind, f"MCP server {self.name!r}: {exc.message}")
+            return _result(answer, self.name)
+
+        try:
+            return await _host.run(work)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything the SDK raised that is not an MCP error
+            return ToolResult.failure(
+                ErrorType.EXECUTION,
+                f"MCP server {self.name!r}: {type(exc).__name__}: {exc}",
+            )
+
+    async def _refresh(self) -> None:
+        """The server said its tools changed: store the new list for the next load."""
+        connection = self.connection
+        assert connection is not None
+        client = await connection.client()
+        tools = await _list_all(client)
+        self.listing = _catalog.Listing(
+            key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
+        )
+        _catalog.write_listing(self.cache_dir, self.name, self.listing)
+
+
+@dataclass
+class Mounted:
+    """Every mounted server of one registry, and what they add to its configuration."""
+
+    servers: dict[str, MountedServer]
+    config: Config
+    """The configuration with each mounted tool's call settings merged in."""
+    plugins: Sequence[tuple[str, object]]
+    secrets: set[str]
+    files: list[str]
+    """The listing files read (the command line's output cache watches them)."""
+    expires: float | None
+    """When the first listing used stops being fresh (seconds since the epoch)."""
+
+    def attach(self, registry: Registry) -> None:
+        """Tie this to the registry: its secrets redacted, its files watched."""
+        for secret in self.secrets:
+            registry.redactor.add(secret)
+        registry.files_read.extend(self.files)
+        registry.on_close(self.close)
+        _by_registry[registry] = self
+
+    def close(self) -> None:
+        """Close every session this registry opened (the servers' processes end)."""
+        connections = [s.connection for s in self.servers.values() if s.connection]
+        if not any(c.started for c in connections):
+            for connection in connections:
+                connection.forget()
+            return
+
+        async def close() -> None:
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+        _host.run_blocking(close, 15)
+
+
+def mounted(registry: Registry) -> Mounted | None:
+    """The mounted servers of a registry made by ``toolplug.load()``, if it has any."""
+    return _by_registry.get(registry)
+
+
+def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Mounted:
+    """Read each enabled server's tool list (from the cache, or by asking it) and build the
+    plugins that register its tools. ``refresh`` asks every server now."""
+    base = config.path.parent if config.path else Path.cwd()
+    servers: dict[str, MountedServer] = {}
+    secrets: set[str] = set()
+    try:
+        lock = _catalog.read_lock(_catalog.lock_path(config.path))
+    except ValueError:
+        lock = {}
+    for name, settings in config.mcp_servers.items():
+        if not settings.enabled:
+            continue
+        resolved = _resolve(settings, env, base, config.source, secrets)
+        server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))
+        # pinned: only what the lock file records runs; a server not in it has nothing
+        server.locked = lock.get(name, {} if settings.pin else None)
+        server.connection = _host.Connection(resolved, on_tools_changed=server._refresh)
+        servers[name] = server
+    now = _catalog.now()
+    stale: list[MountedServer] = []
+    for server in servers.values():
+        listing = _catalog.read_listing(config.cache_dir, server.name)
+        if listing is not None and listing.key == server.key:
+            server.listing = listing
+            fresh = listing.fresh(server.settings.list_ttl_seconds, now)
+            server.from_cache = True
+            if fresh and not refresh:
+                continue
+        stale.append(server)
+    if stale:
+        _discover(stale)
+    _name_tools(servers)
+    plugins = [(f"mcp:{s.name}", _ServerPlugin(s, config.source)) for s in servers.values()]
+    files = [
+        str(config.cache_dir / "mcp" / f"{s.name}.json") for s in servers.values()
+    ]
+    expiries = [
+        s.listing.expires(s.settings.list_ttl_seconds)
+        for s in servers.values()
+        if s.listing is not None
+    ]
+    return Mounted(
+        servers=servers,
+        config=_with_settings(config, servers),
+        plugins=plugins,
+        secrets=secrets,
+        files=files,
+        expires=min(expiries) if expiries else None,
+    )
+
+
+def _resolve(
+    settings: ServerSettings, env: Mapping[str, str], base: Path, source: str, secrets: set[str]
+) -> _host.Resolved:
+    resolved = _host.Resolved(settings)
+    if settings.cwd is not None:
+        resolved.cwd = str(base / Path(settings.cwd).expanduser())
+    for kind, table, target in (
+        ("env", settings.env, resolved.env), ("headers", settings.headers, resolved.headers)
+    ):
+        for key, value in sorted(table.items()):
+            where = f"[mcp_servers.{settings.name}] {kind}.{key} in {source}"
+            try:
+                text, secret = resolve_value(value, env=env, base=base)
+            except OSError as exc:
+                resolved.problem = f"{where}: cannot read its file: {exc.strerror or exc}"
+                continue
+            if text is None:
+                variable = getattr(value, "env", "?")
+                resolved.problem = f"{where}: the environment variable {variable} is not set"
+                continue
+            if secret or kind == "headers":
+                secrets.add(text)
+            target[key] = text
+    return resolved
+
+
+def _key(settings: ServerSettings, resolved: _host.Resolved) -> str:
+    return _catalog.config_key(
+        {
+            "command": settings.command,
+            "args": settings.args,
+            "cwd": resolved.cwd,
+            "url": settings.url,
+            "env": {k: _catalog.config_key({"v": v}) for k, v in resolved.env.items()},
+            "headers": {k: _catalog.config_key({"v": v}) for k, v in resolved.headers.items()},
+        }
+    )
+
+
+def _discover(servers: list[MountedServer]) -> None:
+    """Ask each server for its tools, all at once; store what each answered."""
+
+    async def ask(server: MountedServer) -> None:
+        connection = server.connection
+        assert connection is not None
+        try:
+            client = await connection.client()
+            tools = await asyncio.wait_for(_list_all(client), _DISCOVERY_GRACE)
+        except _host.ServerDown as down:
+            _failed(server, down.reason)
+            return
+        except Exception as exc:
+            _failed(server, f"tools/list failed: {type(exc).__name__}: {exc}")
+            return
+        server.listing = _catalog.Listing(
+            key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
+        )
+        server.from_cache = False
+        _catalog.write_listing(server.cache_dir, server.name, server.listing)
+
+    async def ask_all() -> None:
+        await asyncio.gather(*(ask(s) for s in servers))
+
+    longest = max(s.settings.startup_timeout_seconds for s in servers)
+    try:
+        _host.run_blocking(ask_all, longest + _DISCOVERY_GRACE + 5)
+    except TimeoutError:
+        for server in servers:
+            if server.listing is None or server.from_cache:
+                _failed(server, "no answer in time")
+
+
+def _failed(server: MountedServer, reason: str) -> None:
+    """Keep the last known tools, marked with why the server cannot be reached."""
+    last = server.listing
+    server.listing = _catalog.Listing(
+        key=server.key,
+        stored=_catalog.now(),
+        server=last.server if last else {},
+        tools=last.tools if last else [],
+        problem=reason,
+    )
+    server.from_cache = False
+    _catalog.write_listing(server.cache_dir, server.name, server.listing)
+
+
+async def _list_all(client: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(100):  # a server that pages forever is cut off
+        page = await client.list_tools(cursor=cursor)
+        tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in page.tools]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _server_info(client: Any) -> dict[str, Any]:
+    info = client.server_info
+    if info is None:
+        return {}
+    return {"name": info.name, "version": info.version}
+
+
+def _selected(settings: ServerSettings, remote: str) -> bool:
+    included = not settings.include or any(
+        fnmatch.fnmatchcase(remote, p) for p in settings.include
+    )
+    return included and not any(fnmatch.fnmatchcase(remote, p) for p in settings.exclude)
+
+
+def _name_tools(servers: Mapping[str, MountedServer]) -> None:
+    """Name every mounted tool; a name two servers would share gets each server's name."""
+    wanted: dict[str, list[tuple[MountedServer, str]]] = {}
+    for server in servers.values():
+        tools = server.listing.tools if server.listing else []
+        taken: set[str] = set()
+        for tool in tools:
+            remote = str(tool.get("name", ""))
+            if not remote or not _selected(server.settings, remote):
+                continue
+            name = _catalog.tool_name(server.settings.name_prefix, remote)
+            if name in taken:  # two remote names that read the same once made valid
+                number = 2
+                while f"{name[:60]}_{number}" in taken:
+                    number += 1
+                server.notes.append(f"{remote!r} is mounted as {name[:60]}_{number}")
+                name = f"{name[:60]}_{number}"
+            taken.add(name)
+            wanted.setdefault(name, []).append((server, remote))
+    for name, claims in sorted(wanted.items()):
+        for server, remote in claims:
+            final = name
+            if len(claims) > 1:
+                final = _catalog.tool_name(f"{server.name}_", name)
+                others = ", ".join(sorted(s.name for s, _ in claims if s is not server))
+                server.notes.append(
+                    f"{remote!r} is mounted as {final}: {name} is offered by {others} too"
+                )
+            server.names[final] = remote
+    for server in servers.values():
+        if server.locked is not None:
+            digests = server.digests()
+            server.drifted = sorted(
+                r for r in server.names.values() if server.locked.get(r) != digests.get(r)
+            )
+
+
+def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> Config:
+    """The configuration with each mounted tool's call settings: the server's approval,
+    then its ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings = dict(config.settings)
+    for server in servers.values():
+        for final, remote in server.names.items():
+            values: dict[str, Any] = {}
+            if "approval" in server.settings.model_fields_set:
+                values["approval"] = server.settings.approval
+            own = server.settings.settings_for(remote)
+            if own is not None:
+                call = own.call_settings()
+                values.update({k: getattr(call, k) for k in call.model_fields_set})
+            written = config.settings.get(final)
+            if written is not None:
+                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            if values:
+                settings[final] = ToolSettings.model_validate(values)
+    return replace(config, settings=settings)
+
+
+def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> ToolMetadata:
+    """A remote tool's definition, with what the configuration adds, as toolplug metadata."""
+    settings = server.settings
+    own = settings.settings_for(str(tool["name"]))
+    hints = tool.get("annotations") or {}
+    read_only = bool(hints.get("readOnlyHint", False))
+    annotations = Annotations(  # MCP's defaults: not read-only, destructive, open-world
+        read_only=read_only,
+        destructive=not read_only and bool(hints.get("destructiveHint", True)),
+        idempotent=bool(hints.get("idempotentHint", False)),
+        open_world=bool(hints.get("openWorldHint", True)),
+    )
+    description = " ".join(str(tool.get("description") or "").split())
+    title = tool.get("title") or hints.get("title")
+    requires = [server.capability]
+    if settings.pin and server.drifted and tool["name"] in server.drifted:
+        requires.append(f"{server.capability}_lock")
+    schema = dict(tool.get("inputSchema") or {"type": "object"})
+    schema.setdefault("type", "object")
+    values: dict[str, Any] = {
+        "name": final,
+        "description": description or f"The {tool['name']} tool of the MCP server {server.name}.",
+        "title": title or None,
+        "category": settings.category,
+        "requires_capabilities": tuple(requires),
+        "parameters": schema,
+        "returns": tool.get("outputSchema"),
+        "annotations": annotations,
+        "setup_instructions": _setup(server),
+    }
+    if own is not None:
+        for key in ("category", "optionality", "usage_hint"):
+            if getattr(own, key) is not None:
+                values[key] = getattr(own, key)
+        if own.guidelines is not None:
+            values["guidelines"] = Guidelines(
+                do=tuple(own.guidelines.do),
+                do_not=tuple(own.guidelines.do_not),
+                common_mistakes=tuple(own.guidelines.common_mistakes),
+            )
+        if own.timeout_seconds is not None:
+            values["timeout_seconds"] = own.timeout_seconds
+    return ToolMetadata.model_validate(values)
+
+
+def _setup(server: MountedServer) -> str:
+    transport = (
+        f"the command `{server.resolved.describe()}` must start and answer MCP over stdio"
+        if server.settings.command is not None
+        else f"{server.settings.url} must answer MCP over streamable HTTP"
+    )
+    return (
+        f"[mcp_servers.{server.name}]: {transport}. 'toolplug doctor' asks it again now "
+        "and shows why it did not answer."
+    )
+
+
+def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> type[Tool] | str:
+    """The ``Tool`` class of one remote tool, or why its definition cannot be mounted."""
+    from pydantic import ValidationError
+
+    try:
+        metadata = _metadata(server, final, tool)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        return f"the definition of {tool['name']!r} cannot be mounted: {where}: {first['msg']}"
+    remote = str(tool["name"])
+    digest = _catalog.definition_digest(tool)
+
+    async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return await server.call(remote, digest, arguments, context)
+
+    return type(
+        f"Mounted_{final}",
+        (Tool,),
+        {"metadata": metadata, "run": run, "__module__": __name__, "__doc__": metadata.description},
+    )
+
+
+class _ServerPlugin:
+    """The plugin of one mounted server: its tools and its capability."""
+
+    TOOLPLUG_CONTRACT = CONTRACT_VERSION
+
+    def __init__(self, server: MountedServer, source: str) -> None:
+        self.server = server
+        self.source = source
+        info = server.listing.server if server.listing else {}
+        self.TOOLPLUG_DISTRIBUTION = f"mcp:{server.name}"
+        self.TOOLPLUG_VERSION = info.get("version") or None
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        server = self.server
+        tools = {str(t.get("name")): t for t in (server.listing.tools if server.listing else [])}
+        for final, remote in sorted(server.names.items()):
+            made = _tool_class(server, final, tools[remote])
+            if isinstance(made, str):
+                server.notes.append(made)
+                continue
+            register(made)
+
+    @hookimpl
+    def register_capabilities(self, register: Any) -> None:
+        server = self.server
+
+        def reachable(_ctx: DetectContext) -> str | None:
+            return server.problem
+
+        register(
+            Capability(
+                name=server.capability,
+                description=f"The MCP server {server.name!r} starts and answers.",
+                detectors=(Check(reachable),),
+                setup=_setup(server),
+            )
+        )
+        if server.settings.pin and server.drifted:
+            changed = ", ".join(server.drifted)
+
+            def unchanged(_ctx: DetectContext) -> str | None:
+                return (
+                    f"the definition of {changed} differs from toolplug.lock "
+                    "(pin = true refuses it)"
+                )
+
+            register(
+                Capability(
+                    name=f"{server.capability}_lock",
+                    description=f"The pinned tools of {server.name!r} match toolplug.lock.",
+                    detectors=(Check(unchanged),),
+                    setup="Review the changed definitions ('toolplug doctor'), then run "
+                    "'toolplug lock' to accept them.",
+                )
+            )
+
+
+def _result(answer: Any, server: str) -> ToolResult:
+    """An MCP ``CallToolResult`` as a ``ToolResult``: text, ``structuredContent`` as data."""
+    parts: list[str] = []
+    for block in answer.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in _BLOCK_LABELS:
+            size = len(block.data) * 3 // 4
+            parts.append(f"[{_BLOCK_LABELS[kind]}: {block.mime_type}, about {size} bytes]")
+        elif kind == "resource_link":
+            parts.append(f"[resource: {block.uri}]")
+        elif kind == "resource":
+            text = getattr(block.resource, "text", None)
+            parts.append(text if text is not None else f"[resource: {block.resource.uri}]")
+    output = "\n\n".join(parts)
+    if answer.is_error:
+        return ToolResult.failure(
+            ErrorType.EXECUTION,
+            output or f"MCP server {server!r} reported an error and said nothing more",
+        )
+    return ToolResult.success(output, answer.structured_content)
+
+
+def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:
+    """Write ``toolplug.lock``: the digest of every tool each mounted server lists now.
+
+    Returns the lock file, how many tools each server has locked, and the servers that
+    were not reached (their entries are kept as they were).
+    """
+    path = _catalog.lock_path(registry.config.path)
+    mounts = mounted(registry)
+    if mounts is None:
+        return path, {}, []
+    try:
+        entries = _catalog.read_lock(path)
+    except ValueError:
+        entries = {}
+    entries = {k: v for k, v in entries.items() if k in registry.config.mcp_servers}
+    counts: dict[str, int] = {}
+    down: list[str] = []
+    for server in mounts.servers.values():
+        if server.problem is not None:
+            down.append(server.name)
+            continue
+        entries[server.name] = server.digests()
+        counts[server.name] = len(entries[server.name])
+    _catalog.write_lock(path, entries)
+    return path, counts, down
+
+
+def report(mounts: Mounted) -> list[str]:
+    """What ``toolplug doctor`` says of each mounted server, one fact a line."""
+    lines: list[str] = []
+    for server in mounts.servers.values():
+        where = f"{server.settings.transport}: {server.resolved.describe()}"
+        listing = server.listing
+        if server.problem is not None:
+            state = f"DOWN: {server.problem}"
+            if listing is not None and listing.tools:
+                state += f" (its last known {len(listing.tools)} tool(s) are unavailable)"
+        else:
+            assert listing is not None
+            made = " ".join(
+                str(v) for v in (listing.server.get("name"), listing.server.get("version")) if v
+            )
+            state = f"up: {made or 'a server'} listing {len(listing.tools)} tool(s)"
+        lines.append(f"  {server.name} ({where}): {state}")
+        if server.names:
+            lines.append(f"    mounted as: {', '.join(sorted(server.names))}")
+        lines += [f"    note: {note}" for note in server.notes]
+        if server.locked is None:
+            continue
+        refused = " (refused: pin = true)" if server.settings.pin else ""
+        for remote in server.drifted:
+            what = "is not in" if remote not in server.locked else "differs from"
+            lines.append(f"    drift: the definition of {remote!r} {what} toolplug.lock{refused}")
+    return lines

@@ -1,0 +1,210 @@
+"""The ``[mcp_servers.NAME]`` tables: MCP servers whose tools toolplug mounts and governs.
+
+Parsed once, with the rest of the configuration, into typed models; ``toolplug.mount``
+starts the servers and turns their tools into toolplug tools. Values under ``env`` and
+``headers`` may come from ``{ env = "VAR" }`` or ``{ file = "PATH" }``; they are resolved
+when a server is mounted, against the environment the registry was loaded with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolplug.contract._errors import ConfigError
+from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.runtime._settings import _fail, _raiser
+
+__all__ = [
+    "FromEnv",
+    "FromFile",
+    "MountedToolSettings",
+    "ServerSettings",
+    "parse_mcp_servers",
+    "resolve_value",
+]
+
+SERVER_NAME: Final = r"^[a-z][a-z0-9_]{0,31}$"
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class FromEnv(_Table):
+    """``{ env = "VAR" }``: the value of an environment variable (a secret, redacted)."""
+
+    env: str = Field(min_length=1, description="the name of an environment variable")
+
+
+class FromFile(_Table):
+    """``{ file = "PATH" }``: the stripped text of a file (a secret, redacted)."""
+
+    file: str = Field(min_length=1, description="a file path, relative to the configuration")
+
+
+Value = str | FromEnv | FromFile
+
+
+class GuidelinesTable(_Table):
+    """``guidelines = { do = [...], do_not = [...], common_mistakes = [...] }``."""
+
+    do: list[str] = Field(default_factory=list, description="a list of strings")
+    do_not: list[str] = Field(default_factory=list, description="a list of strings")
+    common_mistakes: list[str] = Field(default_factory=list, description="a list of strings")
+
+
+class MountedToolSettings(ToolSettings):
+    """``[mcp_servers.NAME.tools.TOOL]``: what toolplug adds to one remote tool, and its call
+    settings (every key of ``[tools.NAME]``)."""
+
+    category: str | None = Field(
+        default=None, pattern=r"^[a-z][a-z0-9_]{0,31}$", description="a category name"
+    )
+    optionality: Literal["required", "optional"] | None = Field(
+        default=None, description='"required" or "optional"'
+    )
+    usage_hint: str | None = Field(
+        default=None, description="a short, imperative sentence: when to reach for the tool"
+    )
+    guidelines: GuidelinesTable | None = Field(
+        default=None, description="a table: do, do_not, common_mistakes (lists of strings)"
+    )
+
+    def call_settings(self) -> ToolSettings:
+        """The call settings alone, as ``[tools.NAME]`` would give them."""
+        return ToolSettings.model_validate(
+            {k: getattr(self, k) for k in POLICY_KEYS if k in self.model_fields_set}
+        )
+
+
+class ServerSettings(_Table):
+    """``[mcp_servers.NAME]``: one MCP server, over stdio (``command``) or HTTP (``url``)."""
+
+    name: str = Field(pattern=SERVER_NAME, description="a lower-case name, a letter first")
+    command: str | None = Field(default=None, min_length=1, description="the command to start")
+    args: list[str] = Field(default_factory=list, description="a list of strings")
+    env: dict[str, Value] = Field(
+        default_factory=dict,
+        description='a table of variables: "text", { env = "VAR" } or { file = "PATH" }',
+    )
+    cwd: str | None = Field(default=None, min_length=1, description="a directory path")
+    url: str | None = Field(
+        default=None, pattern=r"^https?://", description="the server's streamable HTTP URL"
+    )
+    headers: dict[str, Value] = Field(
+        default_factory=dict,
+        description='a table of headers: "text", { env = "VAR" } or { file = "PATH" }',
+    )
+    enabled: bool = Field(default=True, description="a boolean")
+    category: str = Field(
+        default="utility", pattern=r"^[a-z][a-z0-9_]{0,31}$", description="a category name"
+    )
+    include: list[str] = Field(
+        default_factory=list, description="a list of the server's tool names or globs"
+    )
+    exclude: list[str] = Field(
+        default_factory=list, description="a list of the server's tool names or globs"
+    )
+    prefix: str | None = Field(
+        default=None,
+        pattern=r"^([a-z][a-z0-9_]{0,31})?$",
+        description='lower-case letters, digits and "_", a letter first, or "" for none',
+    )
+    approval: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description='one of "auto", "always", "never": the default of every tool of the server',
+    )
+    pin: bool = Field(
+        default=False,
+        description="a boolean: true refuses a tool whose definition differs from the lock file",
+    )
+    list_ttl_seconds: float = Field(
+        default=3600.0, ge=0, description="a number of seconds a tool list is trusted"
+    )
+    startup_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="a positive number of seconds"
+    )
+    tools: dict[str, MountedToolSettings] = Field(
+        default_factory=dict, description="a table of per-tool tables"
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set either command (stdio) or url (streamable HTTP)")
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("args, env and cwd belong to a command, not to a url")
+        if self.command is not None and self.headers:
+            raise ValueError("headers belong to a url, not to a command")
+        return self
+
+    @property
+    def name_prefix(self) -> str:
+        """What the server's tool names are prefixed with: ``prefix``, or ``NAME_``."""
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+    @property
+    def transport(self) -> str:
+        """``stdio`` or ``http``."""
+        return "stdio" if self.command is not None else "http"
+
+    def settings_for(self, tool: str) -> MountedToolSettings | None:
+        """The ``[mcp_servers.NAME.tools.TOOL]`` table of a remote tool, if any."""
+        return self.tools.get(tool)
+
+
+def parse_mcp_servers(
+    table: Any, *, file: str, prefix: str = ""
+) -> dict[str, ServerSettings]:
+    """The ``[mcp_servers]`` table, checked: one ``ServerSettings`` per server.
+
+    Raises:
+        ConfigError: naming the file, the key and what is expected.
+    """
+    if not isinstance(table, Mapping):
+        raise ConfigError(
+            "must be a table", file=file, key=prefix + "mcp_servers",
+            expected="[mcp_servers.NAME] tables",
+        )
+    servers: dict[str, ServerSettings] = {}
+    for name, server in sorted(table.items()):
+        key = f"{prefix}mcp_servers.{name}."
+        if not isinstance(server, Mapping):
+            raise ConfigError(
+                "must be a table", file=file, key=key.rstrip("."),
+                expected="command = ... (stdio) or url = ... (streamable HTTP)",
+            )
+        try:
+            servers[name] = ServerSettings.model_validate({**server, "name": name})
+        except ValidationError as exc:
+            problems = exc.errors()
+            if all(not p["loc"] for p in problems):  # the model's own rule
+                raise ConfigError(
+                    problems[0]["msg"].removeprefix("Value error, "), file=file,
+                    key=key.rstrip("."),
+                ) from None
+            if any(p["loc"] == ("name",) for p in problems):
+                raise ConfigError(
+                    "is not a valid server name", file=file, key=key.rstrip("."),
+                    expected="lower-case letters, digits and _, a letter first, at most 32",
+                ) from None
+            raise _fail(exc, ServerSettings, key, _raiser(file)) from None
+    return servers
+
+
+def resolve_value(value: Value, *, env: Mapping[str, str], base: Path) -> tuple[str | None, bool]:
+    """A configured value as text, and whether it is a secret (it came from elsewhere).
+
+    An ``{ env = "VAR" }`` whose variable is unset gives None; an unreadable
+    ``{ file = "PATH" }`` raises ``OSError``.
+    """
+    if isinstance(value, str):
+        return value, False
+    if isinstance(value, FromEnv):
+        return env.get(value.env) or None, True
+    path = base / Path(value.file).expanduser()
+    return path.read_text(encoding="utf-8").strip(), True

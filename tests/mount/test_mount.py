@@ -1,0 +1,451 @@
+"""Mounted MCP servers, against real servers: the SDK's own server in a child process
+(tests/helpers/mcp_servers.py), over stdio and streamable HTTP on 127.0.0.1, and the
+reference time server installed from the package registry.
+
+Assertions are about what toolplug says and does, never about how long it took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolplug
+from tests.helpers.mcp_servers import http_server, stdio_table, write_server
+from toolplug import ConfigError
+from toolplug.mount import lock, mounted, report
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    return write_server(tmp_path)
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    path = tmp_path / "marks"
+    path.mkdir()
+    return path
+
+
+def _load(tmp_path: Path, tables: str, **options: Any) -> toolplug.Registry:
+    config = tmp_path / "toolplug.toml"
+    config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + tables, encoding="utf-8")
+    return toolplug.load(config, **options)
+
+
+@pytest.fixture
+def loaded() -> Iterator[list[toolplug.Registry]]:
+    """Registries a test made; closed after it, so no server outlives its test."""
+    made: list[toolplug.Registry] = []
+    yield made
+    for registry in made:
+        registry.close()
+
+
+def _starts(marks: Path) -> list[int]:
+    path = marks / "starts"
+    return [int(n) for n in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for every purpose but its exit status
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_each_remote_tool_is_a_toolplug_tool(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script))
+    loaded.append(registry)
+    names = {n for n in registry.tools if n.startswith("calc_")}
+    assert names == {
+        "calc_add",
+        "calc_big",
+        "calc_crash",
+        "calc_erase",
+        "calc_fail",
+        "calc_grow",
+        "calc_slow",
+    }
+    add = registry.get("calc_add")
+    # the description on one line, the schemas and annotations carried over
+    assert add.metadata.description == "Add two integers. Exact, for integers of any size."
+    assert add.metadata.parameters["required"] == ["a", "b"]
+    assert add.metadata.returns is not None
+    assert add.metadata.returns["properties"]["result"]["type"] == "integer"
+    assert add.metadata.annotations.read_only
+    assert add.metadata.annotations.idempotent
+    assert (add.distribution, add.version) == ("mcp:calc", "3.1.4")
+    assert add.metadata.requires_capabilities == ("mcp_calc",)
+    # approvals follow the annotations: the read-only tool runs, the destructive one asks
+    assert registry.needs_approval("calc_add") is None
+    assert "destructive" in (registry.needs_approval("calc_erase") or "")
+    # MCP's defaults for a tool without annotations: destructive, so it asks too
+    assert registry.needs_approval("calc_grow") is not None
+
+    result = registry.call("calc_add", {"a": 2, "b": 40})
+    assert (result.output, result.data) == ("42", {"result": 42})
+    bad = registry.call("calc_add", {"a": "two", "b": 40})
+    assert bad.error is not None
+    assert bad.error.type == "ValidationError"
+    failed = registry.call("calc_fail", {})
+    assert failed.error is not None
+    assert (failed.error.type, failed.error.retry_possible) == ("ExecutionError", False)
+    asked = registry.call("calc_erase", {"what": "the disk"})
+    assert asked.error is not None
+    assert asked.error.type == "ApprovalRequiredError"
+    assert registry.call("calc_erase", {"what": "it"}, approved=True).output == "erased it"
+
+
+def test_mounted_tools_reach_every_renderer(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(
+        tmp_path,
+        stdio_table("calc", script, extra='category = "research"')
+        + textwrap.dedent("""
+            [mcp_servers.calc.tools.add]
+            usage_hint = "Use for exact sums."
+            guidelines = { do = ["Add integers exactly."], do_not = ["Add floats."] }
+        """),
+    )
+    loaded.append(registry)
+    section = toolplug.optional_tools_section(registry)
+    assert "### calc_add" in section
+    assert "Use for exact sums." in section
+    assert "Add floats." in section
+    schemas = toolplug.export_tools(registry, "openai")
+    assert "calc_add" in [s["function"]["name"] for s in schemas]
+    assert "calc_add" in toolplug.tool_reference(registry, "calc_add")
+    assert registry.search("add two integers")[0].name == "calc_add"
+
+
+def test_many_calls_share_one_session(
+    tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks)))
+    loaded.append(registry)
+
+    async def many() -> list[toolplug.ToolResult]:
+        return await asyncio.gather(
+            *(registry.acall("calc_add", {"a": i, "b": 1}) for i in range(200))
+        )
+
+    results = asyncio.run(many())
+    assert [r.data["result"] for r in results] == [i + 1 for i in range(200)]
+    assert len(_starts(marks)) == 1  # listed and called through one process
+
+
+def test_listing_is_cached_and_a_down_server_keeps_its_tools_with_the_reason(
+    tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
+) -> None:
+    table = stdio_table("calc", script, "--marks", str(marks))
+    first = _load(tmp_path, table)
+    first.close()
+    assert len(_starts(marks)) == 1
+    again = _load(tmp_path, table)
+    loaded.append(again)
+    assert again.availability("calc_add").available
+    assert len(_starts(marks)) == 1  # the cached list answered; nothing was started
+
+    script.write_text("import sys\nsys.stderr.write('cannot find my model\\n')\nsys.exit(4)\n")
+    down = _load(tmp_path, table, refresh=True)
+    loaded.append(down)
+    availability = down.availability("calc_add")
+    assert not availability.available
+    reason = " ".join(availability.reasons)
+    assert "cannot find my model" in reason
+    assert "toolplug doctor" in " ".join(availability.setup)
+    result = down.call("calc_add", {"a": 1, "b": 2})
+    assert result.error is not None
+    assert result.error.type == "UnavailableError"
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('[mcp_servers.gone]\ncommand = "no-such-command-here"\n', "command not found"),
+        (None, "no answer within 1 s"),
+    ],
+)
+def test_a_server_that_does_not_start_says_why(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry], table: str | None, expected: str
+) -> None:
+    table = table or stdio_table(
+        "gone", script, "--slow-start", "30", extra="startup_timeout_seconds = 1"
+    )
+    registry = _load(tmp_path, table)
+    loaded.append(registry)
+    state = registry.checker.state("mcp_gone")
+    assert not state.present
+    assert state.reason is not None
+    assert expected in state.reason
+    lines = report(mounted(registry))  # type: ignore[arg-type]
+    assert any("gone" in line and "DOWN" in line and expected in line for line in lines)
+
+
+def test_a_crash_mid_call_is_an_error_and_the_next_call_restarts_it(
+    tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks)))
+    loaded.append(registry)
+    crashed = registry.call("calc_crash", {})
+    assert crashed.error is not None
+    assert (crashed.error.type, crashed.error.retry_possible) == ("NetworkError", True)
+    assert registry.call("calc_add", {"a": 1, "b": 1}).data == {"result": 2}
+    first, second = _starts(marks)
+    assert first != second
+    assert not _alive(first)
+
+
+def test_time_limit_cancels_the_remote_call_and_progress_comes_back(
+    tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(
+        tmp_path,
+        stdio_table("calc", script, "--marks", str(marks))
+        + "[mcp_servers.calc.tools.slow]\ntimeout_seconds = 1\n",
+    )
+    loaded.append(registry)
+    seen: list[tuple[float, float | None]] = []
+    done = registry.call(
+        "calc_slow", {"seconds": 0.1}, context={"progress": lambda d, t=None: seen.append((d, t))}
+    )
+    assert done.output == "done"
+    assert seen == [(1, 2), (2, 2)]
+    late = registry.call("calc_slow", {"seconds": 30})
+    assert late.error is not None
+    assert late.error.type == "TimeoutError"
+    deadline = time.monotonic() + 10
+    while not (marks / "cancelled").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (marks / "cancelled").read_text() == "slow"  # notifications/cancelled arrived
+
+
+def test_a_huge_output_is_cut_to_the_budget(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script))
+    loaded.append(registry)
+    result = registry.call("calc_big", {"chars": 300_000})
+    assert result.ok
+    assert len(result.output) <= 50_000
+    assert any("cut" in w or "characters" in w for w in result.warnings)
+
+
+def test_an_invalid_schema_is_reported_and_the_other_tools_stay(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script, "--invalid-schema"))
+    loaded.append(registry)
+    assert "calc_broken" not in registry.tools
+    assert "calc_add" in registry.tools
+    problems = [p for p in registry.problems if p.tool == "calc_broken"]
+    assert problems
+    assert problems[0].kind == "metadata"
+    assert "parameters" in problems[0].message
+
+
+def test_a_changed_tool_list_is_refreshed(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    table = stdio_table("calc", script, extra='approval = "never"')
+    registry = _load(tmp_path, table)
+    loaded.append(registry)
+    assert registry.call("calc_grow", {}).output == "grown"
+    listing = tmp_path / "cache" / "mcp" / "calc.json"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        names = [t["name"] for t in json.loads(listing.read_text())["tools"]]
+        if "extra" in names:
+            break
+        time.sleep(0.05)
+    assert "extra" in names
+    later = _load(tmp_path, table)  # within the TTL: the refreshed list, from the cache
+    loaded.append(later)
+    assert later.get("calc_extra").metadata.description == "A tool that appeared later."
+
+
+def test_http_with_a_secret_header(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    with http_server(script, "--token", "s3cret-token") as url:
+        table = textwrap.dedent(f"""
+            [mcp_servers.web]
+            url = "{url}"
+            headers = {{ Authorization = {{ env = "WEB_AUTH" }} }}
+        """)
+        registry = _load(tmp_path, table, env={"WEB_AUTH": "Bearer s3cret-token"})
+        loaded.append(registry)
+        assert registry.call("web_add", {"a": 3, "b": 4}).data == {"result": 7}
+        assert registry.redact("sent Bearer s3cret-token") == "sent ***"
+
+        unset = _load(tmp_path, table, env={}, refresh=True)
+        loaded.append(unset)
+        reason = unset.checker.state("mcp_web").reason or ""
+        assert "WEB_AUTH is not set" in reason
+
+        wrong = _load(tmp_path, table, env={"WEB_AUTH": "Bearer nope"}, refresh=True)
+        loaded.append(wrong)
+        assert "HTTP 401 from" in (wrong.checker.state("mcp_web").reason or "")
+        for made in loaded:  # before the server stops, so that it stops at once
+            made.close()
+
+
+def test_names_two_servers_share_are_prefixed_and_installed_tools_win(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    tables = stdio_table("one", script, "--shadow", extra='prefix = ""') + stdio_table(
+        "two", script, extra='prefix = ""\ninclude = ["add", "erase"]'
+    )
+    registry = _load(tmp_path, tables)
+    loaded.append(registry)
+    assert {"one_add", "two_add", "one_erase", "two_erase", "big", "slow"} <= set(registry.tools)
+    assert "add" not in registry.tools
+    assert "two_big" not in registry.tools  # include keeps only add and erase
+    # the installed plugin keeps its name; the mounted one is reported, not merged
+    assert registry.get("url_fetch").distribution == "toolplug-url-fetch"
+    assert any(p.kind == "duplicate" and p.tool == "url_fetch" for p in registry.problems)
+    notes = "\n".join(report(mounted(registry)))  # type: ignore[arg-type]
+    assert "'add' is mounted as one_add: add is offered by two too" in notes
+
+
+def test_a_pinned_tool_that_changed_is_refused_until_locked(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script, extra="pin = true"))
+    loaded.append(registry)
+    assert not registry.availability("calc_add").available  # not in a lock file yet
+    path, counts, down = lock(registry)
+    assert (counts, down) == ({"calc": 7}, [])
+    assert path == tmp_path / "toolplug.lock"
+
+    locked = _load(tmp_path, stdio_table("calc", script, extra="pin = true"))
+    loaded.append(locked)
+    assert locked.availability("calc_add").available
+
+    changed_table = stdio_table("calc", script, "--changed", extra="pin = true")
+    changed = _load(tmp_path, changed_table)
+    loaded.append(changed)
+    availability = changed.availability("calc_add")
+    assert not availability.available
+    assert "differs from toolplug.lock" in " ".join(availability.reasons)
+    assert changed.availability("calc_big").available  # only the changed tool
+    refused = changed.call("calc_add", {"a": 1, "b": 2})
+    assert refused.error is not None
+    assert refused.error.type == "UnavailableError"
+    lines = "\n".join(report(mounted(changed)))  # type: ignore[arg-type]
+    assert "drift: the definition of 'add' differs from toolplug.lock (refused" in lines
+
+    lock(changed)
+    accepted = _load(tmp_path, changed_table)
+    loaded.append(accepted)
+    assert accepted.call("calc_add", {"a": 1, "b": 2}).data == {"result": 3}
+
+
+def test_bad_configuration_names_file_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text('[mcp_servers.calc]\ncommand = "x"\nurl = "http://127.0.0.1:1/mcp"\n')
+    with pytest.raises(ConfigError, match=r"toolplug.toml: mcp_servers.calc: set either command"):
+        toolplug.load(config)
+    config.write_text(
+        '[mcp_servers.calc]\ncommand = "x"\n[mcp_servers.calc.tools.add]\nretry = 1\n'
+    )
+    with pytest.raises(ConfigError, match=r"mcp_servers.calc.tools.add.retry: unknown key"):
+        toolplug.load(config)
+
+
+_HOST = """
+import sys, time, toolplug
+registry = toolplug.load(sys.argv[1])
+assert registry.call("calc_add", {"a": 1, "b": 2}).data == {"result": 3}
+print("ready", flush=True)
+if sys.argv[2] == "hang":
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("ending", ["exit", "kill"])
+def test_no_server_outlives_its_host(
+    tmp_path: Path, script: Path, marks: Path, ending: str
+) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script, "--marks", str(marks))
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOST, str(config), "hang" if ending == "kill" else "exit"],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as host:
+        try:
+            assert host.stdout is not None
+            assert host.stdout.readline().strip() == "ready"
+            if ending == "kill":
+                host.send_signal(signal.SIGKILL)
+            assert host.wait(timeout=30) == (0 if ending == "exit" else -signal.SIGKILL)
+        finally:
+            if host.poll() is None:
+                host.kill()
+    (server,) = _starts(marks)
+    deadline = time.monotonic() + 15
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(server)
+
+
+def test_serve_offers_mounted_tools_to_an_mcp_client(tmp_path: Path, script: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    config = tmp_path / "toolplug.toml"
+    config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolplug", "serve"],
+        env={"TOOLPLUG_CONFIG": str(config), "TOOLPLUG_PLUGINS": "toolplug-files"},
+        cwd=str(tmp_path),
+    )
+
+    async def session() -> tuple[list[str], Any, Any]:
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            added = await client.call_tool("calc_add", {"a": 20, "b": 22})
+            erased = await client.call_tool("calc_erase", {"what": "x"})
+            return names, added, erased
+
+    names, added, erased = asyncio.run(asyncio.wait_for(session(), 60))
+    assert {"calc_add", "calc_erase", "read_file"} <= set(names)
+    assert added.structured_content == {"result": 42}
+    assert erased.is_error  # the destructive tool still asks; this client cannot answer
+
+
+def test_the_reference_time_server(tmp_path: Path, loaded: list[toolplug.Registry]) -> None:
+    pytest.importorskip("mcp_server_time")
+    registry = _load(
+        tmp_path,
+        f'[mcp_servers.time]\ncommand = "{sys.executable}"\nargs = ["-m", "mcp_server_time"]\n',
+    )
+    loaded.append(registry)
+    assert {"time_get_current_time", "time_convert_time"} <= set(registry.tools)
+    result = registry.call("time_get_current_time", {"timezone": "UTC"}, approved=True)
+    assert result.ok, result.error
+    assert "UTC" in result.output
