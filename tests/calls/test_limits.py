@@ -123,10 +123,19 @@ def test_output_over_the_budget_is_cut_and_says_so() -> None:
     result = registry().call("flood", {"chars": 200_000})
     assert result.ok
     # The text with its notice fills the budget: the notice is counted too.
-    assert DEFAULT_OUTPUT_CHARS - 5 < len(result.for_model()) <= DEFAULT_OUTPUT_CHARS
+    assert DEFAULT_OUTPUT_CHARS - 10 < len(result.for_model()) <= DEFAULT_OUTPUT_CHARS
     kept, _, notice = result.output.partition("\n[output cut by toolplug: ")
     assert kept == "x" * len(kept)
     limit = f"(the limit is {DEFAULT_OUTPUT_CHARS:,})"
+    assert notice == (
+        f"{200_000 - len(kept):,} of 200,000 characters not shown {limit}; the whole output "
+        f"is kept at {result.spill}: read it from offset {len(kept)}]"
+    )
+    # Kept whole by nobody: the notice says how to see the rest instead.
+    lost = registry({"calls": {"spill_ttl_seconds": 0}}).call("flood", {"chars": 200_000})
+    assert lost.spill is None
+    kept, _, notice = lost.output.partition("\n[output cut by toolplug: ")
+    assert DEFAULT_OUTPUT_CHARS - 5 < len(lost.for_model()) <= DEFAULT_OUTPUT_CHARS
     assert notice.startswith(f"{200_000 - len(kept):,} of 200,000 characters dropped {limit}")
     assert "ask for less" in notice
 

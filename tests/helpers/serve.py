@@ -138,10 +138,12 @@ def child_env(
 
 
 def text_of(result: types.CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
+    """The one text block of a reply (a cut reply also links its whole output)."""
+    texts = [b for b in result.content if isinstance(b, types.TextContent)]
+    links = [b for b in result.content if isinstance(b, types.ResourceLink)]
+    assert len(texts) == 1
+    assert len(texts) + len(links) == len(result.content)
+    return texts[0].text
 
 
 def stdio_params(tmp_path: Path, *options: str) -> StdioServerParameters:

@@ -24,12 +24,13 @@ import difflib
 import threading
 import weakref
 from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolplug.calls._bridge import LoopThread, drive, running_loop, thread_loop
 from toolplug.calls._dispatch import Dispatch
-from toolplug.calls._limits import bounded
+from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
+from toolplug.calls._spill import Entry, Page, Spills
 from toolplug.calls._store import Store, open_store
 from toolplug.calls._telemetry import Telemetry
 from toolplug.calls._validation import Validation, shown
@@ -41,6 +42,13 @@ if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Invoker"]
+
+_T = TypeVar("_T")
+
+_KEPT_HERE = (
+    "the whole output is kept in this process only (the shared store cannot be reached): "
+    "read it from this process"
+)
 
 
 class Invoker:
@@ -54,6 +62,16 @@ class Invoker:
             settings.store,
             entries=settings.cache_entries,
             home=lambda: self._loop_thread().loop,
+        )
+        self._spills = (
+            Spills(
+                self._store,
+                ttl=settings.spill_ttl_seconds,
+                max_chars=int(settings.spill_max_mb * 1_000_000),
+                max_count=settings.spill_max_count,
+            )
+            if settings.spill_ttl_seconds > 0
+            else None
         )
         self._validation = Validation()
         self._pipeline = Pipeline(registry, self._store, approver=approver)
@@ -175,6 +193,12 @@ class Invoker:
         )
         return await self._intercepted(call, inline=False)
 
+    def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run a coroutine of the engine's to its end for a caller that waits in its thread."""
+        if running_loop() is None:
+            return thread_loop().run_until_complete(coroutine)
+        return self._loop_thread().run(coroutine)
+
     def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
         """Run the coroutine to its end for a caller that waits in its thread."""
         if running_loop() is None:  # this thread's own loop: no hop to another thread
@@ -191,9 +215,9 @@ class Invoker:
     async def _intercepted(self, call: ToolCall, *, inline: bool) -> ToolResult:
         telemetry = self._telemetry
         if not telemetry.on():
-            return self._bounded(call, await self._hooked(call, inline=inline))
+            return await self._bounded(call, await self._hooked(call, inline=inline))
         with telemetry.span(call) as ended:
-            result = self._bounded(call, await self._hooked(call, inline=inline))
+            result = await self._bounded(call, await self._hooked(call, inline=inline))
             ended(result)
             return result
 
@@ -202,8 +226,9 @@ class Invoker:
             return self._finished(await self._pipeline.run(call, inline=inline))
         return self._finished(await self._dispatch.run(call, self._execute))
 
-    def _bounded(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        """The result within the call's output budget (``toolplug.calls._limits``)."""
+    async def _bounded(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """The result within the call's output budget (``toolplug.calls._limits``); the
+        whole of a success that does not fit is kept first (``toolplug.calls._spill``)."""
         meta, settings = call.metadata, call.settings
         budget = (
             (settings.max_output_chars if settings is not None else None)
@@ -214,7 +239,31 @@ class Invoker:
         if plain and _model_chars(result) <= budget:
             return result  # the common case, without a look at the arguments
         pages = meta is not None and "offset" in meta.parameters.get("properties", {})
-        return bounded(result, call.arguments, budget, pages=pages)
+        kept_at = None  # a tool that pages is read on with a larger offset: nothing to keep
+        spill = self._spills is not None and not pages and result.error is None
+        if spill and not fits(result, budget):
+            assert self._spills is not None
+            owner = call.context.host.get("client") if call.context is not None else None
+            kept = await self._spills.keep(call.tool, result.output, result.data, owner)
+            if kept is not None:
+                kept_at, local_only = kept
+                if local_only:
+                    result = dataclasses.replace(
+                        result, warnings=(*result.warnings, _KEPT_HERE)
+                    )
+        return bounded(result, call.arguments, budget, pages=pages, kept_at=kept_at)
+
+    async def read(
+        self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None
+    ) -> Page | None:
+        """A range of a spilled output (``Registry.aread``)."""
+        if self._spills is None:
+            return None
+        return await self._spills.read(uri, owner=owner, offset=offset, length=length)
+
+    async def spills(self, owner: str | None) -> list[Entry]:
+        """The spilled outputs ``owner`` may read, newest first."""
+        return [] if self._spills is None else await self._spills.listing(owner)
 
     def _finished(self, result: ToolResult) -> ToolResult:
         """The result with the store's fallback stated and configured secrets replaced by

@@ -32,6 +32,7 @@ __all__ = [
     "argument_problem",
     "bounded",
     "data_cut",
+    "fits",
     "loads_bounded",
     "reply_chars",
 ]
@@ -126,13 +127,23 @@ def reply_chars(result: ToolResult) -> int:
     return size
 
 
+def fits(result: ToolResult, budget: int) -> bool:
+    """Whether ``bounded`` would hand the result back unchanged."""
+    return reply_chars(result) <= max(budget, SMALLEST_BUDGET)
+
+
 def data_cut(result: ToolResult) -> bool:
     """True when ``bounded`` cut the result's structured data, or left it out."""
     return any(warning.startswith(DATA_CUT) for warning in result.warnings)
 
 
 def bounded(
-    result: ToolResult, arguments: Mapping[str, Any], budget: int, *, pages: bool = False
+    result: ToolResult,
+    arguments: Mapping[str, Any],
+    budget: int,
+    *,
+    pages: bool = False,
+    kept_at: str | None = None,
 ) -> ToolResult:
     """The result cut so that ``reply_chars(result) <= budget``, saying what was cut.
 
@@ -140,7 +151,8 @@ def bounded(
     citations likewise; the text and the data split what is left, each getting at least
     half of it when both need more. Long data strings are shortened first, then the tails
     of the longest arrays and objects go. ``pages``: the tool takes an ``offset``, so the
-    cut notice says how to read on. A budget under ``SMALLEST_BUDGET`` counts as that.
+    cut notice says how to read on. ``kept_at``: where the whole output is kept (a spill URI),
+    which the notices name instead. A budget under ``SMALLEST_BUDGET`` counts as that.
     """
     budget = max(budget, SMALLEST_BUDGET)
     if result.error is not None:
@@ -155,9 +167,9 @@ def bounded(
     room = max(rest // 2, rest - len(result.output))
     if _data_chars(data) > room:
         data, cut = _shrunk(data, room - _WRAPPING)
+        whole = f"read all of it at {kept_at}/data" if kept_at else "ask for less to see all of it"
         notes.append(
-            f"{DATA_CUT}{budget:,} characters: {cut}; the call itself succeeded, ask for less "
-            "to see all of it"
+            f"{DATA_CUT}{budget:,} characters: {cut}; the call itself succeeded, {whole}"
         )
     fewer = " and ".join(part for part in (fewer_warnings, fewer_citations) if part)
     if fewer:
@@ -169,8 +181,8 @@ def bounded(
     # The text takes whatever the rest left: two characters go to the blank line before
     # the warnings.
     space = budget - reply_chars(shortened) - (2 if shortened.warnings else 0)
-    output = _cut_output(result.output, space, budget, pages)
-    return dataclasses.replace(shortened, output=output)
+    output = _cut_output(result.output, space, budget, pages, kept_at)
+    return dataclasses.replace(shortened, output=output, spill=kept_at)
 
 
 def _bounded_error(result: ToolResult, arguments: Mapping[str, Any], budget: int) -> ToolResult:
@@ -200,7 +212,7 @@ def _cut_message(message: str, keep: int) -> str:
     return message[:keep] + f"... [{len(message) - keep:,} characters cut]"
 
 
-def _cut_output(output: str, space: int, budget: int, pages: bool) -> str:
+def _cut_output(output: str, space: int, budget: int, pages: bool, rest: str | None) -> str:
     """The output within ``space`` characters, its notice included."""
     if len(output) <= space:
         return output
@@ -211,12 +223,20 @@ def _cut_output(output: str, space: int, budget: int, pages: bool) -> str:
     )
 
     def notice(kept: int) -> str:
+        if rest:
+            return (
+                f"\n[output cut by toolplug: {len(output) - kept:,} of {len(output):,} "
+                f"characters not shown (the limit is {budget:,}); the whole output is kept at "
+                f"{rest}: read it from offset {kept}]"
+            )
         return (
             f"\n[output cut by toolplug: {len(output) - kept:,} of {len(output):,} characters "
             f"dropped (the limit is {budget:,}); {how}]"
         )
 
-    keep = max(space - len(notice(0)), 0)  # the notice is never longer than with 0 kept
+    # The notice is never longer than with 0 kept, plus the offset's digits when it names one.
+    margin = len(f"{len(output):,}") if rest else 0
+    keep = max(space - len(notice(0)) - margin, 0)
     text = output[:keep] + notice(keep)
     return text if len(text) <= space else text[:max(space, 0)]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -251,6 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="approve the call without asking, when the tool needs approval")
     p.set_defaults(handler=_cmd_call)
 
+    p = sub.add_parser("read", parents=[common], help="read a cut output kept whole",
+                       description="Print a range of an output that the output budget cut and "
+                       "the shared store ([calls] store = a Redis URL) kept whole: the "
+                       "toolplug://results/... URI that the cut output names. Exits 1 when it is "
+                       "not kept (expired, evicted, or never kept).")
+    p.add_argument("uri", help="toolplug://results/ID (or ID/data for the structured data)")
+    p.add_argument("--offset", type=_non_negative_int, default=0,
+                   help="the first character to print (default 0)")
+    p.add_argument("--length", type=_positive_int, metavar="N",
+                   help="print at most N characters (default: to the end)")
+    p.set_defaults(handler=_cmd_read)
+
     p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
                        description="Run a plan: a JSON list of steps {id, action, parameters, "
                        "dependencies, reasoning} whose parameters may reference earlier results "
@@ -287,6 +300,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
 
 
@@ -843,9 +866,19 @@ def _progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
+def _kept_only_with_a_shared_store(registry: Registry) -> None:
+    """In-process, a cut output would be kept for nobody once this command exits: keep none,
+    so that the notice says how to see the rest instead (a Redis store keeps it)."""
+    calls = registry.config.calls
+    if calls.store == "memory" and calls.spill_ttl_seconds:
+        off = calls.model_copy(update={"spill_ttl_seconds": 0.0})
+        registry.config = dataclasses.replace(registry.config, calls=off)
+
+
 def _cmd_call(args: argparse.Namespace) -> int:
     arguments = _parse_call_arguments(args)
     registry = _load(args)
+    _kept_only_with_a_shared_store(registry)
     host: dict[str, Any] = {"progress": _progress} if sys.stderr.isatty() else {}
     try:
         result = registry.call(
@@ -857,12 +890,37 @@ def _cmd_call(args: argparse.Namespace) -> int:
         _emit(registry, _dumps(result.to_dict()))
     elif result.ok:
         _emit(registry, result.for_model())
+    if result.spill:
+        ttl = registry.config.calls.spill_ttl_seconds
+        print(
+            f"toolplug: the whole output is kept for {ttl:g} s: toolplug read {result.spill}",
+            file=sys.stderr,
+        )
     if result.error is not None:
         if args.result == "text":
             line = f"{result.error.type}: {result.error.message}"
             retry = " (retry possible)" if result.error.retry_possible else ""
             print(registry.redact(f"toolplug: {line}{retry}"), file=sys.stderr)
         return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_read(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    try:
+        page = registry.read(args.uri, offset=args.offset, length=args.length)
+    finally:
+        registry.close()
+    if page is None:
+        raise _Exit(
+            EXIT_FAILED,
+            f"{args.uri} is not kept: it expired or was evicted, or this store never held it "
+            "(outputs are kept beyond one command only in a shared store: [calls] store)",
+        )
+    sys.stdout.write(registry.redact(page.text))
+    if page.next_offset is not None:
+        print(f"\ntoolplug: {page.total - page.next_offset:,} more characters: "
+              f"--offset {page.next_offset}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -909,6 +967,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _Exit(EXIT_USAGE, f"{args.plan} is not valid JSON: {exc}") from None
     registry = _load(args)
+    _kept_only_with_a_shared_store(registry)
     plan = parse_plan(document, registry)
     try:
         outcome = asyncio.run(run_plan(registry, plan, approver=_terminal_approver(args.yes)))

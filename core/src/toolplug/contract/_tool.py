@@ -89,6 +89,9 @@ class ToolResult:
     citations: tuple[Citation, ...] = ()
     warnings: tuple[str, ...] = ()
     error: ToolError | None = None
+    spill: str | None = None
+    """Where the whole output is, when the output budget cut it: a ``toolplug://results/ID``
+    URI to read on from (``Registry.read``; a resource over MCP; ``ID/data`` for the data)."""
 
     @property
     def ok(self) -> bool:
@@ -143,6 +146,8 @@ class ToolResult:
             body["citations"] = [c.to_dict() for c in self.citations]
         if self.warnings:
             body["warnings"] = list(self.warnings)
+        if self.spill:
+            body["spill"] = self.spill
         return body
 
     def for_model(self) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
 
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._capabilities import Capability, DetectContext
@@ -27,6 +27,11 @@ from toolplug.runtime._config import (
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._selection import Selection
 from toolplug.search._index import Embedder, Hit
+
+if TYPE_CHECKING:
+    from toolplug.calls._spill import Entry, Page
+
+_T = TypeVar("_T")
 
 __all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
 
@@ -49,6 +54,17 @@ class CallEngine(Protocol):
         passthrough: tuple[type[BaseException], ...],
     ) -> ToolResult:
         """Run one call on the caller's event loop."""
+
+    async def read(
+        self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None
+    ) -> Page | None:
+        """A range of a spilled output."""
+
+    async def spills(self, owner: str | None) -> list[Entry]:
+        """The spilled outputs ``owner`` may read, newest first."""
+
+    def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run a coroutine of the engine's to its end for a caller in this thread."""
 
     def close(self) -> None:
         """Release what the engine holds (worker threads, connections)."""
@@ -436,6 +452,25 @@ class Registry:
         return await self._engine.acall(
             name, arguments, context, approver, approved=approved, passthrough=passthrough
         )
+
+    async def aread(
+        self, uri: str, *, offset: int = 0, length: int | None = None, owner: str | None = None
+    ) -> Page | None:
+        """A range of an output the budget cut (``ToolResult.spill``), or None when it is
+        not kept (expired, evicted, or kept for another ``owner``: the ``client`` a call's
+        ``context`` named). ``length`` None reads to the end."""
+        return await self._engine.read(uri, owner=owner, offset=offset, length=length)
+
+    def read(
+        self, uri: str, *, offset: int = 0, length: int | None = None, owner: str | None = None
+    ) -> Page | None:
+        """``aread`` for code that is not async."""
+        engine = self._engine
+        return engine.wait(engine.read(uri, owner=owner, offset=offset, length=length))
+
+    async def aspills(self, *, owner: str | None = None) -> list[Entry]:
+        """The cut outputs kept whole that ``owner`` may read (``aread``), newest first."""
+        return await self._engine.spills(owner)
 
     def needs_approval(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
         """Why this call of ``name`` needs a person's approval, or None when it does not.

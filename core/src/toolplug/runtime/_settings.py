@@ -69,6 +69,21 @@ class CallsSettings(BaseModel):
         description="a whole number of characters a result may hand back, 1,000 or more",
     )
     """The output budget of a call whose tool sets none."""
+    spill_ttl_seconds: float = Field(
+        default=3600.0, ge=0, allow_inf_nan=False,
+        description="a number of seconds a cut output is kept whole, 0 to keep none",
+    )
+    """How long the whole of a result cut to the budget stays readable (``ToolResult.spill``)."""
+    spill_max_mb: float = Field(
+        default=256.0, gt=0, allow_inf_nan=False,
+        description="a positive number of MB (millions of characters) of kept outputs",
+    )
+    """The most characters of kept outputs this process holds (the oldest go first); one
+    output larger than this is not kept."""
+    spill_max_count: int = Field(
+        default=1000, ge=1, description="a whole number of kept outputs, 1 or more"
+    )
+    """The most kept outputs (per client in Redis, in all in this process)."""
 
 
 CALLS_KEYS: Final[dict[str, str]] = {

@@ -122,6 +122,7 @@ def build_server(
 
     from toolplug.render._export import export_tool
     from toolplug.render._prompt import optional_tools_section
+    from toolplug.serve._resources import client_key, handlers, links
 
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
@@ -160,7 +161,7 @@ def build_server(
                 result = _within_budget(_outside_toolset(name, toolset, served), params)
             else:
                 progress = _Progress.asked_by(ctx)
-                host: dict[str, Any] = {"transport": "mcp"}
+                host: dict[str, Any] = {"transport": "mcp", "client": client_key(ctx)}
                 if progress is not None:
                     host["progress"] = progress
                 try:
@@ -170,7 +171,9 @@ def build_server(
                 finally:
                     if progress is not None:
                         await progress.sent()
-            return _answer(registry, served.get(name), result, checker)
+            answer = _answer(registry, served.get(name), result, checker)
+            answer.content.extend(links(result, name))
+            return answer
         except Exception as exc:  # never let one call take the server down
             log.exception("serving the MCP call of %.100s failed", name)
             from toolplug.contract._tool import ErrorType, ToolResult
@@ -193,6 +196,7 @@ def build_server(
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **handlers(registry),
     )
 
 

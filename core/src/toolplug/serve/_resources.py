@@ -1,0 +1,140 @@
+"""Outputs the budget cut, as MCP resources: each call's whole output, read in ranges.
+
+A result cut to its output budget names where its whole output is kept
+(``toolplug.calls._spill``); the reply carries that URI as a ``resource_link``, and this
+module answers ``resources/list`` (the spills this client may read), ``resources/templates/
+list`` and ``resources/read`` with ``?offset=N&length=M``. A spill belongs to the client
+that made the call: its ``Mcp-Session-Id``, else a digest of its ``Authorization`` header,
+else (stdio) the process's one client; a client with neither reads by URI alone, whose ID
+is 128 random bits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+    from toolplug.contract._tool import ToolResult
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["TEMPLATE", "client_key", "handlers", "links"]
+
+TEMPLATE: Final = "toolplug://results/{id}{?offset,length}"
+_MIME = {"output": "text/plain", "data": "application/json"}
+
+
+def client_key(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who a spill belongs to: the session, the credential, or the stdio client."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "stdio"
+    session = headers.get("mcp-session-id")
+    if session:
+        return f"session:{session}"
+    credential = headers.get("authorization")
+    if credential:
+        return "credential:" + hashlib.sha256(credential.encode()).hexdigest()[:32]
+    return None
+
+
+def links(result: ToolResult, tool: str) -> list[Any]:
+    """``resource_link`` blocks for the parts of a result that were kept whole."""
+    from mcp import types
+
+    if not result.spill:
+        return []
+    found = [
+        types.ResourceLink(
+            type="resource_link", uri=result.spill, name=f"{tool} output",
+            description="The whole output of the call; read it in ranges with ?offset=N&length=M.",
+            mime_type=_MIME["output"],
+        )
+    ]
+    if any(result.spill + "/data" in warning for warning in result.warnings):
+        found.append(
+            types.ResourceLink(
+                type="resource_link", uri=result.spill + "/data", name=f"{tool} data",
+                description="The whole structured data of the call, as JSON.",
+                mime_type=_MIME["data"],
+            )
+        )
+    return found
+
+
+def handlers(registry: Registry) -> dict[str, Any]:
+    """The ``on_...`` resource handlers of the low-level ``Server``."""
+    from mcp import types
+    from mcp.shared.exceptions import MCPError
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        resources = []
+        for entry in await registry.aspills(owner=client_key(ctx)):
+            for part, size in sorted(entry.sizes.items()):
+                suffix = "" if part == "output" else f"/{part}"
+                resources.append(
+                    types.Resource(
+                        uri=f"toolplug://results/{entry.id}{suffix}",
+                        name=f"{entry.tool} {part}",
+                        mime_type=_MIME[part],
+                        size=size,
+                    )
+                )
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=TEMPLATE,
+            name="call output",
+            description="The whole output of a call that its output budget cut (the call's "
+            "reply links it); offset and length choose a range of characters.",
+            mime_type=_MIME["output"],
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        query = parse_qs(urlsplit(uri).query)
+        try:
+            offset = int(query.get("offset", ["0"])[0])
+            length = int(query["length"][0]) if "length" in query else None
+        except ValueError:
+            raise MCPError(
+                types.INVALID_PARAMS, "offset and length are whole numbers of characters"
+            ) from None
+        page = await registry.aread(
+            uri.split("?", 1)[0], offset=offset, length=length, owner=client_key(ctx)
+        )
+        if page is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"{uri.split('?', 1)[0]} is not kept for this client: it expired, was "
+                "evicted, or never existed; call the tool again",
+            )
+        part = "data" if uri.split("?", 1)[0].endswith("/data") else "output"
+        meta = {"toolplug/offset": page.offset, "toolplug/total": page.total}
+        if page.next_offset is not None:
+            meta["toolplug/next_offset"] = page.next_offset
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri, mime_type=_MIME[part], text=page.text, _meta=meta
+                )
+            ]
+        )
+
+    return {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_templates,
+        "on_read_resource": read_resource,
+    }

@@ -1,0 +1,145 @@
+"""Spilled outputs: the whole of a result the output budget cut, kept and read in ranges,
+in the process and in a real Redis shared by two registries (two replicas)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolplug
+from tests.helpers.redis import redis_server
+from toolplug import Tool, ToolMetadata, ToolResult, hookimpl
+
+TEXT = "".join(f"line {i:05d}\n" for i in range(2_000))  # 22,000 characters
+ROWS = list(range(3_000))
+
+
+class Big(Tool):
+    metadata = ToolMetadata(name="big", description="Return a long text.", category="utility")
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        size = arguments.get("lines", 2_000)
+        text = TEXT if size == 2_000 else "".join(f"line {i:07d}\n" for i in range(size))
+        return ToolResult.success(text, {"rows": ROWS} if arguments.get("rows") else None)
+
+
+class _Plugin:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(Big)
+
+
+def _load(**calls: Any) -> toolplug.Registry:
+    return toolplug.load(
+        {"calls": {"max_output_chars": 2_000, **calls}}, plugins=[("big", _Plugin())]
+    )
+
+
+@pytest.fixture
+def registry() -> Iterator[toolplug.Registry]:
+    made = _load()
+    yield made
+    made.close()
+
+
+def test_a_cut_output_is_kept_whole_and_read_in_ranges(registry: toolplug.Registry) -> None:
+    result = registry.call("big", {"rows": True})
+    assert result.ok
+    assert result.spill is not None
+    assert result.spill.startswith("toolplug://results/")
+    assert len(result.for_model()) <= 2_000
+    shown = result.output.split("\n[output cut by toolplug")[0]
+    assert f"the whole output is kept at {result.spill}: read it from offset {len(shown)}" in (
+        result.output
+    )
+    rest = registry.read(result.spill, offset=len(shown))
+    assert rest is not None
+    assert shown + rest.text == TEXT
+    page = registry.read(result.spill, offset=11, length=11)
+    assert page is not None
+    assert (page.text, page.total, page.next_offset) == ("line 00001\n", len(TEXT), 22)
+    data = registry.read(result.spill + "/data")
+    assert data is not None
+    assert json.loads(data.text) == {"rows": ROWS}
+    assert any(f"read all of it at {result.spill}/data" in w for w in result.warnings)
+    assert result.to_dict()["spill"] == result.spill
+
+
+def test_a_spill_belongs_to_its_client(registry: toolplug.Registry) -> None:
+    async def scenario() -> None:
+        mine = await registry.acall("big", {}, context={"client": "alice"})
+        assert mine.spill is not None
+        assert await registry.aread(mine.spill, owner="bob") is None
+        assert await registry.aread(mine.spill) is None
+        page = await registry.aread(mine.spill, owner="alice", length=5)
+        assert page is not None
+        assert page.text == "line "
+        assert [e.id for e in await registry.aspills(owner="alice")] == [
+            mine.spill.rsplit("/", 1)[1]
+        ]
+        assert await registry.aspills(owner="bob") == []
+
+    asyncio.run(scenario())
+
+
+def test_bad_uris_and_ranges_read_nothing(registry: toolplug.Registry) -> None:
+    result = registry.call("big", {})
+    assert result.spill is not None
+    for uri in ("toolplug://results/", "toolplug://results/../x", "file:///etc/passwd",
+                result.spill + "/secrets", result.spill.replace("results/", "results/0")):
+        assert registry.read(uri) is None, uri
+    assert registry.read(result.spill, offset=-1) is None
+    past = registry.read(result.spill, offset=10**9)
+    assert past is not None
+    assert (past.text, past.next_offset) == ("", None)
+
+
+def test_the_oldest_spills_go_first_and_ttl_zero_keeps_none() -> None:
+    bounded = _load(spill_max_count=2)
+    try:
+        uris = [bounded.call("big", {}).spill for _ in range(3)]
+        assert all(uris)
+        assert bounded.read(uris[0]) is None  # type: ignore[arg-type]
+        assert bounded.read(uris[2]) is not None  # type: ignore[arg-type]
+    finally:
+        bounded.close()
+    small = _load(spill_max_mb=0.01)  # 10,000 characters: this output is larger
+    try:
+        result = small.call("big", {})
+        assert result.spill is None
+        assert "ask for less" in result.output
+    finally:
+        small.close()
+    off = _load(spill_ttl_seconds=0)
+    try:
+        assert off.call("big", {}).spill is None
+    finally:
+        off.close()
+
+
+def test_two_replicas_share_spills_through_redis(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as url:
+        first, second = _load(store=url), _load(store=url)
+        try:
+            result = first.call("big", {"lines": 300_000}, context={"client": "c1"})  # 3.6 MB
+            assert result.spill is not None
+            assert not any("this process only" in w for w in result.warnings)
+            whole = second.read(result.spill, owner="c1")
+            assert whole is not None
+            assert whole.total == 300_000 * 13
+            assert whole.text.startswith("line 0000000\n")
+            assert whole.text.endswith("line 0299999\n")
+            middle = second.read(result.spill, owner="c1", offset=13 * 150_000, length=13)
+            assert middle is not None
+            assert middle.text == "line 0150000\n"
+            assert second.read(result.spill, owner="c2") is None
+            listed = asyncio.run(second.aspills(owner="c1"))
+            assert [e.sizes for e in listed] == [{"output": 300_000 * 13}]
+        finally:
+            first.close()
+            second.close()

@@ -1,0 +1,78 @@
+"""Cut outputs as MCP resources: the real ``toolplug serve`` (stdio and streamable HTTP) and
+the official SDK client at its latest protocol version."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, types
+
+from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params
+
+SMALL_BUDGET = CONFIG + "\n[calls]\nmax_output_chars = 2000\n"
+TEXT = "".join(f"word{i:05d} " for i in range(1_000))  # 10,000 characters
+
+
+async def _session(target: Any) -> dict[str, Any]:
+    """Call echo with a text over the budget, then read the rest as the links say."""
+    seen: dict[str, Any] = {}
+    async with Client(target) as client:
+        reply = await client.call_tool("echo", {"text": TEXT})
+        seen["reply"] = reply
+        link = next(b for b in reply.content if isinstance(b, types.ResourceLink))
+        seen["link"] = link
+        seen["listed"] = (await client.list_resources()).resources
+        seen["templates"] = (await client.list_resource_templates()).resource_templates
+        whole = await client.read_resource(str(link.uri))
+        seen["whole"] = whole.contents[0]
+        page = await client.read_resource(f"{link.uri}?offset=10&length=10")
+        seen["page"] = page.contents[0]
+        try:
+            await client.read_resource("toolplug://results/00000000000000000000000000000000")
+        except Exception as exc:  # the SDK raises the server's error
+            seen["missing"] = str(exc)
+    return seen
+
+
+def _check(seen: dict[str, Any]) -> None:
+    reply, link = seen["reply"], seen["link"]
+    assert not reply.is_error
+    text = reply.content[0].text
+    assert f"the whole output is kept at {link.uri}" in text
+    assert len(text) < 2_000
+    assert link.mime_type == "text/plain"
+    assert str(link.uri) in [str(r.uri) for r in seen["listed"]]
+    assert seen["templates"][0].uri_template == "toolplug://results/{id}{?offset,length}"
+    assert seen["whole"].text == TEXT
+    assert seen["page"].text == "word00001 "
+    meta = seen["page"].meta
+    assert (meta["toolplug/offset"], meta["toolplug/total"]) == (10, len(TEXT))
+    assert meta["toolplug/next_offset"] == 20
+    assert "is not kept for this client" in seen["missing"]
+
+
+def test_over_stdio(tmp_path: Path) -> None:
+    env = child_env(tmp_path, config=SMALL_BUDGET)  # first: it writes the configuration
+    params = stdio_params(tmp_path)
+    assert params.env == env
+
+    async def run() -> dict[str, Any]:
+        with anyio.fail_after(TIMEOUT):
+            return await _session(params)
+
+    _check(anyio.run(run))
+
+
+def test_over_streamable_http(tmp_path: Path) -> None:
+    env = {**os.environ, **child_env(tmp_path, config=SMALL_BUDGET)}
+    port = free_port()
+    with http_server(tmp_path, port, env=env):
+
+        async def run() -> dict[str, Any]:
+            with anyio.fail_after(TIMEOUT):
+                return await _session(f"http://127.0.0.1:{port}/mcp")
+
+        _check(anyio.run(run))
