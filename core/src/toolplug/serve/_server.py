@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
+from toolplug.serve._resources import client_key
 from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def build_server(
 
     from toolplug.render._export import export_tool
     from toolplug.render._prompt import optional_tools_section
-    from toolplug.serve._resources import client_key, handlers, links
+    from toolplug.serve._resources import handlers, links
 
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
@@ -186,9 +187,11 @@ def build_server(
     has_optional = any(meta.optionality == "optional" for meta in served.values())
     instructions = optional_tools_section(registry, toolset=toolset) if has_optional else None
     server_class = Server
+    listen: dict[str, Any] = {}
     if deferred is not None:
         server_class = _announcing_list_changes(Server)
         instructions = deferred.instructions()
+        listen["on_subscriptions_listen"] = deferred.listen
     return server_class(
         "toolplug",
         version=_version(),
@@ -197,6 +200,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers(registry),
+        **listen,
     )
 
 
@@ -228,10 +232,15 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 class _DeferredTools:
-    """Each session's tool list under ``--max-tools``, and the ``search_tools`` that grows it.
+    """Each client's tool list under ``--max-tools``, and the ``search_tools`` that grows it.
 
-    A session is the ``Mcp-Session-Id`` of a streamable HTTP client; over stdio the one
-    client of the process is the one session.
+    A client is what ``client_key`` finds: the ``Mcp-Session-Id`` of a streamable HTTP
+    session, else the credential a stateless (2026-07-28) client sends, else over stdio the
+    one client of the process. A client with none of these is served statelessly: it is
+    listed the short list each time, and ``search_tools`` answers with the definitions of
+    what it found, which it may call (every served tool can be called, listed or not).
+    A grown list is announced with ``notifications/tools/list_changed`` to a session, and
+    as an event on ``subscriptions/listen`` streams to stateless clients.
     """
 
     def __init__(
@@ -253,6 +262,10 @@ class _DeferredTools:
         self._registry = registry
         self._options: dict[str, Any] = {"task": task, "max_tools": max_tools, "toolset": toolset}
         self._sessions: dict[str, Any] = {}
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
 
     def instructions(self) -> str:
         """The optional-tools section of the tools listed at first, and where the rest are."""
@@ -267,7 +280,9 @@ class _DeferredTools:
     def _search(self, ctx: ServerRequestContext[Any]) -> Any:
         from toolplug.render._search import ToolSearch
 
-        key = _session_key(ctx)
+        key = client_key(ctx)
+        if key is None:  # nobody to keep a list for: the short list, every time
+            return ToolSearch(self._registry, "mcp", **self._options)
         session = self._sessions.get(key)
         if session is None:
             if len(self._sessions) >= _MAX_SESSIONS:
@@ -282,11 +297,18 @@ class _DeferredTools:
 
     async def answer(self, ctx: ServerRequestContext[Any], arguments: Any) -> ToolResult:
         result: ToolResult = self._search(ctx).answer(arguments)
-        if result.ok and isinstance(result.data, dict) and result.data.get("added"):
-            try:
-                await ctx.session.send_tool_list_changed()
-            except Exception:  # the search still answers; the client can list again itself
-                log.warning("could not send notifications/tools/list_changed", exc_info=True)
+        key = client_key(ctx)
+        if key is None or not (result.ok and isinstance(result.data, dict)):
+            return result
+        if result.data.get("added"):
+            from mcp.shared.subscriptions import ToolsListChanged
+
+            await self.bus.publish(ToolsListChanged())  # stateless clients that listen
+            if not key.startswith("credential:"):  # a session: it hears notifications
+                try:
+                    await ctx.session.send_tool_list_changed()
+                except Exception:  # the search still answers; the client can list again
+                    log.warning("could not send notifications/tools/list_changed", exc_info=True)
         return result
 
 
@@ -294,9 +316,13 @@ _MAX_SESSIONS: Final = 1024
 
 
 def _session_key(ctx: ServerRequestContext[Any]) -> str:
+    """Which client a request in flight comes from, for the drain: ``stdio``, the HTTP
+    session, or (a stateless client, whose request ids may repeat another's) the request."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
-    session_id = headers.get("mcp-session-id") if headers is not None else None
-    return str(session_id) if session_id else "stdio"
+    if headers is None:
+        return "stdio"
+    session_id = headers.get("mcp-session-id")
+    return str(session_id) if session_id else f"request:{id(ctx)}"
 
 
 def _announcing_list_changes(server: type[Server[Any]]) -> type[Server[Any]]:

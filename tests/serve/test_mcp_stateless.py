@@ -1,0 +1,80 @@
+"""``--max-tools`` for stateless (2026-07-28) clients over streamable HTTP: no
+``Mcp-Session-Id``, so a client's list is keyed by its credential, or not kept at all;
+changes reach a client on its ``subscriptions/listen`` stream. The real ``toolplug serve``
+and the official SDK client at its latest protocol version."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.serve import TIMEOUT, free_port, http_server, text_of
+
+OPTIONS = ("--max-tools", "1", "--task", "add two integers")
+
+
+@asynccontextmanager
+async def _as(url: str, token: str) -> AsyncIterator[Client]:
+    """A stateless client that sends a credential with every request."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+async def _names(client: Client) -> list[str]:
+    return sorted(t.name for t in (await client.list_tools()).tools)
+
+
+def test_a_client_without_identity_is_served_statelessly(tmp_path: Path) -> None:
+    port = free_port()
+    with http_server(tmp_path, port, *OPTIONS):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def run() -> dict[str, Any]:
+            seen: dict[str, Any] = {}
+            with anyio.fail_after(TIMEOUT):
+                async with Client(url) as one, Client(url) as two:
+                    assert one.protocol_version == "2026-07-28"
+                    found = await one.call_tool("search_tools", {"query": "repeat the text"})
+                    seen["found"] = text_of(found)
+                    seen["one"], seen["two"] = await _names(one), await _names(two)
+                    seen["echo"] = text_of(await one.call_tool("echo", {"text": "found"}))
+            return seen
+
+        seen = anyio.run(run)
+    assert '"name": "echo"' in seen["found"]  # the definition comes with the answer
+    assert seen["one"] == seen["two"] == ["add", "search_tools"]  # no list is kept
+    assert seen["echo"] == "found"  # and the tool it found can be called
+
+
+def test_a_credential_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> None:
+    port = free_port()
+    with http_server(tmp_path, port, *OPTIONS):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def run() -> dict[str, Any]:
+            seen: dict[str, Any] = {}
+            with anyio.fail_after(TIMEOUT):
+                async with _as(url, "alice") as alice, _as(url, "bob") as bob:
+                    async with alice.listen(tools_list_changed=True) as changes:
+                        await alice.call_tool("search_tools", {"query": "repeat the text"})
+                        async for _event in changes:
+                            break  # the list grew
+                    seen["alice"], seen["bob"] = await _names(alice), await _names(bob)
+                async with _as(url, "alice") as again:
+                    seen["again"] = await _names(again)  # the same credential, later
+            return seen
+
+        seen = anyio.run(run)
+    assert seen["alice"] == ["add", "echo", "search_tools"]
+    assert seen["bob"] == ["add", "search_tools"]
+    assert seen["again"] == ["add", "echo", "search_tools"]
