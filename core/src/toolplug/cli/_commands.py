@@ -416,7 +416,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         header.append("AVAILABLE")
     rows = [header]
     for r in records:
-        row = [r["name"], r["category"], r["optionality"], f"{r['distribution']} {r['version']}"]
+        made = " ".join(str(part) for part in (r["distribution"], r["version"]) if part)
+        row = [r["name"], r["category"], r["optionality"], made]
         if args.all:
             row.append("yes" if r["available"] else "no: " + "; ".join(r["reasons"]))
         rows.append(row)

@@ -339,6 +339,9 @@ def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -
             httpx2.AsyncClient(  # the caller of the SDK's transport owns its client
                 headers=dict(headers),
                 timeout=httpx2.Timeout(30, read=300),
+                # No cap on connections: the SDK's 100 would count the listen stream and
+                # send the 100th of many concurrent calls after a whole earlier one.
+                limits=httpx2.Limits(max_connections=None, max_keepalive_connections=100),
                 event_hooks={"response": [note]},
             ) as client,
             streamable_http_client(url, http_client=client) as streams,
