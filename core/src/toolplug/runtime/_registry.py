@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._capabilities import Capability, DetectContext
@@ -27,6 +27,9 @@ from toolplug.runtime._config import (
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._selection import Selection
 from toolplug.search._index import Embedder, Hit
+
+if TYPE_CHECKING:
+    from toolplug.calls._tasks import Task
 
 __all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
 
@@ -49,6 +52,19 @@ class CallEngine(Protocol):
         passthrough: tuple[type[BaseException], ...],
     ) -> ToolResult:
         """Run one call on the caller's event loop."""
+
+    def start(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
+    ) -> Task:
+        """Start one call as a task; its handle at once."""
+
+    async def astart(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
+    ) -> Task:
+        """Start one call as a task from async code."""
+
+    def task(self, task_id: str) -> Task:
+        """The handle of a task started here or by another process sharing the store."""
 
     def close(self) -> None:
         """Release what the engine holds (worker threads, connections)."""
@@ -436,6 +452,33 @@ class Registry:
         return await self._engine.acall(
             name, arguments, context, approver, approved=approved, passthrough=passthrough
         )
+
+    def start(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None, approved: bool = False,
+    ) -> Task:
+        """Start a call as a task and return its handle at once (docs/concepts.md, Tasks).
+
+        The call runs through the same engine as ``call`` (validation, approvals, limits,
+        telemetry) on the registry's loop thread. Its state lives in the call store: with
+        ``[calls] store`` on Redis, any process sharing it can ask for the task by id.
+        ``context`` reaches the tool as ``context.host``, with ``task`` (the id) and
+        ``progress(done, total=None, message=None)``, which the task's status reports.
+        From async code use ``astart``.
+        """
+        return self._engine.start(name, arguments, context, approver, approved=approved)
+
+    async def astart(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None, approved: bool = False,
+    ) -> Task:
+        """``start`` for async code."""
+        return await self._engine.astart(name, arguments, context, approver, approved=approved)
+
+    def task(self, task_id: str) -> Task:
+        """The handle of a task started by ``start`` here, or by any process sharing the
+        Redis store; an id nobody knows reads as ``unknown``."""
+        return self._engine.task(task_id)
 
     def needs_approval(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
         """Why this call of ``name`` needs a person's approval, or None when it does not.

@@ -69,6 +69,17 @@ class CallsSettings(BaseModel):
         description="a whole number of characters a result may hand back, 1,000 or more",
     )
     """The output budget of a call whose tool sets none."""
+    task_ttl_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a positive number of seconds a finished task's result is kept",
+    )
+    """How long a finished task (``registry.start``, MCP tasks) can still be asked for."""
+    task_entries: int = Field(
+        default=10_000, ge=1, description="a whole number of finished tasks kept, 1 or more"
+    )
+    """At most this many finished tasks are kept; the oldest go first."""
 
 
 CALLS_KEYS: Final[dict[str, str]] = {
