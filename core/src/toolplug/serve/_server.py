@@ -186,7 +186,7 @@ def build_server(
     if deferred is not None:
         server_class = _announcing_list_changes(Server)
         instructions = deferred.instructions()
-    return server_class(
+    server = server_class(
         "toolplug",
         version=_version(),
         title="toolplug tools",
@@ -194,6 +194,10 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    from toolplug.serve._tasks import install_tasks
+
+    install_tasks(server, registry, served)  # calls as tasks, for clients that ask
+    return server
 
 
 def parse_address(text: str) -> tuple[str, int]:
