@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from toolplug.calls._plan import PlanResult
     from toolplug.calls._plan import parse_plan
     from toolplug.calls._plan import run_plan
+    from toolplug.calls._tasks import Task
+    from toolplug.calls._tasks import TaskStatus
     from toolplug.contract._approval import Approval
     from toolplug.contract._approval import ApprovalRequest
     from toolplug.contract._call import ToolCall
@@ -102,6 +104,8 @@ __all__ = [
     "PluginInfo",
     "RegisteredTool",
     "Registry",
+    "Task",
+    "TaskStatus",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -144,6 +148,7 @@ _HOME = {
     "runtime._registry": "Registry",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
+    "calls._tasks": "Task TaskStatus",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
     "render._prompt": "optional_tools_section",

@@ -32,6 +32,7 @@ from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._spill import Entry, Page, Spills
 from toolplug.calls._store import Store, open_store
+from toolplug.calls._tasks import Task, Tasks
 from toolplug.calls._telemetry import Telemetry
 from toolplug.calls._validation import Validation, shown
 from toolplug.contract._approval import Approver
@@ -79,6 +80,18 @@ class Invoker:
         self._telemetry = Telemetry(content=settings.telemetry_content, redact=registry.redact)
         self._lock = threading.Lock()
         self._thread: LoopThread | None = None
+        self._tasks: Tasks | None = None
+
+    @property
+    def tasks(self) -> Tasks:
+        """The calls running as tasks (``start``), and the records of those that ended."""
+        tasks = self._tasks
+        if tasks is None:
+            with self._lock:
+                if self._tasks is None:
+                    self._tasks = Tasks(self, self.registry.config.calls, self._store)
+                tasks = self._tasks
+        return tasks
 
     @property
     def store(self) -> Store:
@@ -199,6 +212,34 @@ class Invoker:
             return thread_loop().run_until_complete(coroutine)
         return self._loop_thread().run(coroutine)
 
+    def start(
+        self,
+        name: str,
+        arguments: Any,
+        host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
+        *,
+        approved: bool = False,
+    ) -> Task:
+        """Start one call as a task on the registry's loop thread; its handle at once."""
+        return self.tasks.start(name, arguments, host, approver, approved=approved)
+
+    async def astart(
+        self,
+        name: str,
+        arguments: Any,
+        host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
+        *,
+        approved: bool = False,
+    ) -> Task:
+        """``start`` for async code."""
+        return await self.tasks.astart(name, arguments, host, approver, approved=approved)
+
+    def task(self, task_id: str) -> Task:
+        """The handle of a task this process or another sharing the store started."""
+        return Task(self.tasks, str(task_id))
+
     def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
         """Run the coroutine to its end for a caller that waits in its thread."""
         if running_loop() is None:  # this thread's own loop: no hop to another thread
@@ -306,6 +347,8 @@ class Invoker:
 
     def close(self) -> None:
         """Release the worker threads, the loop thread and the store's connections."""
+        if self._thread is not None and self._tasks is not None:
+            self._thread.run(self._tasks.aclose())  # the loop thread still the store's home
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.run(self._store.aclose())

@@ -42,7 +42,7 @@ from cachetools import TLRUCache
 
 from toolplug.contract._tool import Citation, ToolError, ToolResult
 
-__all__ = ["MemoryStore", "RedisStore", "Store", "open_store"]
+__all__ = ["MemoryStore", "RedisStore", "Store", "decode_result", "encode_result", "open_store"]
 
 log = logging.getLogger("toolplug")
 
@@ -271,6 +271,21 @@ class RedisStore:
             return f"{type(exc).__name__}: {exc}"
         return None
 
+    @property
+    def prefix(self) -> str:
+        """What every key of this store starts with."""
+        return self._prefix
+
+    async def run(self, work: Callable[[Any], Coroutine[Any, Any, _T]]) -> _T:
+        """``work(client)`` on the home loop, with this store's Redis client; its errors
+        (``errors``) are the caller's to handle."""
+        return await self._at_home(work(self._client()))
+
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """What a Redis command raises when the server cannot be used."""
+        return self._errors
+
     async def cached(self, key: str) -> ToolResult | None:
         if not self._usable():
             return await self._fallback.cached(key)
@@ -279,10 +294,10 @@ class RedisStore:
         except self._errors as exc:
             self._failed(exc)
             return await self._fallback.cached(key)
-        return _decode(raw) if raw is not None else None
+        return decode_result(raw) if raw is not None else None
 
     async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
-        encoded = _encode(result)
+        encoded = encode_result(result)
         if encoded is None:  # data that JSON cannot carry: keep it here only
             await self._fallback.keep(key, result, ttl)
             return
@@ -363,14 +378,16 @@ def _safe_url(url: str) -> str:
     return url
 
 
-def _encode(result: ToolResult) -> str | None:
+def encode_result(result: ToolResult) -> str | None:
+    """The result as JSON text, or None when its data cannot be JSON."""
     try:
         return json.dumps(asdict(result), sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
 
 
-def _decode(raw: bytes | str) -> ToolResult | None:
+def decode_result(raw: bytes | str) -> ToolResult | None:
+    """A result ``encode_result`` wrote, or None when it cannot be read."""
     try:
         body = json.loads(raw)
         error = body.get("error")

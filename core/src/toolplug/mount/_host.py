@@ -278,7 +278,9 @@ class Connection:
                     await closing.wait()
                     listener.cancel()
         except BaseException as exc:  # reported as the reason it is down
-            if not ready.done():
+            if isinstance(exc, asyncio.CancelledError) and not ready.done():
+                ready.cancel()  # the start was given up (its time ran out): nobody waits
+            elif not ready.done():
                 problem = _start_problem(exc, settings, statuses)
                 ready.set_exception(ServerDown(problem + _tail(stderr, "; its stderr ends with: ")))
             elif not isinstance(exc, asyncio.CancelledError):

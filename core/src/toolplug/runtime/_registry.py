@@ -30,6 +30,7 @@ from toolplug.search._index import Embedder, Hit
 
 if TYPE_CHECKING:
     from toolplug.calls._spill import Entry, Page
+    from toolplug.calls._tasks import Task
 
 _T = TypeVar("_T")
 
@@ -65,6 +66,19 @@ class CallEngine(Protocol):
 
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller in this thread."""
+
+    def start(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
+    ) -> Task:
+        """Start one call as a task; its handle at once."""
+
+    async def astart(
+        self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
+    ) -> Task:
+        """Start one call as a task from async code."""
+
+    def task(self, task_id: str) -> Task:
+        """The handle of a task started here or by another process sharing the store."""
 
     def close(self) -> None:
         """Release what the engine holds (worker threads, connections)."""
@@ -471,6 +485,33 @@ class Registry:
     async def aspills(self, *, owner: str | None = None) -> list[Entry]:
         """The cut outputs kept whole that ``owner`` may read (``aread``), newest first."""
         return await self._engine.spills(owner)
+
+    def start(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None, approved: bool = False,
+    ) -> Task:
+        """Start a call as a task and return its handle at once (docs/concepts.md, Tasks).
+
+        The call runs through the same engine as ``call`` (validation, approvals, limits,
+        telemetry) on the registry's loop thread. Its state lives in the call store: with
+        ``[calls] store`` on Redis, any process sharing it can ask for the task by id.
+        ``context`` reaches the tool as ``context.host``, with ``task`` (the id) and
+        ``progress(done, total=None, message=None)``, which the task's status reports.
+        From async code use ``astart``.
+        """
+        return self._engine.start(name, arguments, context, approver, approved=approved)
+
+    async def astart(
+        self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
+        approver: Any = None, approved: bool = False,
+    ) -> Task:
+        """``start`` for async code."""
+        return await self._engine.astart(name, arguments, context, approver, approved=approved)
+
+    def task(self, task_id: str) -> Task:
+        """The handle of a task started by ``start`` here, or by any process sharing the
+        Redis store; an id nobody knows reads as ``unknown``."""
+        return self._engine.task(task_id)
 
     def needs_approval(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
         """Why this call of ``name`` needs a person's approval, or None when it does not.

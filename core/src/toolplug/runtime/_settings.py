@@ -84,6 +84,17 @@ class CallsSettings(BaseModel):
         default=1000, ge=1, description="a whole number of kept outputs, 1 or more"
     )
     """The most kept outputs (per client in Redis, in all in this process)."""
+    task_ttl_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a positive number of seconds a finished task's result is kept",
+    )
+    """How long a finished task (``registry.start``, MCP tasks) can still be asked for."""
+    task_entries: int = Field(
+        default=10_000, ge=1, description="a whole number of finished tasks kept, 1 or more"
+    )
+    """At most this many finished tasks are kept; the oldest go first."""
 
 
 CALLS_KEYS: Final[dict[str, str]] = {

@@ -192,7 +192,7 @@ def build_server(
         server_class = _announcing_list_changes(Server)
         instructions = deferred.instructions()
         listen["on_subscriptions_listen"] = deferred.listen
-    return server_class(
+    server = server_class(
         "toolplug",
         version=_version(),
         title="toolplug tools",
@@ -202,6 +202,10 @@ def build_server(
         **handlers(registry),
         **listen,
     )
+    from toolplug.serve._tasks import install_tasks
+
+    install_tasks(server, registry, served)  # calls as tasks, for clients that ask
+    return server
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -1,0 +1,223 @@
+"""Calls as tasks over MCP: the Tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
+
+A client on the 2026-07-28 revision that declares the extension in a ``tools/call``
+request's client capabilities gets a task back at once (``resultType: "task"``, with
+``taskId``, ``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs`` and ``pollIntervalMs``),
+then asks ``tasks/get`` (the status, and once it ended the ``CallToolResult`` inline) and
+``tasks/cancel``. A client that does not declare it gets the plain call, as before. The
+calls run through ``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store``
+on Redis every replica answers for every task.
+
+Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
+the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
+whose process ended before the tool did. Tasks never ask for input (``input_required``):
+``tasks/update`` is acknowledged and changes nothing, and a call that needs approval returns
+``ApprovalRequiredError`` as its result.
+
+Built on the SDK's extension interface (``mcp.server.extension.Extension``): its methods and
+its ``tools/call`` interceptor are applied to the low-level server the way ``MCPServer``
+applies them (``install_tasks``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from mcp import types
+from mcp.server.extension import Extension, MethodBinding, compose_tool_call_handler
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ConfigDict, Field
+
+from toolplug.calls._tasks import TaskStatus
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.lowlevel import Server
+
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["TASKS_EXTENSION", "TasksExtension", "install_tasks"]
+
+log = logging.getLogger("toolplug")
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""The extension's identifier, in server and client capabilities."""
+POLL_INTERVAL_MS: Final = 250
+"""How often a client is told to poll ``tasks/get``."""
+_VERSIONS: Final = frozenset(MODERN_PROTOCOL_VERSIONS)
+
+
+class TaskParams(types.RequestParams):
+    """``tasks/get`` and ``tasks/cancel``: which task."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateParams(TaskParams):
+    """``tasks/update``: a task and the answers to its input requests."""
+
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+class TasksExtension(Extension):
+    """The Tasks extension for the registry's served tools."""
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, registry: Registry, served: Mapping[str, ToolMetadata]) -> None:
+        from toolplug.serve._server import _OutputCheck
+
+        self._registry, self._served = registry, served
+        self._check = _OutputCheck()
+        self._ttl_ms = int(registry.config.calls.task_ttl_seconds * 1000)
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return [
+            MethodBinding("tasks/get", TaskParams, self._get, _VERSIONS),
+            MethodBinding("tasks/cancel", TaskParams, self._cancel, _VERSIONS),
+            MethodBinding("tasks/update", UpdateParams, self._update, _VERSIONS),
+        ]
+
+    async def intercept_tool_call(
+        self,
+        params: types.CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        """A task for a served tool when this request asks for one; else the plain call."""
+        if params.name not in self._served or not _asked(ctx):
+            return await call_next(ctx)
+        task = await self._registry.astart(
+            params.name, params.arguments or {}, context={"transport": "mcp"}
+        )
+        status = await task.astatus()
+        return {"resultType": "task", **self._fields(status)}
+
+    # -- tasks/* -------------------------------------------------------------------
+
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
+        _require(ctx)
+        task = self._registry.task(params.task_id)
+        status = await task.astatus()
+        _known(status)
+        body = self._fields(status)
+        if not status.ended:
+            return body
+        result = await task.aresult(wait=0)
+        if status.lost or result is None:
+            message = status.message or "the task failed"
+            return {**body, "error": {"code": types.INTERNAL_ERROR, "message": message}}
+        if status.state == "cancelled":
+            return body
+        from toolplug.serve._server import _answer
+
+        answer = _answer(self._registry, self._served.get(status.tool), result, self._check)
+        return {**body, "result": answer.model_dump(by_alias=True, mode="json", exclude_none=True)}
+
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
+        _require(ctx)
+        _known(await self._registry.task(params.task_id).acancel())
+        return {}
+
+    async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> Any:
+        _require(ctx)
+        _known(await self._registry.task(params.task_id).astatus())
+        return {}  # these tasks never wait for input: answers change nothing
+
+    def _fields(self, status: TaskStatus) -> dict[str, Any]:
+        """The task as the extension shows it (SEP-2663's flat ``Task``)."""
+        lost = status.state == "failed" and status.lost
+        wire = status.state if status.state != "failed" or lost else "completed"
+        fields: dict[str, Any] = {
+            "taskId": status.id,
+            "status": wire,
+            "createdAt": _iso(status.created_at),
+            "lastUpdatedAt": _iso(status.updated_at),
+            "ttlMs": self._ttl_ms,
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        }
+        message = _message(status)
+        if message is not None:
+            fields["statusMessage"] = message
+        return fields
+
+
+def install_tasks(
+    server: Server[Any], registry: Registry, served: Mapping[str, ToolMetadata]
+) -> None:
+    """Serve the Tasks extension on ``server``: its methods, its ``tools/call``
+    interceptor, and its identifier in the server's capabilities."""
+    extension = TasksExtension(registry, served)
+    for method in extension.methods():
+        server.add_request_handler(method.method, method.params_type, _gated(method))
+    entry = server.get_request_handler("tools/call")
+    assert entry is not None  # build_server registers it
+    server.add_request_handler(
+        "tools/call",
+        types.CallToolRequestParams,
+        compose_tool_call_handler([extension], entry.handler),
+    )
+    server.extensions[extension.identifier] = extension.settings()
+
+
+def _gated(method: MethodBinding) -> Any:
+    """The handler, answering "method not found" off the versions it is served at (as
+    ``MCPServer`` does for extension methods)."""
+    versions = method.protocol_versions
+
+    async def gated(ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
+        if versions is not None and ctx.protocol_version not in versions:
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", method.method)
+        return await method.handler(ctx, params)
+
+    return gated
+
+
+def _asked(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this request's client declared the extension (modern revisions only)."""
+    if ctx.protocol_version not in _VERSIONS:
+        return False
+    wanted = types.ClientCapabilities(extensions={TASKS_EXTENSION: {}})
+    return bool(ctx.session.check_client_capability(wanted))
+
+
+def _require(ctx: ServerRequestContext[Any, Any]) -> None:
+    """A ``tasks/*`` request from a client that did not declare the extension: -32021."""
+    if _asked(ctx):
+        return
+    raise MCPError(
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"this request needs the tasks extension ({TASKS_EXTENSION}) in the client's "
+        "capabilities",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def _known(status: TaskStatus) -> None:
+    """An unknown task is the caller's error: -32602 (-32603 when the store is down)."""
+    if status.state != "unknown":
+        return
+    code = types.INTERNAL_ERROR if "store" in (status.message or "") else types.INVALID_PARAMS
+    raise MCPError(code, f"task {status.id}: {status.message}")
+
+
+def _message(status: TaskStatus) -> str | None:
+    if status.message:
+        return status.message
+    if status.done is None:
+        return None
+    if status.total is None:
+        return f"{status.done:g} done"
+    return f"{status.done:g} of {status.total:g} done"
+
+
+def _iso(stamp: float) -> str:
+    moment = datetime.fromtimestamp(stamp, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
