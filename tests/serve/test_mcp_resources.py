@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from mcp import Client, types
 
+from tests.helpers.redis import redis_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params
 
 SMALL_BUDGET = CONFIG + "\n[calls]\nmax_output_chars = 2000\n"
@@ -76,3 +77,31 @@ def test_over_streamable_http(tmp_path: Path) -> None:
                 return await _session(f"http://127.0.0.1:{port}/mcp")
 
         _check(anyio.run(run))
+
+
+def test_any_replica_serves_the_read_through_redis(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as url:
+        config = SMALL_BUDGET + f'store = "{url}"\n'
+        env = {**os.environ, **child_env(tmp_path, config=config)}
+        first, second = free_port(), free_port()
+        for replica in ("one", "two"):
+            (tmp_path / replica).mkdir()
+        with (
+            http_server(tmp_path / "one", first, env=env),
+            http_server(tmp_path / "two", second, env=env),
+        ):
+
+            async def run() -> tuple[str, str]:
+                with anyio.fail_after(TIMEOUT):
+                    async with Client(f"http://127.0.0.1:{first}/mcp") as one:
+                        reply = await one.call_tool("echo", {"text": TEXT})
+                    link = next(b for b in reply.content if isinstance(b, types.ResourceLink))
+                    async with Client(f"http://127.0.0.1:{second}/mcp") as two:
+                        page = await two.read_resource(f"{link.uri}?offset=20&length=10")
+                        content = page.contents[0]
+                        assert isinstance(content, types.TextResourceContents)
+                        return str(link.uri), content.text
+
+            uri, text = anyio.run(run)
+    assert uri.startswith("toolplug://results/")
+    assert text == "word00002 "
