@@ -5,6 +5,7 @@ and the official SDK client at its latest protocol version."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +16,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.serve import TIMEOUT, free_port, http_server, text_of
+from tests.helpers.redis import redis_server
+from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, text_of
 
 OPTIONS = ("--max-tools", "1", "--task", "add two integers")
 
@@ -78,3 +80,37 @@ def test_a_credential_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> No
     assert seen["alice"] == ["add", "echo", "search_tools"]
     assert seen["bob"] == ["add", "search_tools"]
     assert seen["again"] == ["add", "echo", "search_tools"]
+
+
+def test_replicas_share_a_credential_list_and_its_changes_through_redis(
+    tmp_path: Path,
+) -> None:
+    with redis_server(tmp_path) as store:
+        env = {**os.environ, **child_env(tmp_path, config=CONFIG + f'[calls]\nstore = "{store}"\n')}
+        ports = free_port(), free_port()
+        for replica in ("one", "two"):
+            (tmp_path / replica).mkdir()
+        with (
+            http_server(tmp_path / "one", ports[0], *OPTIONS, env=env),
+            http_server(tmp_path / "two", ports[1], *OPTIONS, env=env),
+        ):
+            one, two = (f"http://127.0.0.1:{port}/mcp" for port in ports)
+
+            async def run() -> dict[str, Any]:
+                seen: dict[str, Any] = {}
+                with anyio.fail_after(TIMEOUT):
+                    async with _as(two, "alice") as listening, _as(one, "alice") as searching:
+                        seen["before"] = await _names(listening)
+                        async with listening.listen(tools_list_changed=True) as changes:
+                            await searching.call_tool("search_tools", {"query": "repeat the text"})
+                            async for _event in changes:
+                                break  # heard on replica two, searched on replica one
+                        seen["after"] = await _names(listening)
+                    async with _as(two, "bob") as bob:
+                        seen["bob"] = await _names(bob)
+                return seen
+
+            seen = anyio.run(run)
+    assert seen["before"] == ["add", "search_tools"]
+    assert seen["after"] == ["add", "echo", "search_tools"]
+    assert seen["bob"] == ["add", "search_tools"]

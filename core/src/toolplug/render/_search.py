@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._metadata import (
@@ -163,6 +163,13 @@ class ToolSearch:
     def deferred(self) -> list[str]:
         """The names of the tools it can still find, sorted."""
         return sorted(set(self._pool) - set(self._loaded))
+
+    def load(self, names: Iterable[str]) -> list[str]:
+        """Load these tools in full too (a list kept elsewhere: another replica's search);
+        the names it did not have, sorted. Names it cannot offer are left out."""
+        added = sorted({n for n in names if n in self._pool and n not in self._loaded})
+        self._loaded.update(dict.fromkeys(added))
+        return added
 
     def definitions(self) -> list[dict[str, Any]]:
         """The loaded tools' definitions (by name), then ``search_tools``'s."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
 from toolplug.serve._resources import client_key
+from toolplug.serve._shared import RedisBus
 from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def build_server(
         ctx: ServerRequestContext[Any], params: PageParams | None
     ) -> ListToolsResult:
         if deferred is not None:
-            return types.ListToolsResult(tools=deferred.listed(ctx))
+            return types.ListToolsResult(tools=await deferred.listed(ctx))
         return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
 
     async def call_tool(
@@ -268,7 +269,13 @@ class _DeferredTools:
         self._sessions: dict[str, Any] = {}
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
-        self.bus = InMemorySubscriptionBus()
+        from toolplug.serve._shared import SharedLists
+
+        store = registry.config.calls.store
+        self._shared = SharedLists(store) if store != "memory" else None
+        self.bus: InMemorySubscriptionBus | RedisBus = (
+            RedisBus(store) if store != "memory" else InMemorySubscriptionBus()
+        )
         self.listen = ListenHandler(self.bus)
 
     def instructions(self) -> str:
@@ -294,10 +301,16 @@ class _DeferredTools:
             session = self._sessions[key] = ToolSearch(self._registry, "mcp", **self._options)
         return session
 
-    def listed(self, ctx: ServerRequestContext[Any]) -> list[Any]:
+    async def listed(self, ctx: ServerRequestContext[Any]) -> list[Any]:
         from mcp import types
 
-        return [types.Tool.model_validate(tool) for tool in self._search(ctx).definitions()]
+        search = self._search(ctx)
+        if isinstance(self.bus, RedisBus):
+            await self.bus.started()
+        key = client_key(ctx)
+        if self._shared is not None and key is not None and key.startswith("credential:"):
+            search.load(await self._shared.names(key))  # what other replicas' searches added
+        return [types.Tool.model_validate(tool) for tool in search.definitions()]
 
     async def answer(self, ctx: ServerRequestContext[Any], arguments: Any) -> ToolResult:
         result: ToolResult = self._search(ctx).answer(arguments)
@@ -306,6 +319,9 @@ class _DeferredTools:
             return result
         if result.data.get("added"):
             from mcp.shared.subscriptions import ToolsListChanged
+
+            if self._shared is not None and key.startswith("credential:"):
+                await self._shared.add(key, list(result.data["added"]))
 
             await self.bus.publish(ToolsListChanged())  # stateless clients that listen
             if not key.startswith("credential:"):  # a session: it hears notifications

@@ -1,0 +1,138 @@
+"""What replicas of ``toolplug serve --http`` share through the call store's Redis.
+
+A stateless (2026-07-28) client may reach any replica behind a load balancer with each
+request. Under ``--max-tools`` its list (keyed by its credential, ``client_key``) is kept
+in Redis, so every replica lists what a search on another added; and list changes travel
+over Redis pub/sub, so a client listening on one replica (``subscriptions/listen``) hears
+of a search made on another. With the in-process store there is one replica to ask, and
+neither is needed. When Redis cannot be reached, each replica answers from what it has and
+says so in its log; nothing fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = ["RedisBus", "SharedLists"]
+
+log = logging.getLogger("toolplug")
+
+_CHANNEL: Final = "toolplug:events:tools_list_changed"
+_LIST_TTL_SECONDS: Final = 24 * 3600
+
+
+def _client(url: str) -> Any:
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+
+
+class SharedLists:
+    """The tool names each credential's search added, in Redis."""
+
+    def __init__(self, url: str, prefix: str = "toolplug:listed:") -> None:
+        self._url, self._prefix = url, prefix
+        self._redis: Any = None
+
+    def _connection(self) -> Any:
+        if self._redis is None:
+            self._redis = _client(self._url)
+        return self._redis
+
+    async def names(self, key: str) -> set[str]:
+        """What searches on any replica added to this client's list."""
+        try:
+            found = await self._connection().smembers(self._prefix + key)
+        except Exception as exc:  # this replica's own list still answers
+            log.warning("the shared tool lists cannot be read (%s): answering from here", exc)
+            return set()
+        return {n.decode() if isinstance(n, bytes) else str(n) for n in found}
+
+    async def add(self, key: str, names: list[str]) -> None:
+        """Record what a search added, for a day after the client's last search."""
+        if not names:
+            return
+        try:
+            async with self._connection().pipeline(transaction=False) as pipe:
+                pipe.sadd(self._prefix + key, *names)
+                pipe.expire(self._prefix + key, _LIST_TTL_SECONDS)
+                await pipe.execute()
+        except Exception as exc:
+            log.warning("the shared tool lists cannot be written (%s): kept here only", exc)
+
+
+class RedisBus:
+    """A ``SubscriptionBus`` (the SDK's seam) whose events reach every replica's listeners
+    through Redis pub/sub; without Redis, this replica's listeners still hear its own."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._listeners: dict[object, Callable[[Any], None]] = {}
+        self._relay: asyncio.Task[None] | None = None
+        self._subscribed: asyncio.Event | None = None
+        self._redis: Any = None
+
+    async def publish(self, event: Any) -> None:
+        """Send the event to every replica (this one hears it back from Redis)."""
+        try:
+            if self._redis is None:
+                self._redis = _client(self._url)
+            await self._redis.publish(_CHANNEL, "1")
+        except Exception as exc:
+            log.warning("tool-list changes reach this replica only (%s)", exc)
+            self._deliver(event)
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Register a listen stream's listener; the relay from Redis starts with the first."""
+        token = object()
+        self._listeners[token] = listener
+        self.start()
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def start(self) -> None:
+        """Relay events from Redis on the running loop from now on."""
+        if self._relay is None or self._relay.done():
+            self._subscribed = asyncio.Event()
+            self._relay = asyncio.get_running_loop().create_task(self._relay_events())
+
+    async def started(self) -> None:
+        """``start``, and wait (2 s at most) until Redis relays: the server awaits this
+        before it answers a list, so a stream opened afterwards misses nothing."""
+        self.start()
+        assert self._subscribed is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._subscribed.wait(), 2)
+
+    def _deliver(self, event: Any) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(event)
+            except Exception:  # one listener must not starve the others
+                log.exception("a subscription listener failed")
+
+    async def _relay_events(self) -> None:
+        from mcp.shared.subscriptions import ToolsListChanged
+
+        while True:
+            pubsub = _client(self._url).pubsub()
+            try:
+                await pubsub.subscribe(_CHANNEL)
+                if self._subscribed is not None:
+                    self._subscribed.set()
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        self._deliver(ToolsListChanged())
+            except Exception as exc:
+                log.warning("tool-list changes from other replicas are not heard (%s)", exc)
+                await asyncio.sleep(1)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
