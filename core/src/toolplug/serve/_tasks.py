@@ -33,6 +33,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from toolplug.calls._tasks import TaskStatus
+from toolplug.serve._resources import client_key
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -95,7 +96,8 @@ class TasksExtension(Extension):
         if params.name not in self._served or not _asked(ctx):
             return await call_next(ctx)
         task = await self._registry.astart(
-            params.name, params.arguments or {}, context={"transport": "mcp"}
+            params.name, params.arguments or {},
+            context={"transport": "mcp", "client": client_key(ctx)},  # owns a spilled output
         )
         status = await task.astatus()
         return {"resultType": "task", **self._fields(status)}
@@ -116,9 +118,11 @@ class TasksExtension(Extension):
             return {**body, "error": {"code": types.INTERNAL_ERROR, "message": message}}
         if status.state == "cancelled":
             return body
+        from toolplug.serve._resources import links
         from toolplug.serve._server import _answer
 
         answer = _answer(self._registry, self._served.get(status.tool), result, self._check)
+        answer.content.extend(links(result, status.tool))
         return {**body, "result": answer.model_dump(by_alias=True, mode="json", exclude_none=True)}
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
