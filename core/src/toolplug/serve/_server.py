@@ -137,6 +137,11 @@ def build_server(
         else None
     )
 
+    def answer(metadata: ToolMetadata | None, result: ToolResult, name: str) -> CallToolResult:
+        replied = _answer(registry, metadata, result, checker)
+        replied.content.extend(links(result, name))
+        return replied
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: PageParams | None
     ) -> ListToolsResult:
@@ -173,9 +178,7 @@ def build_server(
                 finally:
                     if progress is not None:
                         await progress.sent()
-            answer = _answer(registry, served.get(name), result, checker)
-            answer.content.extend(links(result, name))
-            return answer
+            return answer(served.get(name), result, name)
         except Exception as exc:  # never let one call take the server down
             log.exception("serving the MCP call of %.100s failed", name)
             from toolplug.contract._tool import ErrorType, ToolResult
@@ -205,7 +208,7 @@ def build_server(
     )
     from toolplug.serve._tasks import install_tasks
 
-    install_tasks(server, registry, served)  # calls as tasks, for clients that ask
+    install_tasks(server, registry, served, answer)  # calls as tasks, for clients that ask
     return server
 
 

@@ -22,7 +22,7 @@ applies them (``install_tasks``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,7 +40,11 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
+
+Answer = Callable[["ToolMetadata | None", "ToolResult", str], "types.CallToolResult"]
+"""The serve module's answer to a call: ``(metadata, result, tool name) -> CallToolResult``."""
 
 __all__ = ["TASKS_EXTENSION", "TasksExtension", "install_tasks"]
 
@@ -72,11 +76,11 @@ class TasksExtension(Extension):
 
     identifier = TASKS_EXTENSION
 
-    def __init__(self, registry: Registry, served: Mapping[str, ToolMetadata]) -> None:
-        from toolplug.serve._server import _OutputCheck
-
+    def __init__(
+        self, registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer
+    ) -> None:
         self._registry, self._served = registry, served
-        self._check = _OutputCheck()
+        self._answer = answer
         self._ttl_ms = int(registry.config.calls.task_ttl_seconds * 1000)
 
     def methods(self) -> Sequence[MethodBinding]:
@@ -118,11 +122,7 @@ class TasksExtension(Extension):
             return {**body, "error": {"code": types.INTERNAL_ERROR, "message": message}}
         if status.state == "cancelled":
             return body
-        from toolplug.serve._resources import links
-        from toolplug.serve._server import _answer
-
-        answer = _answer(self._registry, self._served.get(status.tool), result, self._check)
-        answer.content.extend(links(result, status.tool))
+        answer = self._answer(self._served.get(status.tool), result, status.tool)
         return {**body, "result": answer.model_dump(by_alias=True, mode="json", exclude_none=True)}
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
@@ -154,11 +154,12 @@ class TasksExtension(Extension):
 
 
 def install_tasks(
-    server: Server[Any], registry: Registry, served: Mapping[str, ToolMetadata]
+    server: Server[Any], registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer
 ) -> None:
     """Serve the Tasks extension on ``server``: its methods, its ``tools/call``
-    interceptor, and its identifier in the server's capabilities."""
-    extension = TasksExtension(registry, served)
+    interceptor, and its identifier in the server's capabilities. ``answer`` turns a
+    finished task's result into the ``CallToolResult`` a plain call would get."""
+    extension = TasksExtension(registry, served, answer)
     for method in extension.methods():
         server.add_request_handler(method.method, method.params_type, _gated(method))
     entry = server.get_request_handler("tools/call")
