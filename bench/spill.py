@@ -110,6 +110,22 @@ async def in_process(rounds: int) -> dict[str, Any]:
     return {"first": {k: _ms(v) for k, v in first.items()}, "mb_s": statistics.median(reads)}
 
 
+async def _read_back(client: Any, link: str) -> int:
+    """Read a kept output over MCP in 1 MB pages, as the ``_meta`` of each says; its size."""
+    from mcp import types
+
+    offset, total = 0, 0
+    while True:
+        answer = await client.read_resource(f"{link}?offset={offset}&length={PAGE}")
+        content = answer.contents[0]
+        assert isinstance(content, types.TextResourceContents)
+        total += len(content.text)
+        following = (content.meta or {}).get("toolplug/next_offset")
+        if following is None:
+            return total
+        offset = following
+
+
 async def mcp_in_memory(rounds: int) -> dict[str, Any]:
     """The server's side alone: ``build_server`` and the SDK client in one process,
     through the SDK's in-memory dispatcher (no HTTP)."""
@@ -142,16 +158,8 @@ async def mcp_in_memory(rounds: int) -> dict[str, Any]:
                     links = [b for b in reply.content if isinstance(b, types.ResourceLink)]
                     if label == "kept":
                         link = str(links[0].uri)
-                started, offset, total = time.perf_counter(), 0, 0
-                while True:
-                    answer = await kept.read_resource(f"{link}?offset={offset}&length={PAGE}")
-                    content = answer.contents[0]
-                    assert isinstance(content, types.TextResourceContents)
-                    total += len(content.text)
-                    following = (content.meta or {}).get("toolplug/next_offset")
-                    if following is None:
-                        break
-                    offset = following
+                started = time.perf_counter()
+                total = await _read_back(kept, link)
                 reads.append(total / (time.perf_counter() - started) / 1e6)
     finally:
         for registry in registries.values():
@@ -227,16 +235,8 @@ async def over_mcp(rounds: int) -> dict[str, Any]:
                             assert not links
                 # then reading back the newest five: 256 MB of kept outputs hold twelve
                 for link in kept_links[-5:]:
-                    started, offset, total = time.perf_counter(), 0, 0
-                    while True:
-                        answer = await kept.read_resource(f"{link}?offset={offset}&length={PAGE}")
-                        content = answer.contents[0]
-                        assert isinstance(content, types.TextResourceContents)
-                        total += len(content.text)
-                        following = (content.meta or {}).get("toolplug/next_offset")
-                        if following is None:
-                            break
-                        offset = following
+                    started = time.perf_counter()
+                    total = await _read_back(kept, link)
                     reads.append(total / (time.perf_counter() - started) / 1e6)
                     assert total == LINES * LINE
         finally:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.helpers.serve import free_port
+
 SERVER = r'''
 import argparse
 import asyncio
@@ -159,13 +161,6 @@ def stdio_table(name: str, script: Path, *args: str, extra: str = "") -> str:
     return (
         f'[mcp_servers.{name}]\ncommand = "{sys.executable}"\nargs = [{arguments}]\n{extra}\n'
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @contextmanager
