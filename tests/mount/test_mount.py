@@ -449,3 +449,19 @@ def test_the_reference_time_server(tmp_path: Path, loaded: list[toolplug.Registr
     result = registry.call("time_get_current_time", {"timezone": "UTC"}, approved=True)
     assert result.ok, result.error
     assert "UTC" in result.output
+
+
+def test_without_the_mcp_sdk_the_reason_says_what_to_install(tmp_path: Path) -> None:
+    program = textwrap.dedent(f"""
+        import sys
+        sys.modules["mcp"] = None  # as if the mcp extra were not installed
+        import toolplug
+        table = {{"command": sys.executable, "args": ["-c", "pass"]}}
+        registry = toolplug.load({{"cache_dir": {str(tmp_path)!r}, "mcp_servers": {{"x": table}}}})
+        print(registry.checker.state("mcp_x").reason)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'the MCP SDK is not installed: pip install "toolplug[mcp]"'

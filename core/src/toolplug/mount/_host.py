@@ -222,6 +222,12 @@ class Connection:
             raise ServerDown(self.server.problem)
         if settings.command is not None and shutil.which(settings.command) is None:
             raise ServerDown(f"command not found: {settings.command}")
+        try:
+            import mcp  # noqa: F401 - only to say what is missing
+        except ImportError:
+            raise ServerDown(
+                'the MCP SDK is not installed: pip install "toolplug[mcp]"'
+            ) from None
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Client] = loop.create_future()
         closing = asyncio.Event()
