@@ -11,15 +11,13 @@ writes the ``[mcp_servers.NAME]`` table that starts it.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers.serve import free_port
+from tests.helpers.serve import free_port, stop, wait_for_port
 
 SERVER = r'''
 import argparse
@@ -173,24 +171,9 @@ def http_server(script: Path, *args: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"the server exited: {process.stderr.read()!r}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("the server did not open its port") from None
-                time.sleep(0.05)
+        wait_for_port(process, port, lambda: process.stderr.read().decode())  # type: ignore[union-attr]
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, 10)
         if process.stderr is not None:
             process.stderr.close()

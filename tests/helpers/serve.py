@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -179,25 +179,35 @@ def http_server(
             cwd=tmp_path,
         )
         try:
-            deadline = time.monotonic() + TIMEOUT
-            while True:
-                if process.poll() is not None:
-                    raise AssertionError(
-                        f"the server exited with {process.returncode}: "
-                        + errors.read_text(encoding="utf-8")
-                    )
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise AssertionError("the server did not open its port") from None
-                    time.sleep(0.1)
+            wait_for_port(process, port, lambda: errors.read_text(encoding="utf-8"))
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+            stop(process)
+
+
+def wait_for_port(
+    process: subprocess.Popen[bytes], port: int, output: Callable[[], str]
+) -> None:
+    """Return once the process listens on 127.0.0.1:port; fail with ``output()`` when it
+    exits first, or after ``TIMEOUT`` seconds."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}: {output()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError("the server did not open its port") from None
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen[bytes], seconds: float = 15) -> None:
+    """End the process: SIGTERM, then SIGKILL if it has not exited within ``seconds``."""
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=seconds)
