@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,25 @@ def test_two_replicas_share_spills_through_redis(tmp_path: Path) -> None:
         finally:
             first.close()
             second.close()
+
+
+def test_many_calls_at_once_each_keep_their_own_output() -> None:
+    registry = _load(spill_max_count=10_000)
+    try:
+
+        async def awaited() -> list[ToolResult]:
+            return list(await asyncio.gather(*(registry.acall("big", {}) for _ in range(200))))
+
+        with ThreadPoolExecutor(8) as pool:  # the sync call, from threads, meanwhile
+            threaded = [pool.submit(registry.call, "big", {}) for _ in range(200)]
+            results = asyncio.run(awaited()) + [f.result() for f in threaded]
+        uris = {r.spill for r in results}
+        assert len(uris) == 400
+        assert None not in uris
+        for uri in list(uris)[:20]:
+            page = registry.read(uri)  # type: ignore[arg-type]
+            assert page is not None
+            assert page.text == TEXT
+        assert len(asyncio.run(registry.aspills())) == 400
+    finally:
+        registry.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -84,6 +85,9 @@ class Spills:
         self._max_count = max_count
         self._local: OrderedDict[str, tuple[Entry, str | None, dict[str, str]]] = OrderedDict()
         self._local_chars = 0
+        # Calls run on many loops and threads (the sync ``call`` on its own); held for
+        # dictionary work only, never across I/O.
+        self._lock = threading.Lock()
 
     # -- keeping ------------------------------------------------------------------------
 
@@ -114,16 +118,18 @@ class Spills:
         return SCHEME + spill_id, local_only and redis is not None
 
     def _put_local(self, entry: Entry, owner: str | None, parts: dict[str, str]) -> None:
-        self._expire_local()
-        self._local[entry.id] = (entry, owner, parts)
-        self._local_chars += sum(entry.sizes.values())
-        while self._local and (
-            self._local_chars > self._max_chars or len(self._local) > self._max_count
-        ):
-            _, (old, _, _) = self._local.popitem(last=False)
-            self._local_chars -= sum(old.sizes.values())
+        with self._lock:
+            self._expire_local()
+            self._local[entry.id] = (entry, owner, parts)
+            self._local_chars += sum(entry.sizes.values())
+            while self._local and (
+                self._local_chars > self._max_chars or len(self._local) > self._max_count
+            ):
+                _, (old, _, _) = self._local.popitem(last=False)
+                self._local_chars -= sum(old.sizes.values())
 
     def _expire_local(self) -> None:
+        """Drop what expired (with ``_lock`` held)."""
         now = time.time()
         for spill_id in [k for k, (e, _, _) in self._local.items() if e.expires <= now]:
             entry, _, _ = self._local.pop(spill_id)
@@ -159,8 +165,9 @@ class Spills:
         if parsed is None or offset < 0 or (length is not None and length < 0):
             return None
         spill_id, part = parsed
-        self._expire_local()
-        local = self._local.get(spill_id)
+        with self._lock:
+            self._expire_local()
+            local = self._local.get(spill_id)
         if local is not None:
             _, kept_for, parts = local
             if kept_for != owner or part not in parts:
@@ -206,8 +213,9 @@ class Spills:
 
     async def listing(self, owner: str | None) -> list[Entry]:
         """The spills this owner may read, newest first."""
-        self._expire_local()
-        found = [e for e, kept_for, _ in self._local.values() if kept_for == owner]
+        with self._lock:
+            self._expire_local()
+            found = [e for e, kept_for, _ in self._local.values() if kept_for == owner]
         redis = _redis(self._store)
         if redis is not None and redis._usable():
             try:
