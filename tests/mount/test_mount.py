@@ -84,6 +84,7 @@ def test_each_remote_tool_is_a_toolplug_tool(
         "calc_erase",
         "calc_fail",
         "calc_grow",
+        "calc_mutate",
         "calc_slow",
     }
     add = registry.get("calc_add")
@@ -336,7 +337,7 @@ def test_a_pinned_tool_that_changed_is_refused_until_locked(
     loaded.append(registry)
     assert not registry.availability("calc_add").available  # not in a lock file yet
     path, counts, down = lock(registry)
-    assert (counts, down) == ({"calc": 7}, [])
+    assert (counts, down) == ({"calc": 8}, [])
     assert path == tmp_path / "toolplug.lock"
 
     locked = _load(tmp_path, stdio_table("calc", script, extra="pin = true"))
@@ -465,3 +466,27 @@ def test_without_the_mcp_sdk_the_reason_says_what_to_install(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == 'the MCP SDK is not installed: pip install "toolplug[mcp]"'
+
+
+def test_a_pinned_tool_the_server_changes_while_running_is_refused(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    table = stdio_table("calc", script, extra='pin = true\napproval = "never"')
+    first = _load(tmp_path, table)
+    lock(first)
+    first.close()
+    registry = _load(tmp_path, table)
+    loaded.append(registry)
+    assert registry.call("calc_add", {"a": 1, "b": 2}).data == {"result": 3}
+    assert registry.call("calc_mutate", {}).output == "changed"
+    # the server said its list changed: the next call of add meets the new definition
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        refused = registry.call("calc_add", {"a": 1, "b": 2})
+        if not refused.ok:
+            break
+        time.sleep(0.05)
+    assert refused.error is not None
+    assert refused.error.type == "PermissionError"
+    assert "otherwise than toolplug.lock records" in refused.error.message
+    assert registry.call("calc_big", {"chars": 3}).output == "xxx"  # unchanged: still runs

@@ -82,15 +82,24 @@ class MountedServer:
 
     # -- calls -------------------------------------------------------------------------
 
+    def definition_now(self, remote: str) -> str | None:
+        """The digest of a tool's definition as the server last listed it (a list change
+        while this process runs refreshes it), or None when it lists no such tool."""
+        tools = self.listing.tools if self.listing else []
+        found = next((t for t in tools if t.get("name") == remote), None)
+        return None if found is None else _catalog.definition_digest(found)
+
     async def call(
-        self, remote: str, digest: str, arguments: dict[str, Any], context: ToolContext
+        self, remote: str, arguments: dict[str, Any], context: ToolContext
     ) -> ToolResult:
         """Call one of its tools; every failure comes back as a structured result."""
-        if self.settings.pin and self.locked is not None and self.locked.get(remote) != digest:
+        locked = self.locked if self.settings.pin else None
+        if locked is not None and locked.get(remote) != self.definition_now(remote):
             return ToolResult.failure(
                 ErrorType.PERMISSION,
-                f"{context.tool} is pinned and its definition is not the one in toolplug.lock; "
-                "review it and run 'toolplug lock'",
+                f"{context.tool} is pinned and the server now defines it otherwise than "
+                "toolplug.lock records; review the change ('toolplug doctor') and run "
+                "'toolplug lock'",
             )
         report: Any = context.host.get("progress")
         connection = self.connection
@@ -485,10 +494,9 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
         where = ".".join(map(str, first["loc"]))
         return f"the definition of {tool['name']!r} cannot be mounted: {where}: {first['msg']}"
     remote = str(tool["name"])
-    digest = _catalog.definition_digest(tool)
 
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        return await server.call(remote, digest, arguments, context)
+        return await server.call(remote, arguments, context)
 
     return type(
         f"Mounted_{final}",
