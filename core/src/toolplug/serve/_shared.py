@@ -79,9 +79,7 @@ class RedisBus:
     async def publish(self, event: Any) -> None:
         """Send the event to every replica (this one hears it back from Redis)."""
         try:
-            if self._redis is None:
-                self._redis = _client(self._url)
-            await self._redis.publish(_CHANNEL, "1")
+            await self._connection().publish(_CHANNEL, "1")
         except Exception as exc:
             log.warning("tool-list changes reach this replica only (%s)", exc)
             self._deliver(event)
@@ -96,6 +94,11 @@ class RedisBus:
             self._listeners.pop(token, None)
 
         return unsubscribe
+
+    def _connection(self) -> Any:
+        if self._redis is None:
+            self._redis = _client(self._url)
+        return self._redis
 
     def start(self) -> None:
         """Relay events from Redis on the running loop from now on."""
@@ -122,7 +125,7 @@ class RedisBus:
         from mcp.shared.subscriptions import ToolsListChanged
 
         while True:
-            pubsub = _client(self._url).pubsub()
+            pubsub = self._connection().pubsub()  # one pool, whatever the reconnects
             try:
                 await pubsub.subscribe(_CHANNEL)
                 if self._subscribed is not None:
