@@ -166,3 +166,19 @@ def test_many_calls_at_once_each_keep_their_own_output() -> None:
         assert len(asyncio.run(registry.aspills())) == 400
     finally:
         registry.close()
+
+
+def test_with_redis_gone_the_output_is_kept_here_and_the_result_says_so(
+    tmp_path: Path,
+) -> None:
+    with redis_server(tmp_path) as url:
+        registry = _load(store=url)
+    try:  # the server has stopped: the store falls back to this process
+        result = registry.call("big", {})
+        assert result.spill is not None
+        assert any("kept in this process only" in w for w in result.warnings)
+        page = registry.read(result.spill, length=11)
+        assert page is not None
+        assert page.text == "line 00000\n"
+    finally:
+        registry.close()
