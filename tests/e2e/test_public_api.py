@@ -23,7 +23,7 @@ EXPECTED = {
     "MetadataError", "NetworkPolicy", "Package", "Plan", "PlanError",
     "PlanResult", "PluginError", "PluginInfo", "Registry", "RegisteredTool", "Task",
     "TaskStatus", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolFailure",
-    "ToolMetadata", "ToolResult", "ToolSearch", "ToolplugError", "Toolset", "UsageError",
+    "ToolMetadata", "ToolResult", "ToolSearch", "ToolplugError", "Toolset", "Trust", "UsageError",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",

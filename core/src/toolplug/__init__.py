@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import Example
     from toolplug.contract._metadata import Guidelines
     from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import Trust
     from toolplug.contract._network import NetworkPolicy
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
@@ -116,6 +117,7 @@ __all__ = [
     "ToolSearch",
     "ToolplugError",
     "Toolset",
+    "Trust",
     "UsageError",
     "__version__",
     "explain_export",
@@ -139,7 +141,7 @@ _HOME = {
     "contract._errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
     "contract._hooks": "CONTRACT_VERSION hookimpl provides",
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
-    "ToolMetadata",
+    "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",

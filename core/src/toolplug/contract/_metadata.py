@@ -25,6 +25,7 @@ __all__ = [
     "Example",
     "Guidelines",
     "ToolMetadata",
+    "Trust",
     "validate_tool_metadata",
 ]
 
@@ -126,6 +127,35 @@ class Annotations(_Frozen):
     """The tool reaches an open world, such as the web, rather than a closed domain."""
 
 
+class Trust(_Frozen):
+    """What a tool's output may be trusted with, and which of its arguments leave the machine.
+
+    The labels a flow guard needs: an ``untrusted`` output is text anyone outside could have
+    written (a web page, a search result, a feed, a mail, an issue); a ``private`` output is
+    the user's own data (files, calendar, private repositories); a sink is a parameter whose
+    value leaves the machine or changes the world (a URL fetched, a query sent, a post
+    published, a file written). A tool that declares no labels gets ``Trust.cautious``.
+    """
+
+    output: Literal["trusted", "untrusted"]
+    """Whether the result's text could have been written by someone outside."""
+    private: bool = False
+    """Whether the result holds the user's own data."""
+    sinks: tuple[str, ...] = ()
+    """Top-level parameters whose values leave the machine or change the world."""
+
+    @property
+    def untrusted(self) -> bool:
+        """True when the output could have been written by anyone outside."""
+        return self.output == "untrusted"
+
+    @classmethod
+    def cautious(cls, parameters: dict[str, Any]) -> Trust:
+        """The labels of a tool that declares none: untrusted, private, every parameter a sink."""
+        names = tuple(sorted((parameters.get("properties") or {}).keys()))
+        return cls(output="untrusted", private=True, sinks=names)
+
+
 def _empty_object_schema() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
 
@@ -164,6 +194,13 @@ class ToolMetadata(_Frozen):
     """Default time limit of one call; configuration may override it."""
     max_output_chars: int | None = Field(default=None, ge=1000)
     """The most characters a result may hand the model (None: ``[calls] max_output_chars``)."""
+    trust: Trust | None = None
+    """Trust labels; None means unlabelled, treated as ``Trust.cautious(parameters)``."""
+
+    @property
+    def labels(self) -> Trust:
+        """The trust labels in force: the declared ones, else the cautious default."""
+        return self.trust if self.trust is not None else Trust.cautious(self.parameters)
 
     @field_validator("description")
     @classmethod
@@ -231,6 +268,15 @@ def validate_tool_metadata(
                 f"example {index} ({example.description!r}) does not match the parameters "
                 f"schema at {where}: {first.message}",
                 f"examples[{index}].input",
+            )
+    if metadata.trust is not None:
+        known = set((metadata.parameters.get("properties") or {}).keys())
+        unknown = sorted(set(metadata.trust.sinks) - known)
+        if unknown:
+            raise fail(
+                f"trust.sinks names {', '.join(unknown)}, not a top-level parameter; "
+                f"sinks must be among {sorted(known)}",
+                "trust.sinks",
             )
     names = [f.name for f in metadata.config_fields]
     duplicates = sorted({n for n in names if names.count(n) > 1})
