@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._capabilities import Capability, DetectContext
 from toolplug.contract._errors import PluginError, UsageError
-from toolplug.contract._metadata import Category, ToolMetadata
+from toolplug.contract._metadata import Category, ToolMetadata, Trust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._config import (
@@ -536,6 +536,15 @@ class Registry:
         except Exception:  # arguments the tool cannot read: judge by what it declares
             hints = tool.metadata.annotations
         return approval_reason(tool.metadata, policy, hints)
+
+    def labels(self, name: str) -> Trust:
+        """The trust labels in force for ``name``: what the tool declares, else the cautious
+        default (untrusted output, private, every parameter a sink).
+
+        Raises:
+            UsageError: no installed tool has that name.
+        """
+        return self.get(name).metadata.labels
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Have ``close`` call ``closer`` too (what ``load()`` opened for this registry)."""
