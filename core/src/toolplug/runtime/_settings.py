@@ -129,6 +129,16 @@ class CodeSettings(BaseModel):
         default=200, ge=1, description="a whole number of tool calls, 1 or more"
     )
     """How many tool calls one program may make."""
+    wall_seconds: float = Field(
+        default=3600.0, gt=0, allow_inf_nan=False,
+        description="a positive number of seconds a program may take in all, waits included",
+    )
+    """run_code's own time limit, waiting for tools and approvals included."""
+    max_programs_per_owner: int = Field(
+        default=8, ge=1,
+        description="a whole number of programs, 1 or more, one client may run at once",
+    )
+    """Programs one owner (an MCP client, else this process) may run at once; more are refused."""
 
 
 CODE_KEYS: Final[dict[str, str]] = {
