@@ -228,6 +228,41 @@ def test_an_answer_counts_only_with_the_state_of_its_own_question(tmp_path: Path
     assert posted(tmp_path) == ["one"]
 
 
+@pytest.mark.parametrize(
+    ("config", "questions"),
+    [
+        (CONFIG, 1),  # not made a task: a plain call, which asks
+        (CLIENT_MODE, 0),  # the host approved: a task, run as approved
+    ],
+)
+def test_a_client_of_the_tasks_extension_is_asked_too(
+    tmp_path: Path, config: str, questions: int
+) -> None:
+    from tests.helpers.tasks import TasksClient
+
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return YES
+
+    async def session() -> types.CallToolResult:
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                served(tmp_path, "stdio", config) as server,
+                Client(
+                    server, mode="2026-07-28", extensions=[TasksClient()],
+                    elicitation_callback=elicit,
+                ) as client,
+            ):
+                return await client.call_tool("post", {"text": "hello"})
+
+    result = anyio.run(session)
+    assert text_of(result) == "posted: hello"
+    assert len(asked) == questions
+    assert posted(tmp_path) == ["hello"]
+
+
 async def _never(context: Any, params: Any) -> types.ElicitResult:
     raise AssertionError("this test answers by hand")
 
