@@ -92,7 +92,11 @@ async def served(tmp_path: Path, transport: str, config: str = CONFIG) -> AsyncI
     port = free_port()
     env = {**os.environ, **server_env(tmp_path, config)}
     with http_server(tmp_path, port, env=env):
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield url(port)
+
+
+def url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/mcp"
 
 
 def error_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -226,6 +230,39 @@ def test_an_answer_counts_only_with_the_state_of_its_own_question(tmp_path: Path
     assert isinstance(done, types.CallToolResult)
     assert not done.is_error
     assert posted(tmp_path) == ["one"]
+
+
+def test_an_answer_may_reach_another_replica_sharing_the_redis_store(tmp_path: Path) -> None:
+    # Stateless clients behind a load balancer: asked by one replica, answered to another.
+    import os
+
+    from tests.helpers.redis import redis_server
+
+    with redis_server(tmp_path) as store:
+        config = CONFIG + f'\n[calls]\nstore = "{store}"\n'
+        env = {**os.environ, **server_env(tmp_path, config)}
+        one, two = free_port(), free_port()
+
+        async def session() -> types.CallToolResult | types.InputRequiredResult:
+            with anyio.fail_after(TIMEOUT):
+                async with (
+                    Client(url(one), mode="2026-07-28", elicitation_callback=_never) as first,
+                    Client(url(two), mode="2026-07-28", elicitation_callback=_never) as second,
+                ):
+                    asked = await first.session.call_tool(
+                        "post", {"text": "hi"}, allow_input_required=True
+                    )
+                    assert isinstance(asked, types.InputRequiredResult)
+                    return await second.session.call_tool(
+                        "post", {"text": "hi"}, input_responses={INPUT_KEY: YES},
+                        request_state=asked.request_state, allow_input_required=True,
+                    )
+
+        with http_server(tmp_path, one, env=env), http_server(tmp_path, two, env=env):
+            done = anyio.run(session)
+    assert isinstance(done, types.CallToolResult)
+    assert text_of(done) == "posted: hi"
+    assert posted(tmp_path) == ["hi"]
 
 
 @pytest.mark.parametrize(

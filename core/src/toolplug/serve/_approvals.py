@@ -88,16 +88,54 @@ def approved_by_host(registry: Registry, tool: str) -> bool:
     return registry.config.serve.approvals_for(tool) == "client"
 
 
-def install_request_state(server: Server[Any]) -> None:
+def install_request_state(server: Server[Any], store: str) -> None:
     """Seal the ``requestState`` of input requests, and check it on the retry.
 
-    The key lives in this process: a retry that reaches another replica (or this server
-    after a restart) is refused with -32602, and the client asks again with a new call.
+    The key lives in this process, or with ``[calls] store`` on Redis it is one for every
+    replica, so a retry may reach any of them. A state sealed by another key (another
+    server, a restart with the in-process store) is refused with -32602, and the client
+    asks again with a new call.
     """
+    server.middleware.append(_Sealing(store))
+
+
+class _Sealing:
+    """The SDK's ``RequestStateBoundary``, with this process's key or the replicas' shared one."""
+
+    def __init__(self, store: str) -> None:
+        import os
+
+        self._store = store
+        self._own = os.urandom(32)
+        self._shared: Any = None  # the boundary under the replicas' key, once read
+
+    async def __call__(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        from mcp_types.methods import INPUT_REQUIRED_METHODS
+
+        if ctx.method not in INPUT_REQUIRED_METHODS:
+            return await call_next(ctx)
+        if self._store == "memory":
+            boundary = self._shared = self._shared or _boundary([self._own])
+        elif self._shared is not None:
+            boundary = self._shared
+        else:
+            from toolplug.serve._shared import shared_secret
+
+            try:
+                key = await shared_secret(self._store, "request-state")
+            except Exception as exc:  # answer from here: a retry must come back to this replica
+                log.warning("the replicas' request-state key cannot be read (%s)", exc)
+                boundary = _boundary([self._own])
+            else:  # what this replica sealed alone still opens
+                boundary = self._shared = _boundary([key, self._own])
+        return await boundary(ctx, call_next)
+
+
+def _boundary(keys: list[bytes]) -> Any:
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
-    security = RequestStateSecurity.ephemeral(ttl=STATE_TTL_SECONDS)
-    server.middleware.append(RequestStateBoundary(security, default_audience="toolplug"))
+    security = RequestStateSecurity(keys=keys, ttl=STATE_TTL_SECONDS)
+    return RequestStateBoundary(security, default_audience="toolplug")
 
 
 class AskClient:

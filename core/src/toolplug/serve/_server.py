@@ -224,7 +224,8 @@ def build_server(
     from toolplug.serve._tasks import install_tasks
 
     install_tasks(server, registry, served, answer)  # calls as tasks, for clients that ask
-    install_request_state(server)  # approvals asked of modern clients (serve/_approvals.py)
+    # approvals asked of modern clients (serve/_approvals.py)
+    install_request_state(server, registry.config.calls.store)
     return server
 
 
