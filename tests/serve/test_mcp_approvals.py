@@ -109,10 +109,10 @@ def error_of(result: types.CallToolResult) -> dict[str, Any]:
 
 
 def sdk_call(
-    tmp_path: Path, transport: str, answer: types.ElicitResult | None
+    tmp_path: Path, transport: str, answer: types.ElicitResult | None, mode: str = "2026-07-28"
 ) -> tuple[str, list[str], types.CallToolResult]:
-    """``post`` called by ``mcp.Client`` pinned to 2026-07-28: the protocol version, the
-    questions its user was shown, and the result."""
+    """``post`` called by ``mcp.Client`` (pinned to 2026-07-28 unless ``mode`` says else): the
+    protocol version, the questions its user was shown, and the result."""
     asked: list[str] = []
 
     async def elicit(context: Any, params: Any) -> types.ElicitResult:
@@ -124,7 +124,7 @@ def sdk_call(
         with anyio.fail_after(TIMEOUT):
             async with served(tmp_path, transport) as server:
                 callback = elicit if answer is not None else None
-                async with Client(server, mode="2026-07-28", elicitation_callback=callback) as c:
+                async with Client(server, mode=mode, elicitation_callback=callback) as c:
                     result = await c.call_tool("post", {"text": "hello"})
                     return c.protocol_version, asked, result
 
@@ -141,6 +141,15 @@ def test_a_modern_client_is_asked_and_the_call_runs_once_approved(
     assert question.startswith('post (Publish a short message) would run with {"text": "hello"}')
     assert "annotated destructive" in question
     assert not result.is_error
+    assert text_of(result) == "posted: hello"
+    assert posted(tmp_path) == ["hello"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_handshake_session_is_still_asked_by_elicitation(tmp_path: Path, transport: str) -> None:
+    version, asked, result = sdk_call(tmp_path, transport, YES, mode="legacy")
+    assert version == "2025-11-25"
+    assert len(asked) == 1
     assert text_of(result) == "posted: hello"
     assert posted(tmp_path) == ["hello"]
 
