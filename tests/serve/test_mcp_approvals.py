@@ -482,3 +482,61 @@ def test_client_mode_per_tool_leaves_the_other_tools_to_toolplug(tmp_path: Path)
     assert json.loads(output)["error_type"] == "ApprovalRequiredError"
     assert posted(tmp_path) == []
 
+
+
+# -- the calls of a run_code program -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "runs"),
+    [
+        ("legacy", True),  # elicitation mid-program: asked, and the call runs
+        ("2026-07-28", False),  # an input request would run the program again: not asked
+    ],
+)
+def test_the_calls_of_a_program_are_asked_only_mid_call(mode: str, runs: bool) -> None:
+    import toolplug
+    from toolplug import Annotations, Tool, ToolMetadata, ToolResult, hookimpl
+    from toolplug.serve import build_server
+
+    published: list[str] = []
+
+    class Publish(Tool):
+        metadata = ToolMetadata(
+            name="publish",
+            description="Publish a post.",
+            category="publish",
+            parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+            annotations=Annotations(destructive=True),
+        )
+
+        async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+            published.append(arguments["text"])
+            return ToolResult.success("published")
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(Publish)
+
+    registry = toolplug.load({"code": {"enabled": True}}, plugins=[("publish", Plugin())])
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return YES
+
+    async def session() -> types.CallToolResult:
+        with anyio.fail_after(TIMEOUT):
+            server = build_server(registry)
+            async with Client(server, mode=mode, elicitation_callback=elicit) as client:
+                return await client.call_tool("run_code", {"code": 'await publish(text="x")'})
+
+    try:
+        result = anyio.run(session)
+    finally:
+        registry.close()
+    assert published == (["x"] if runs else [])
+    assert len(asked) == (1 if runs else 0)
+    if not runs:
+        assert "PermissionError: publish (Publish a post) would run" in text_of(result)
