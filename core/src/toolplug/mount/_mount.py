@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
-__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report"]
+__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
 
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
 _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
@@ -721,6 +721,17 @@ def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:
         counts[server.name] = len(entries[server.name])
     _catalog.write_lock(path, entries, fields)
     return path, counts, down
+
+
+def report_drift(mounts: Mounted) -> list[str]:
+    """Each mounted tool whose definition differs from the recorded one:
+    ``calc: 'add' differs from toolplug.lock (its description changed)``."""
+    return [
+        f"{server.name}: {_drift_text(server, remote)}"
+        for server in mounts.servers.values()
+        if server.locked is not None
+        for remote in server.drifted
+    ]
 
 
 def report(mounts: Mounted) -> list[str]:
