@@ -644,7 +644,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     from toolplug.mount._screen import findings
 
     reported = findings(registry, mounts)
-    out += ["", f"Definitions: {len(reported) or 'no'} finding(s) ('toolplug scan' for CI)"]
+    count = f"{len(reported)} finding(s)" if reported else "no findings"
+    out += ["", f"Definitions: {count}"]
     out += _scan_lines(reported)
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)

@@ -607,12 +607,13 @@ class _ServerPlugin:
         )
         if server.settings.pins and server.drifted:
             changed = ", ".join(_drift_text(server, r) for r in server.drifted)
-            mode = f"pin = {str(server.settings.pin).lower()}"
-            if server.settings.pin == "first-use":
-                mode = 'pin = "first-use", the default'
+            mode = f"pin = {json.dumps(server.settings.pin)}"
 
             def unchanged(_ctx: DetectContext) -> str | None:
-                return f"the server's definition of {changed} ({mode} refuses it)"
+                return (
+                    f"the server's definition of {changed}; {mode} refuses it until "
+                    "'toolplug lock' accepts it"
+                )
 
             register(
                 Capability(
