@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RULES",
-    "RuleId",
     "WELL_KNOWN_TOOLS",
     "Finding",
+    "RuleId",
     "Subject",
     "definition_texts",
     "metadata_texts",
