@@ -487,14 +487,14 @@ def test_without_the_mcp_sdk_the_reason_says_what_to_install(tmp_path: Path) -> 
     assert done.stdout.strip() == 'the MCP SDK is not installed: pip install "toolplug[mcp]"'
 
 
+@pytest.mark.parametrize("pin", ["pin = true", 'pin = "first-use"'])
 def test_a_pinned_tool_the_server_changes_while_running_is_refused(
-    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry], pin: str
 ) -> None:
-    table = stdio_table(
-        "calc", script, extra='trust_annotations = true\npin = true\napproval = "never"'
-    )
+    table = stdio_table("calc", script, extra=f'{TRUSTED}\n{pin}\napproval = "never"')
     first = _load(tmp_path, table)
-    lock(first)
+    if pin == "pin = true":
+        lock(first)  # first use records the definitions by itself
     first.close()
     registry = _load(tmp_path, table)
     loaded.append(registry)
