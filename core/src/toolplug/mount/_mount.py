@@ -647,7 +647,7 @@ class _ServerPlugin:
 
 
 def _drift_text(server: MountedServer, remote: str) -> str:
-    """``'add' differs from toolplug.lock (its description, inputSchema)``."""
+    """``'add' differs from toolplug.lock (its description, inputSchema changed)``."""
     assert server.locked is not None
     if remote not in server.locked:
         return f"{remote!r} is not in toolplug.lock"
