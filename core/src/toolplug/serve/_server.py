@@ -124,6 +124,7 @@ def build_server(
 
     from toolplug.render._export import export_tool
     from toolplug.render._prompt import optional_tools_section
+    from toolplug.serve._prompts import prompt_handlers
     from toolplug.serve._resources import handlers, links
 
     chosen = registry.select(toolset=toolset)
@@ -204,6 +205,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers(registry),
+        **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
         **listen,
     )
     from toolplug.serve._tasks import install_tasks
