@@ -21,6 +21,7 @@ applies them (``install_tasks``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
+    from toolplug.calls._tasks import Task
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
@@ -82,6 +84,8 @@ class TasksExtension(Extension):
         self._registry, self._served = registry, served
         self._answer = answer
         self._ttl_ms = int(registry.config.calls.task_ttl_seconds * 1000)
+        self._after = registry.config.calls.task_after_seconds
+        self._cancels: set[asyncio.Task[Any]] = set()  # kept until they ran
 
     def methods(self) -> Sequence[MethodBinding]:
         return [
@@ -96,15 +100,41 @@ class TasksExtension(Extension):
         ctx: ServerRequestContext[Any, Any],
         call_next: CallNext,
     ) -> HandlerResult:
-        """A task for a served tool when this request asks for one; else the plain call."""
+        """The plain call for a client that did not declare the extension. For one that
+        did: a task at once when the tool is long-running or the request asks for one
+        (``task`` in its params), else the call's own result when it ends within
+        ``[calls] task_after_seconds``, and a task when it is still running then."""
         if params.name not in self._served or not _asked(ctx):
             return await call_next(ctx)
         task = await self._registry.astart(
             params.name, params.arguments or {},
             context={"transport": "mcp", "client": client_key(ctx)},  # owns a spilled output
         )
+        metadata = self._served[params.name]
+        if not (metadata.long_running or params.task is not None or self._after <= 0):
+            answer = await self._soon(task, metadata, params.name)
+            if answer is not None:
+                return answer
         status = await task.astatus()
         return {"resultType": "task", **self._fields(status)}
+
+    async def _soon(
+        self, task: Task, metadata: ToolMetadata, name: str
+    ) -> types.CallToolResult | None:
+        """The call's answer when it ends within the threshold; None when it runs on."""
+        try:
+            result = await task.aresult(wait=self._after)
+        except BaseException:  # the client gave up on the request: so does the call
+            cancelling = asyncio.get_running_loop().create_task(task.acancel())
+            self._cancels.add(cancelling)
+            cancelling.add_done_callback(self._cancels.discard)
+            raise
+        if result is None:
+            return None
+        status = await task.astatus()
+        if status.lost or status.state not in ("completed", "failed"):
+            return None  # cancelled meanwhile, or its process ended: the task says how
+        return self._answer(metadata, result, name)
 
     # -- tasks/* -------------------------------------------------------------------
 
