@@ -177,7 +177,8 @@ def threshold_params(tmp_path: Path, seconds: float) -> Any:
     config = (
         "[tools.static_links]\n"
         'links = [{ name = "github", url = "https://github.com/example" }]\n\n'
-        f"[calls]\ntask_after_seconds = {seconds}\n"
+        f"[calls]\ntask_after_seconds = {seconds}\n\n"
+        "[tools.sleepy]\ntimeout_seconds = 600\n"  # only a cancel stops it within a test
     )
     env = child_env(tmp_path, EXTRA, config=config)  # first: it decides what is installed
     params = stdio_params(tmp_path)
@@ -231,6 +232,23 @@ def test_only_calls_that_need_it_become_tasks(tmp_path: Path) -> None:
     assert text(bad).startswith("ValidationError: ")
     assert isinstance(answers["plain_batch"], types.CallToolResult)
     assert text(answers["plain_batch"]) == "batch done"
+
+
+def test_a_client_that_gives_up_before_the_threshold_cancels_the_call(tmp_path: Path) -> None:
+    async def session() -> None:
+        params = threshold_params(tmp_path, 600)  # never a task within this test
+        async with Client(params, extensions=[tasks.TasksClient()]) as client:
+            waiting = asyncio.ensure_future(
+                tasks.call(client, "sleepy", sleepy(tmp_path, "dropped"))
+            )
+            await started(tmp_path / "dropped")
+            waiting.cancel()  # the SDK sends notifications/cancelled for the request
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            while not (tmp_path / "dropped.cancelled").exists():
+                await asyncio.sleep(0.02)
+
+    asyncio.run(asyncio.wait_for(session(), TIMEOUT))  # ends once the tool was stopped
 
 
 def test_a_threshold_of_zero_makes_every_call_a_task(tmp_path: Path) -> None:
