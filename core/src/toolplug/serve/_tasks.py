@@ -1,12 +1,16 @@
 """Calls as tasks over MCP: the Tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
 
 A client on the 2026-07-28 revision that declares the extension in a ``tools/call``
-request's client capabilities gets a task back at once (``resultType: "task"``, with
-``taskId``, ``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs`` and ``pollIntervalMs``),
-then asks ``tasks/get`` (the status, and once it ended the ``CallToolResult`` inline) and
-``tasks/cancel``. A client that does not declare it gets the plain call, as before. The
-calls run through ``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store``
-on Redis every replica answers for every task.
+request's client capabilities may get a task back (``resultType: "task"``, with ``taskId``,
+``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs`` and ``pollIntervalMs``), then asks
+``tasks/get`` (the status, and once it ended the ``CallToolResult`` inline) and
+``tasks/cancel``. The extension leaves the choice to the server, per request: a call is a
+task at once when its tool is ``long_running`` or the request has ``task`` in its params,
+and otherwise when it is still running after ``[calls] task_after_seconds``; a call that
+ends sooner is answered with its result, as a plain call is. A client that does not
+declare the extension gets the plain call, as before. The calls run through
+``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store`` on Redis every
+replica answers for every task.
 
 Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
 the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
