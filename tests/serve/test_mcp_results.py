@@ -161,6 +161,75 @@ def test_every_result_validates_and_carries_its_warnings_and_citations(tmp_path:
     assert missing["error_type"] == "NotFoundError"
 
 
+CATALOG = Path(__file__).resolve().parents[2] / "plugins"
+PAGE = (
+    "<html><head><title>Tides</title></head><body><h1>Tides</h1>"
+    "<p>High tide at 06:10. Low tide at 12:25.</p><a href='/feed.xml'>feed</a></body></html>"
+)
+
+
+def test_the_network_and_file_tools_validate_too(tmp_path: Path, httpserver_ipv4: Any) -> None:
+    """url_fetch, link_validator and rss_feed against a server on 127.0.0.1, calendar from
+    a file and readability offline: every success validates, with what it carries."""
+    feed = (CATALOG / "rss_feed" / "tests" / "feeds" / "rss20.xml").read_bytes()
+    httpserver_ipv4.expect_request("/page").respond_with_data(PAGE, content_type="text/html")
+    httpserver_ipv4.expect_request("/feed.xml").respond_with_data(
+        feed, content_type="application/rss+xml"
+    )
+    page, feed_url = httpserver_ipv4.url_for("/page"), httpserver_ipv4.url_for("/feed.xml")
+    ics = CATALOG / "calendar" / "tests" / "data" / "team.ics"
+    config = (
+        CONFIG
+        + '\n[network]\nallow = ["127.0.0.1/32"]\n\n'
+        + f'[tools.calendar]\nsources = [{{ name = "team", path = "{ics}" }}]\n\n'
+        + '[tools.url_fetch]\napproval = "never"\n'  # the test is the person who approves
+    )
+    env = {
+        **child_env(tmp_path, config=config),
+        "TOOLPLUG_PLUGINS": "toolplug-url-fetch,toolplug-readability,toolplug-link-validator,"
+        "toolplug-rss-feed,toolplug-calendar,mcp-test-tools",
+    }
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
+        "fetch": ("url_fetch", {"url": page}),
+        "fetch_page": ("url_fetch", {"url": page, "max_chars": 1000, "offset": 5}),
+        "links": ("link_validator", {"urls": [page, feed_url]}),
+        "feed": ("rss_feed", {"action": "fetch", "url": feed_url, "limit": 2}),
+        "events": (
+            "calendar",
+            {"action": "list_events", "source": "team",
+             "time_min": "2000-01-01T00:00:00Z", "time_max": "2100-01-01T00:00:00Z"},
+        ),
+        "readability": ("readability", {"text": "The cat sat on the mat. It was warm."}),
+    }
+
+    async def session() -> tuple[dict[str, types.Tool], dict[str, types.CallToolResult]]:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "toolplug", "serve"], env=env, cwd=str(tmp_path)
+        )
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                replies = {
+                    label: await client.call_tool(name, arguments)
+                    for label, (name, arguments) in calls.items()
+                }
+                return tools, replies
+
+    tools, replies = anyio.run(session)
+    for label, reply in replies.items():
+        assert not reply.is_error, (label, text_of(reply))
+        schema = tools[calls[label][0]].output_schema
+        assert schema is not None, label
+        assert reply.structured_content is not None, label
+        jsonschema.validate(reply.structured_content, schema)
+    assert replies["feed"].structured_content is not None
+    assert replies["feed"].structured_content.get("citations"), "a feed cites its items"
+
+
 def test_example_outputs_of_the_catalog_validate_with_warnings_and_citations() -> None:
     """Each catalog tool's example data, with a warning and a citation beside it, matches
     the outputSchema the server advertises for it."""
