@@ -288,7 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
                        description="Run a plan: a JSON list of steps {id, action, parameters, "
                        "dependencies, reasoning} whose parameters may reference earlier results "
-                       "as $stepN.output, $stepN.data.field, $stepN.citations. Independent steps run concurrently. Prints every "
+                       "as $stepN.output, $stepN.data.field, $stepN.citations. Independent "
+                       "steps run concurrently. Prints every "
                        "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.")
     p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
     p.add_argument("--result", choices=["text", "json"], default="text",
