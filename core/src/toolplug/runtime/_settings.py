@@ -1,4 +1,5 @@
-"""Settings parsed once: the ``[calls]`` and ``[code]`` tables and each tool's call settings.
+"""Settings parsed once: the ``[calls]``, ``[code]`` and ``[serve]`` tables and each tool's
+call settings.
 
 The configuration (``toolplug.runtime._config``) hands every raw table here once, when it
 loads; everything above runtime reads the typed models' attributes, never a raw table. A
@@ -22,10 +23,13 @@ __all__ = [
     "CALLS_KEYS",
     "CODE_KEYS",
     "DEFAULT_OUTPUT_CHARS",
+    "SERVE_KEYS",
     "CallsSettings",
     "CodeSettings",
+    "ServeSettings",
     "parse_calls",
     "parse_code",
+    "parse_serve",
     "parse_tool_settings",
 ]
 
@@ -136,6 +140,30 @@ CODE_KEYS: Final[dict[str, str]] = {
 }
 
 
+class ServeSettings(BaseModel):
+    """The ``[serve]`` table: how ``toolplug serve`` serves."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description='a list of host names this server is reached by ("mcp.example.com", '
+        '"mcp.example.com:8443", "*.internal.example"; "*" turns the check off)',
+    )
+    """``Host`` values ``serve --http`` answers besides its own addresses and bind name."""
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description='a list of web origins allowed to call ("https://app.example.com"; '
+        '"*" allows every origin)',
+    )
+    """``Origin`` values ``serve --http`` answers besides its own hosts'."""
+
+
+SERVE_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in ServeSettings.model_fields.items()
+}
+
+
 def _fail(
     exc: ValidationError, model: type[BaseModel], prefix: str, raise_as: Callable[..., ConfigError]
 ) -> ConfigError:
@@ -198,6 +226,18 @@ def parse_code(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Code
         return CodeSettings.model_validate(dict(table))
     except ValidationError as exc:
         raise _fail(exc, CodeSettings, prefix + "code.", _raiser(file)) from None
+
+
+def parse_serve(table: Mapping[str, Any], *, file: str, prefix: str = "") -> ServeSettings:
+    """The ``[serve]`` table, checked.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return ServeSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, ServeSettings, prefix + "serve.", _raiser(file)) from None
 
 
 def parse_tool_settings(
