@@ -308,7 +308,8 @@ class Invoker:
 
     def _finished(self, result: ToolResult) -> ToolResult:
         """The result with the store's fallback stated and configured secrets replaced by
-        ``***`` in its texts (the one place results are redacted)."""
+        ``***`` in everything it carries: output, data, citations, warnings, the error
+        (the one place results are redacted, before a cut output is kept whole)."""
         warning = self._store.warning()
         if warning is not None and warning not in result.warnings:
             result = dataclasses.replace(result, warnings=(*result.warnings, warning))
@@ -316,13 +317,27 @@ class Invoker:
         if not redactor:
             return result
         output = redactor.redact(result.output)
+        data = redactor.redact_data(result.data)
         error = result.error
         if error is not None:
-            error = dataclasses.replace(error, message=redactor.redact(error.message))
+            message, details = redactor.redact(error.message), redactor.redact_data(error.details)
+            if message is not error.message or details is not error.details:
+                error = dataclasses.replace(error, message=message, details=details)
         warnings = tuple(redactor.redact(w) for w in result.warnings)
-        if output == result.output and error is result.error and warnings == result.warnings:
+        citations = tuple(
+            dataclasses.replace(c, title=redactor.redact(c.title), url=redactor.redact(c.url))
+            if redactor.redact(c.title) is not c.title or redactor.redact(c.url) is not c.url
+            else c
+            for c in result.citations
+        )
+        if (
+            output is result.output and data is result.data and error is result.error
+            and warnings == result.warnings and citations == result.citations
+        ):
             return result
-        return dataclasses.replace(result, output=output, error=error, warnings=warnings)
+        return dataclasses.replace(
+            result, output=output, data=data, error=error, warnings=warnings, citations=citations
+        )
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""

@@ -1,0 +1,134 @@
+"""A configured secret (``{ env = "VAR" }``) never leaves a call: not in a result's data,
+citations or error details, not in the spilled data read back, not in a log record or its
+traceback. Exact-match redaction: what it cannot see is in docs/configuration.md."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import toolplug
+from toolplug import ConfigField, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
+
+SECRET = "sk-live-4f9a2c7e1b"
+
+
+class Leaky(Tool):
+    """A tool that puts its own token everywhere a result can carry it."""
+
+    metadata = ToolMetadata(
+        name="leaky",
+        description="Echo the token back.",
+        category="utility",
+        parameters={"type": "object", "properties": {"how": {"type": "string"}}},
+        config_fields=(
+            ConfigField(name="token", type="string", description="API token", secret=True),
+        ),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        token = context.config["token"]
+        how = arguments.get("how", "data")
+        if how == "raise":
+            raise RuntimeError(f"the service refused token {token}")
+        if how == "fail":
+            return ToolResult.failure(
+                "ExecutionError", f"refused {token}", details={"sent": {"auth": token}}
+            )
+        if how == "big":
+            return ToolResult.success("x" * 5_000, {"rows": [{"auth": token}] * 100})
+        return ToolResult(
+            output="done",
+            data={"headers": {"Authorization": f"Bearer {token}"}, token: [token, 1]},
+            citations=(toolplug.Citation(f"signed {token}", f"https://a.example/?k={token}"),),
+        )
+
+
+class _Plugin:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(Leaky)
+
+
+@pytest.fixture
+def registry() -> Iterator[toolplug.Registry]:
+    made = toolplug.load(
+        {"tools": {"leaky": {"token": {"env": "LEAKY_TOKEN"}}},
+         "calls": {"max_output_chars": 2_000}},
+        env={"TOOLPLUG_PLUGINS": "", "LEAKY_TOKEN": SECRET},
+        plugins=[("leaky", _Plugin())],
+    )
+    yield made
+    made.close()
+
+
+def test_the_data_and_citations_of_a_result_are_redacted(registry: toolplug.Registry) -> None:
+    result = registry.call("leaky", {})
+    assert result.ok
+    assert result.data == {"headers": {"Authorization": "Bearer ***"}, "***": ["***", 1]}
+    assert result.citations == (toolplug.Citation("signed ***", "https://a.example/?k=***"),)
+    assert SECRET not in json.dumps(result.to_dict())
+
+
+def test_the_details_of_an_error_are_redacted(registry: toolplug.Registry) -> None:
+    result = registry.call("leaky", {"how": "fail"})
+    assert result.error is not None
+    assert result.error.message == "refused ***"
+    assert result.error.details == {"sent": {"auth": "***"}}
+
+
+def test_spilled_data_read_back_is_redacted(registry: toolplug.Registry) -> None:
+    result = registry.call("leaky", {"how": "big"})
+    assert result.spill is not None
+    data = registry.read(result.spill + "/data")
+    assert data is not None
+    assert SECRET not in data.text
+    assert json.loads(data.text) == {"rows": [{"auth": "***"}] * 100}
+
+    async def read_async() -> str:
+        page = await registry.aread(result.spill + "/data")  # type: ignore[operator]
+        assert page is not None
+        return page.text
+
+    assert SECRET not in asyncio.run(read_async())
+
+
+def test_a_logged_traceback_is_redacted(
+    registry: toolplug.Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="toolplug"):
+        result = registry.call("leaky", {"how": "raise"})
+    assert result.error is not None
+    assert SECRET not in result.error.message
+    [record] = [r for r in caplog.records if r.name == "toolplug"]
+    shown = logging.Formatter().format(record)
+    assert "RuntimeError: the service refused token ***" in shown  # the traceback is there
+    assert "Traceback (most recent call last)" in shown
+    assert SECRET not in shown
+    assert SECRET not in caplog.text
+
+
+def test_a_plugin_logger_is_redacted_too(registry: toolplug.Registry) -> None:
+    # the plugins log on toolplug.<name> loggers, which exist once they are loaded
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(self.format(record))
+
+    plugin_logger = logging.getLogger("toolplug.citations")
+    handler = Keep()
+    plugin_logger.addHandler(handler)
+    try:
+        toolplug.load({"tools": {"leaky": {"token": {"env": "LEAKY_TOKEN"}}}},
+                      env={"TOOLPLUG_PLUGINS": "", "LEAKY_TOKEN": SECRET},
+                      plugins=[("leaky", _Plugin())])
+        plugin_logger.warning("sent %s", SECRET)
+    finally:
+        plugin_logger.removeHandler(handler)
+    assert seen == ["sent ***"]
