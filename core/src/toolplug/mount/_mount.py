@@ -23,6 +23,7 @@ from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
+from toolplug.runtime._config import Redactor
 from toolplug.runtime._mounts import ServerSettings, resolve_value
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ class MountedServer:
     """Remote tools whose definition differs from the lock file."""
     notes: list[str] = field(default_factory=list)
     """Renames and other things ``doctor`` reports."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """The secrets of its configuration (the registry's, once attached): kept out of its
+    reasons and of the listing stored on disk."""
 
     @property
     def name(self) -> str:
@@ -160,7 +164,14 @@ class MountedServer:
         self.listing = _catalog.Listing(
             key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
         )
-        _catalog.write_listing(self.cache_dir, self.name, self.listing)
+        self.store()
+
+    def store(self) -> None:
+        """Write its listing to the cache, secrets redacted."""
+        if self.listing is not None:
+            _catalog.write_listing(
+                self.cache_dir, self.name, self.listing, redact=self.redactor.redact_data
+            )
 
 
 @dataclass
@@ -181,6 +192,8 @@ class Mounted:
         """Tie this to the registry: its secrets redacted, its files watched."""
         for secret in self.secrets:
             registry.redactor.add(secret)
+        for server in self.servers.values():  # from now on, every secret the registry knows
+            server.redactor = registry.redactor
         registry.files_read.extend(self.files)
         registry.on_close(self.close)
         _by_registry[registry] = self
@@ -223,6 +236,11 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         server.locked = lock.get(name, {} if settings.pin else None)
         server.connection = _host.Connection(resolved, on_tools_changed=server._refresh)
         servers[name] = server
+    redactor = Redactor()  # until a registry attaches its own, which knows these too
+    for secret in secrets:
+        redactor.add(secret)
+    for server in servers.values():
+        server.redactor = redactor
     now = _catalog.now()
     stale: list[MountedServer] = []
     for server in servers.values():
@@ -314,7 +332,7 @@ def _discover(servers: list[MountedServer]) -> None:
             key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
         )
         server.from_cache = False
-        _catalog.write_listing(server.cache_dir, server.name, server.listing)
+        server.store()
 
     async def ask_all() -> None:
         await asyncio.gather(*(ask(s) for s in servers))
@@ -336,10 +354,10 @@ def _failed(server: MountedServer, reason: str) -> None:
         stored=_catalog.now(),
         server=last.server if last else {},
         tools=last.tools if last else [],
-        problem=reason,
+        problem=server.redactor.redact(reason),  # it may quote the server's stderr
     )
     server.from_cache = False
-    _catalog.write_listing(server.cache_dir, server.name, server.listing)
+    server.store()
 
 
 async def _list_all(client: Any) -> list[dict[str, Any]]:
