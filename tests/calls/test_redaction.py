@@ -8,11 +8,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolplug
+from tests.helpers.cli import Site, run_cli
 from toolplug import ConfigField, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
 
 SECRET = "sk-live-4f9a2c7e1b"
@@ -132,3 +134,45 @@ def test_a_plugin_logger_is_redacted_too(registry: toolplug.Registry) -> None:
     finally:
         plugin_logger.removeHandler(handler)
     assert seen == ["sent ***"]
+
+
+RAISING = """
+from typing import Any
+
+from toolplug import ConfigField, Tool, ToolMetadata, ToolResult, hookimpl
+
+
+class Raising(Tool):
+    metadata = ToolMetadata(
+        name="raising",
+        description="Fail with the token in the message.",
+        category="utility",
+        config_fields=(
+            ConfigField(name="token", type="string", description="API token", secret=True),
+        ),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        raise RuntimeError("the service refused token " + context.config["token"])
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    register(Raising)
+"""
+
+
+def test_the_command_line_logs_no_secret(tmp_path: Path) -> None:
+    # No logging configured by anyone: Python's last-resort handler prints the traceback.
+    site = Site(tmp_path / "site")
+    site.add("raising-tool", entry_points={"raising": "raising_tool"},
+             modules={"raising_tool": RAISING})
+    (tmp_path / "toolplug.toml").write_text(
+        '[tools.raising]\ntoken = { env = "RAISING_TOKEN" }\n', encoding="utf-8"
+    )
+    done = run_cli("call", "raising", cwd=tmp_path,
+                   env=site.env(RAISING_TOKEN=SECRET, TOOLPLUG_NO_CACHE="1"))
+    assert done.code == 1
+    assert "Traceback (most recent call last)" in done.err  # the host still gets it
+    assert "RuntimeError: the service refused token ***" in done.err
+    assert SECRET not in done.err + done.out
