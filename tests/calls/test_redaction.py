@@ -137,6 +137,7 @@ def test_a_plugin_logger_is_redacted_too(registry: toolplug.Registry) -> None:
 
 
 RAISING = """
+import logging
 from typing import Any
 
 from toolplug import ConfigField, Tool, ToolMetadata, ToolResult, hookimpl
@@ -153,6 +154,8 @@ class Raising(Tool):
     )
 
     async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        # a library the tool uses logs on a logger of its own
+        logging.getLogger("vendor.sdk").warning("sending token %s", context.config["token"])
         raise RuntimeError("the service refused token " + context.config["token"])
 
 
@@ -175,4 +178,5 @@ def test_the_command_line_logs_no_secret(tmp_path: Path) -> None:
     assert done.code == 1
     assert "Traceback (most recent call last)" in done.err  # the host still gets it
     assert "RuntimeError: the service refused token ***" in done.err
+    assert "sending token ***" in done.err  # another library's logger, in our process
     assert SECRET not in done.err + done.out

@@ -533,7 +533,21 @@ def _load_lenient(args: argparse.Namespace, *, refresh: bool = False) -> Registr
     _Session.env = RecordingEnv(os.environ)
     registry = load(getattr(args, "config", None), env=_Session.env, refresh=refresh)
     _Session.registry = registry
+    _redact_logs()
     return registry
+
+
+def _redact_logs() -> None:
+    """This process is ours: whatever logs through its handlers (the MCP SDK, the web
+    server, Python's last resort when nobody configured logging) is redacted."""
+    import logging
+
+    from toolplug.runtime._logs import protect_handler
+
+    for handler in [logging.lastResort, *logging.getLogger().handlers,
+                    *logging.getLogger("toolplug").handlers]:
+        if handler is not None:
+            protect_handler(handler)
 
 
 def _store_state(url: str) -> str:

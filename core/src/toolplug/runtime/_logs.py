@@ -4,11 +4,14 @@ A tool that raises with a secret in its message is logged with its traceback for
 (``toolplug.calls._pipeline``); a mounted server's failure is logged with its reason. Every
 registry hands its ``Redactor`` to ``protect``, which puts one ``SecretFilter`` on the
 ``toolplug`` logger and on every ``toolplug.*`` logger there is (the plugins' loggers exist
-once they are loaded; a logger's filters see only the records logged on it, not those
-its children pass up). The filter rewrites a record before any handler sees it: its
-message formatted and redacted, its traceback (``exc_info``) and stack formatted once and
-redacted into ``exc_text`` and ``stack_info``. Handlers that format records the standard
-way print those; ``exc_info`` itself is dropped, as it holds the raw exception.
+once they are loaded; a logger's filters see only the records logged on it, not those its
+children pass up). The command line also puts it on the handlers of its process
+(``protect_handler``), so records of other libraries' loggers are redacted there too.
+
+The filter rewrites a record before a handler sees it: its message formatted and redacted,
+its traceback (``exc_info``) and stack formatted once and redacted into ``exc_text`` and
+``stack_info``. Handlers that format records the standard way print those; ``exc_info``
+itself is dropped, as it holds the raw exception.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from toolplug.runtime._config import Redactor
 
-__all__ = ["SecretFilter", "protect"]
+__all__ = ["SecretFilter", "protect", "protect_handler"]
 
 _ROOT: Final = "toolplug"
 _OWN: Final = ("toolplug", "toolplug.mount")
@@ -82,3 +85,12 @@ def protect(redactor: Redactor) -> None:
             logger = logging.getLogger(name)
             if _FILTER not in logger.filters:
                 logger.addFilter(_FILTER)
+
+
+def protect_handler(handler: logging.Handler) -> None:
+    """Redact every record ``handler`` emits, whichever logger it came from (the command
+    line's own handlers and Python's last-resort handler, in a process toolplug owns, where
+    the MCP SDK's and the web server's loggers write too)."""
+    with _lock:
+        if _FILTER not in handler.filters:
+            handler.addFilter(_FILTER)
