@@ -15,7 +15,16 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site, run_cli
-from toolplug import ConfigField, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
+from tests.helpers.redis import redis_server
+from toolplug import (
+    Annotations,
+    ConfigField,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    hookimpl,
+)
 
 SECRET = "sk-live-4f9a2c7e1b"
 
@@ -28,6 +37,7 @@ class Leaky(Tool):
         description="Echo the token back.",
         category="utility",
         parameters={"type": "object", "properties": {"how": {"type": "string"}}},
+        annotations=Annotations(read_only=True, idempotent=True, open_world=False),
         config_fields=(
             ConfigField(name="token", type="string", description="API token", secret=True),
         ),
@@ -42,6 +52,8 @@ class Leaky(Tool):
             return ToolResult.failure(
                 "ExecutionError", f"refused {token}", details={"sent": {"auth": token}}
             )
+        if how == "cached":
+            return ToolResult.success(f"used {token}", {"auth": token})
         if how == "big":
             return ToolResult.success("x" * 5_000, {"rows": [{"auth": token}] * 100})
         return ToolResult(
@@ -98,6 +110,33 @@ def test_spilled_data_read_back_is_redacted(registry: toolplug.Registry) -> None
         return page.text
 
     assert SECRET not in asyncio.run(read_async())
+
+
+def test_the_result_cache_in_redis_holds_no_secret(tmp_path: Path) -> None:
+    # the store may be a server beyond this process: what it keeps is redacted
+    import redis
+
+    with redis_server(tmp_path) as url:
+        registry = toolplug.load(
+            {"tools": {"leaky": {"token": {"env": "LEAKY_TOKEN"}, "cache_ttl_seconds": 60}},
+             "calls": {"store": url}},
+            env={"TOOLPLUG_PLUGINS": "", "LEAKY_TOKEN": SECRET},
+            plugins=[("leaky", _Plugin())],
+        )
+        try:
+            first = registry.call("leaky", {"how": "cached"})
+            again = registry.call("leaky", {"how": "cached"})  # from the cache
+        finally:
+            registry.close()
+        client = redis.Redis.from_url(url)
+        try:
+            stored = [client.dump(key) or b"" for key in client.keys("*")]
+        finally:
+            client.close()
+    assert first.output == again.output == "used ***"
+    assert again.data == {"auth": "***"}
+    assert stored  # the result was kept there
+    assert not any(SECRET.encode() in value for value in stored)
 
 
 def test_a_logged_traceback_is_redacted(

@@ -30,6 +30,7 @@ from toolplug.calls._bridge import LoopThread, drive, running_loop, thread_loop
 from toolplug.calls._dispatch import Dispatch
 from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
+from toolplug.calls._redaction import redacted_result
 from toolplug.calls._spill import Entry, Page, Spills
 from toolplug.calls._store import Store, open_store
 from toolplug.calls._tasks import Task, Tasks
@@ -313,31 +314,7 @@ class Invoker:
         warning = self._store.warning()
         if warning is not None and warning not in result.warnings:
             result = dataclasses.replace(result, warnings=(*result.warnings, warning))
-        redactor = self.registry.redactor
-        if not redactor:
-            return result
-        output = redactor.redact(result.output)
-        data = redactor.redact_data(result.data)
-        error = result.error
-        if error is not None:
-            message, details = redactor.redact(error.message), redactor.redact_data(error.details)
-            if message is not error.message or details is not error.details:
-                error = dataclasses.replace(error, message=message, details=details)
-        warnings = tuple(redactor.redact(w) for w in result.warnings)
-        citations = tuple(
-            dataclasses.replace(c, title=redactor.redact(c.title), url=redactor.redact(c.url))
-            if redactor.redact(c.title) is not c.title or redactor.redact(c.url) is not c.url
-            else c
-            for c in result.citations
-        )
-        if (
-            output is result.output and data is result.data and error is result.error
-            and warnings == result.warnings and citations == result.citations
-        ):
-            return result
-        return dataclasses.replace(
-            result, output=output, data=data, error=error, warnings=warnings, citations=citations
-        )
+        return redacted_result(result, self.registry.redactor)
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""
