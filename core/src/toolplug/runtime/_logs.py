@@ -10,8 +10,8 @@ children pass up). The command line also puts it on the handlers of its process
 
 The filter rewrites a record before a handler sees it: its message formatted and redacted,
 its traceback (``exc_info``) and stack formatted once and redacted into ``exc_text`` and
-``stack_info``. Handlers that format records the standard way print those; ``exc_info``
-itself is dropped, as it holds the raw exception.
+``stack_info``. Handlers that format records the standard way print those; a record whose
+traceback held a secret loses ``exc_info``, which holds the raw exception.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ class SecretFilter(logging.Filter):
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
             text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
-            record.exc_text, record.exc_info = self._redact(text), None
+            redacted = self._redact(text)
+            if redacted != text:  # the raw exception goes; its redacted traceback stays
+                record.exc_text, record.exc_info = redacted, None
         elif record.exc_text:
             record.exc_text = self._redact(record.exc_text)
         if record.stack_info:
