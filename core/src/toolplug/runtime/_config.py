@@ -147,10 +147,10 @@ class Config:
     """The ``[calls]`` table, checked and typed."""
     code: CodeSettings = field(default_factory=CodeSettings)
     """The ``[code]`` table (code mode), checked and typed."""
-    serve: ServeSettings = field(default_factory=ServeSettings)
-    """The ``[serve]`` table (``toolplug serve``), checked and typed."""
     mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
     """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    """The ``[serve]`` table (``toolplug serve``), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -337,8 +337,8 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         toolsets=toolsets,
         calls=parse_calls(calls, file=where, prefix=prefix),
         code=parse_code(code, file=where, prefix=prefix),
-        serve=parse_serve(serve, file=where, prefix=prefix),
         mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
+        serve=parse_serve(serve, file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )
