@@ -222,3 +222,68 @@ def _transport(url: str, http: httpx2.AsyncClient) -> Any:
     from mcp.client.streamable_http import streamable_http_client
 
     return streamable_http_client(url, http_client=http)
+
+
+# -- scopes per tool ---------------------------------------------------------------
+
+SCOPED = '[tools.echo]\nscopes = ["echo:run"]\n'
+
+
+def _call(name: str) -> dict[str, Any]:
+    arguments = {"text": "hi"} if name == "echo" else {"a": 1, "b": 2}
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+
+
+def test_a_principal_is_listed_and_may_call_only_what_its_scopes_allow(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"reader": (READ,), "writer": (READ, WRITE), "echoer": (READ, "echo:run")}
+    config = SCOPED + auth_config("http://127.0.0.1:1", audience, tokens=tokens)
+    env = _env(
+        tmp_path, config, TOKEN_READER="r-token", TOKEN_WRITER="w-token", TOKEN_ECHOER="e-token"
+    )
+    with http_server(tmp_path, port, env=env):
+        listed = {
+            who: asyncio.run(asyncio.wait_for(names(audience, token), TIMEOUT))
+            for who, token in (("reader", "r-token"), ("writer", "w-token"), ("echoer", "e-token"))
+        }
+        reader_echo = _post(audience, "r-token", _call("echo"))
+        writer_echo = _post(audience, "w-token", _call("echo"))
+        reader_liar = _post(audience, "r-token", _call("liar"))
+        reader_add = _post(audience, "r-token", _call("add"))
+        metadata = httpx.get(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource")
+    # add and static_links are read-only (tools:read); liar is not (tools:write); echo
+    # needs what [tools.echo] scopes says
+    assert listed == {
+        "reader": ["add", "static_links"],
+        "writer": ["add", "liar", "static_links"],
+        "echoer": ["add", "echo", "static_links"],
+    }
+    for refused, scope in ((reader_echo, "echo:run"), (writer_echo, "echo:run"),
+                           (reader_liar, WRITE)):
+        assert refused.status_code == 403
+        challenge = refused.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge
+        assert f'scope="{scope}"' in challenge
+        assert "resource_metadata=" in challenge
+        assert refused.json()["error"] == "insufficient_scope"
+    assert reader_add.status_code != 403  # the gate lets it through to the server
+    assert metadata.json()["scopes_supported"] == ["echo:run", READ, WRITE]
+
+
+def test_required_scopes_are_needed_for_every_request(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"member": ("mcp", READ), "outsider": (READ, WRITE)}
+    extra = 'required_scopes = ["mcp"]'
+    config = auth_config("http://127.0.0.1:1", audience, extra=extra, tokens=tokens)
+    env = _env(tmp_path, config, TOKEN_MEMBER="m-token", TOKEN_OUTSIDER="o-token")
+    with http_server(tmp_path, port, env=env):
+        member = asyncio.run(asyncio.wait_for(names(audience, "m-token"), TIMEOUT))
+        outsider = _post(audience, "o-token", LIST)
+    assert member == ["add", "static_links"]
+    assert outsider.status_code == 403
+    assert 'scope="mcp"' in outsider.headers["www-authenticate"]
