@@ -19,10 +19,13 @@ from typing import Any
 
 import httpx
 import httpx2
+import jwt
 import pytest
 from mcp import Client
 
 from tests.helpers.auth import READ, WRITE, Issuer, Key, auth_config, issuer_server
+from tests.helpers.mcp_servers import http_server as mcp_http_server
+from tests.helpers.mcp_servers import write_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
 from toolplug.runtime._settings import AuthSettings
 from toolplug.serve._auth import Verifier
@@ -102,6 +105,23 @@ def test_an_unknown_kid_fetches_the_keys_again() -> None:
         first, second, again = asyncio.run(run())
     assert None not in (first, second, again)
     assert issuer.requests == ["/jwks", "/jwks"]  # fetched again once, then cached
+
+
+def test_a_verified_token_is_kept_only_until_it_expires() -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        verifier = Verifier(settings(issuer, leeway_seconds=0))
+        token = issuer.token(AUDIENCE, lifetime=1)
+        expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+
+        async def run() -> list[Any]:
+            first = await verifier.verify_token(token)
+            while time.time() <= expires + 1:  # until it has expired
+                await asyncio.sleep(0.2)
+            return [first, *await verify(verifier, token)]
+
+        first, later = asyncio.run(run())
+    assert first is not None
+    assert later is None  # the kept verification went with the token's expiry
 
 
 def test_made_up_kids_do_not_flood_the_issuer() -> None:
@@ -287,3 +307,39 @@ def test_required_scopes_are_needed_for_every_request(tmp_path: Path) -> None:
     assert member == ["add", "static_links"]
     assert outsider.status_code == 403
     assert 'scope="mcp"' in outsider.headers["www-authenticate"]
+
+
+# -- a client's token is not passed on ---------------------------------------------
+
+
+def test_a_clients_token_never_reaches_a_mounted_server(tmp_path: Path) -> None:
+    """Both mounts reach a server that takes only alice's own token: the one configured
+    with it works, the one without is refused, though alice's calls carry that token."""
+    script = write_server(tmp_path)
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with mcp_http_server(script, "--token", "alice-token") as mounted:
+        config = auth_config("http://127.0.0.1:1", audience, tokens={"alice": (READ, WRITE)})
+        config += (
+            f'[mcp_servers.own]\nurl = "{mounted}"\n'
+            'headers = { Authorization = { env = "MOUNT_AUTH" } }\n'
+            f'[mcp_servers.bare]\nurl = "{mounted}"\n'
+        )
+        env = _env(tmp_path, config, TOKEN_ALICE="alice-token", MOUNT_AUTH="Bearer alice-token")
+        with http_server(tmp_path, port, env=env):
+
+            async def run() -> tuple[list[str], Any, Any]:
+                async with (
+                    httpx2.AsyncClient(headers={"Authorization": "Bearer alice-token"}) as http,
+                    Client(_transport(audience, http)) as client,
+                ):
+                    listed = sorted(t.name for t in (await client.list_tools()).tools)
+                    own = await client.call_tool("own_add", {"a": 1, "b": 2})
+                    bare = await client.call_tool("bare_add", {"a": 1, "b": 2})
+                    return listed, own, bare
+
+            listed, own, bare = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert "own_add" in listed
+    assert "bare_add" not in listed  # its server refused toolplug, which sent no token
+    assert not own.is_error
+    assert bare.is_error

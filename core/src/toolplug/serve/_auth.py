@@ -67,6 +67,9 @@ _KEYS_REFRESH_SECONDS: Final = 30.0
 """An unknown ``kid`` fetches the keys again at most this often (a flood of made-up kids
 must not become a flood of requests to the issuer)."""
 _HTTP_TIMEOUT: Final = 10.0
+_VERIFIED_ENTRIES: Final = 1024
+"""JWTs already verified, kept until they expire: a client's next request costs a lookup,
+not a signature check."""
 _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 _NOBODY: Final = "anonymous"
 """What binds a task to a client without an owner: the task id alone, 128 random bits."""
@@ -285,6 +288,7 @@ class Verifier:
         """An unknown kid fetches the keys again at most this often."""
         self._keys_lock = asyncio.Lock()
         self._jwks_uri = settings.jwks_uri
+        self._verified: dict[str, AccessToken] = {}
         self._http = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, follow_redirects=False)
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -294,8 +298,17 @@ class Verifier:
             return found
         try:
             if self._settings.introspection_url is not None:
-                return await self._introspect(token)
-            return await self._jwt(token)
+                return await self._introspect(token)  # asked each time: it may be revoked
+            known = self._verified.get(token)
+            if known is not None and not _expired(known, self._settings.leeway_seconds):
+                return known
+            self._verified.pop(token, None)
+            found = await self._jwt(token)
+            if found is not None:
+                if len(self._verified) >= _VERIFIED_ENTRIES:
+                    self._verified.pop(next(iter(self._verified)))  # the oldest
+                self._verified[token] = found
+            return found
         except Exception as exc:  # an unreadable token, or the issuer out of reach
             log.info("bearer token refused: %s: %s", type(exc).__name__, exc)
             return None
@@ -441,6 +454,10 @@ class Verifier:
     async def aclose(self) -> None:
         """Close the connections to the issuer."""
         await self._http.aclose()
+
+
+def _expired(token: AccessToken, leeway: float) -> bool:
+    return token.expires_at is not None and token.expires_at + leeway < time.time()
 
 
 def _secret(value: Any, env: Mapping[str, str], base: Path, key: str) -> str:
