@@ -343,3 +343,24 @@ def test_a_clients_token_never_reaches_a_mounted_server(tmp_path: Path) -> None:
     assert "bare_add" not in listed  # its server refused toolplug, which sent no token
     assert not own.is_error
     assert bare.is_error
+
+
+def test_run_code_needs_the_scopes_of_every_tool_a_program_may_call(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"writer": (READ, WRITE), "all": (READ, WRITE, "echo:run")}
+    config = SCOPED + "[code]\nenabled = true\n" + auth_config(
+        "http://127.0.0.1:1", audience, tokens=tokens
+    )
+    env = _env(tmp_path, config, TOKEN_WRITER="w-token", TOKEN_ALL="a-token")
+    program = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "run_code", "arguments": {"code": "echo(text='hi')"}}}
+    with http_server(tmp_path, port, env=env):
+        writer = asyncio.run(asyncio.wait_for(names(audience, "w-token"), TIMEOUT))
+        everything = asyncio.run(asyncio.wait_for(names(audience, "a-token"), TIMEOUT))
+        refused = _post(audience, "w-token", program)
+    # the writer may call every tool but echo; a program could call echo, so no run_code
+    assert "run_code" not in writer
+    assert "run_code" in everything
+    assert refused.status_code == 403
+    assert "echo:run" in refused.headers["www-authenticate"]

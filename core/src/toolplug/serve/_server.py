@@ -250,14 +250,33 @@ def build_server(
 
 
 def tool_scopes(registry: Registry, auth: AuthSettings) -> Callable[[str], list[str]]:
-    """What a call of each tool needs (``scopes_for``); ``search_tools`` only reads."""
+    """What a call of each tool needs (``scopes_for``); ``search_tools`` only reads, and
+    ``run_code`` needs, besides its own, the scopes of every tool a program may call (a
+    program must not reach a tool its caller could not call)."""
     from toolplug.render._search import SEARCH_TOOLS
+    from toolplug.schema._python import CODE_TOOL
 
-    def needed(name: str) -> list[str]:
+    def own(name: str) -> list[str]:
         tool = registry.tools.get(name)
         if tool is None and name == SEARCH_TOOLS:
             return sorted({*auth.required_scopes, auth.read_scope})
         return scopes_for(name, tool.metadata if tool else None, registry, auth)
+
+    known: dict[str, list[str]] = {}  # the configuration does not change while serving
+
+    def needed(name: str) -> list[str]:
+        found = known.get(name)
+        if found is not None:
+            return found
+        if name != CODE_TOOL or name not in registry.tools:
+            found = own(name)
+        else:
+            toolset = registry.config.code.toolset
+            reachable = registry.members(toolset) if toolset is not None else registry.tools
+            found = sorted(set(own(name)).union(*(own(t) for t in reachable if t != CODE_TOOL)))
+        if len(known) < 10_000:  # names a client made up are not kept without bound
+            known[name] = found
+        return found
 
     return needed
 
