@@ -29,9 +29,11 @@ MACHINE = ("machine", "machine-secret")
 
 
 @contextmanager
-def authorization_server(tmp_path: Path, *, token_ttl: int = 300) -> Iterator[str]:
-    """oidc-provider on 127.0.0.1, issuing JWTs that live ``token_ttl`` seconds; yields its
-    issuer URL; always ended."""
+def authorization_server(
+    tmp_path: Path, *, token_ttl: int = 300, token_format: str = "jwt"
+) -> Iterator[str]:
+    """oidc-provider on 127.0.0.1, issuing access tokens (``jwt`` or ``opaque``) that live
+    ``token_ttl`` seconds; yields its issuer URL; always ended."""
     node = shutil.which("node")
     if node is None or not (FOLDER / "node_modules" / "oidc-provider").is_dir():
         pytest.fail(f"the test authorization server needs node and oidc-provider: {INSTALL}")
@@ -41,7 +43,10 @@ def authorization_server(tmp_path: Path, *, token_ttl: int = 300) -> Iterator[st
         process = subprocess.Popen(
             [node, str(FOLDER / "server.mjs"), str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=FOLDER,
-            env={**os.environ, "ACCESS_TOKEN_TTL": str(token_ttl)},
+            env={
+                **os.environ, "ACCESS_TOKEN_TTL": str(token_ttl),
+                "ACCESS_TOKEN_FORMAT": token_format,
+            },
         )
         try:
             wait_for_port(process, port, lambda: log.read_text(encoding="utf-8"))
@@ -82,7 +87,7 @@ async def consent(
 
 
 def machine_token(issuer: str, resource: str, scope: str) -> str:
-    """A JWT from the client_credentials grant, for ``resource`` with ``scope``."""
+    """An access token from the client_credentials grant, for ``resource`` with ``scope``."""
     response = httpx.post(
         f"{issuer}/token",
         data={

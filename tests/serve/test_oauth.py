@@ -163,3 +163,37 @@ def test_an_expired_token_is_refused(tmp_path: Path) -> None:
             answer = _post(audience, token, ADD)
     assert answer.status_code == 401
     assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+
+
+def test_introspection_asks_the_authorization_server_about_each_token(tmp_path: Path) -> None:
+    """Opaque tokens, checked by RFC 7662 introspection with this server's credentials."""
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with authorization_server(tmp_path, token_format="opaque") as issuer:
+        introspect = (
+            f'introspection_url = "{issuer}/token/introspection"\n'
+            'client_id = "machine"\nclient_secret = { env = "INTROSPECTION_SECRET" }'
+        )
+        config = CONFIG + _config(issuer, audience, introspect)
+        env = {
+            **os.environ, **child_env(tmp_path, config=config),
+            "INTROSPECTION_SECRET": "machine-secret",
+        }
+        with http_server(tmp_path, port, env=env):
+            good = machine_token(issuer, audience, "tools:read tools:write")
+            assert good.count(".") != 2  # opaque, not a JWT
+            answers = {
+                "good": _post(audience, good, ADD),
+                "another audience": _post(
+                    audience, machine_token(issuer, "http://127.0.0.1:1/mcp", "tools:read"), ADD
+                ),
+                "made up": _post(audience, "x" * 43, ADD),
+                "reader calls echo": _post(
+                    audience, machine_token(issuer, audience, "tools:read"),
+                    _call("echo", {"text": "x"}),
+                ),
+            }
+    assert answers["good"].status_code not in (401, 403)
+    assert answers["another audience"].status_code == 401
+    assert answers["made up"].status_code == 401
+    assert answers["reader calls echo"].status_code == 403

@@ -8,7 +8,9 @@
 // to get tokens for another audience or with fewer scopes. The login and consent steps are
 // two form posts a test makes: POST /interaction/UID/login (login=SUBJECT), then
 // POST /interaction/UID/confirm (scope=... grants only those; all requested by default).
-// ACCESS_TOKEN_TTL (seconds) sets the tokens' lifetime. Prints "listening ISSUER" when ready.
+// ACCESS_TOKEN_TTL (seconds) sets the tokens' lifetime; ACCESS_TOKEN_FORMAT=opaque issues
+// opaque tokens, which "machine" may introspect (RFC 7662) at /token/introspection.
+// Prints "listening ISSUER" when ready.
 import { generateKeyPairSync } from 'node:crypto';
 
 import Provider from 'oidc-provider';
@@ -38,7 +40,10 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
-    introspection: { enabled: true },
+    introspection: {
+      enabled: true,
+      allowedPolicy: async (ctx, client) => client.clientId === 'machine',
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: (ctx, client, oneOf) => oneOf,
@@ -47,7 +52,7 @@ const provider = new Provider(issuer, {
         scope: scopes.join(' '),
         audience: resourceIndicator,
         accessTokenTTL: Number(process.env.ACCESS_TOKEN_TTL ?? 300),
-        accessTokenFormat: 'jwt',
+        accessTokenFormat: process.env.ACCESS_TOKEN_FORMAT ?? 'jwt',
         jwt: { sign: { alg: 'RS256' } },
       }),
     },
