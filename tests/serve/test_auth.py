@@ -214,8 +214,18 @@ def test_static_tokens_serve_their_holders(tmp_path: Path) -> None:
     with http_server(tmp_path, port, env=env):
         listed = asyncio.run(asyncio.wait_for(names(audience, "alice-secret-token"), TIMEOUT))
         refused = _post(audience, "alice", LIST)
+
+        async def echo() -> Any:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "Bearer alice-secret-token"}) as h,
+                Client(_transport(audience, h)) as client,
+            ):
+                return await client.call_tool("echo", {"text": "alice-secret-token"})
+
+        echoed = asyncio.run(asyncio.wait_for(echo(), TIMEOUT))
     assert listed == ["add", "echo", "liar", "static_links"]
     assert refused.status_code == 401
+    assert echoed.content[0].text == "***"  # a configured token is a secret: redacted
 
 
 def test_beyond_loopback_without_auth_it_refuses_to_start(tmp_path: Path) -> None:

@@ -291,6 +291,12 @@ class Verifier:
         self._verified: dict[str, AccessToken] = {}
         self._http = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, follow_redirects=False)
 
+    @property
+    def secrets(self) -> list[str]:
+        """The static tokens and the introspection secret, for the redactor."""
+        found = [value.decode() for value, _, _ in self._static]
+        return [*found, self._secret] if self._secret else found
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's principal and scopes, or None when it is not valid for this server."""
         found = self._static_token(token)

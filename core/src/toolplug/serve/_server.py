@@ -701,6 +701,8 @@ def _authenticating_app(
 
     base = registry.config.path.parent if registry.config.path else None
     verifier = Verifier(auth, base=base)
+    for secret in verifier.secrets:  # never shown in a result, an error or a log line
+        registry.redactor.add(secret)
     sdk_auth = SdkAuthSettings.model_validate({
         "issuer_url": auth.issuer,
         "resource_server_url": auth.audience,
