@@ -374,3 +374,13 @@ def test_run_code_needs_the_scopes_of_every_tool_a_program_may_call(tmp_path: Pa
     assert "run_code" in everything
     assert refused.status_code == 403
     assert "echo:run" in refused.headers["www-authenticate"]
+
+
+def test_the_scope_gate_reads_any_body_without_failing() -> None:
+    from toolplug.serve._auth import _called_tools
+
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}},'
+    batch += b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}]'
+    assert _called_tools(batch) == ["echo"]  # a batch: each call is gated
+    assert _called_tools(b"[" * 100_000 + b"]" * 100_000) == []  # too deep to parse
+    assert _called_tools(b"not json") == []

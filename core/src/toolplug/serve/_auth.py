@@ -237,7 +237,7 @@ def _called_tools(body: bytes) -> list[str]:
     """The tools a JSON-RPC message (or batch) calls; a body the SDK will refuse calls none."""
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # the SDK answers what it cannot read
         return []
     messages = parsed if isinstance(parsed, list) else [parsed]
     names = []
