@@ -9,12 +9,14 @@ output, and ``Bearer bob`` read and cancelled ``Bearer alice``'s tasks.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import pytest
 from mcp import Client, types
@@ -207,3 +209,40 @@ def test_two_replicas_honour_one_principal_and_refuse_another(tmp_path: Path) ->
     assert seen["bob gets"] == types.INVALID_PARAMS
     assert seen["done"].status == "completed"
     assert seen["done"].result["content"][0]["text"] == "woke up"
+
+
+def _session(http: Any, url: str) -> dict[str, str]:
+    """A session of the 2025-06-18 revision, opened by hand: the headers that name it."""
+    headers = {"accept": "application/json, text/event-stream"}
+    init = http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+    named = {**headers, "mcp-session-id": init.headers["mcp-session-id"],
+             "mcp-protocol-version": "2025-06-18"}
+    http.post(url, headers=named, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return named
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+        return dict(json.loads(data[-1]))
+    return dict(response.json())
+
+
+def test_without_auth_a_session_owns_what_it_leaves(tmp_path: Path) -> None:
+    env = {**os.environ, **child_env(tmp_path, config=CONFIG + BUDGET)}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": TEXT}}}
+    with http_server(tmp_path, port, env=env), httpx.Client(timeout=TIMEOUT) as http:
+        one, two = _session(http, url), _session(http, url)
+        reply = _answer(http.post(url, headers=one, json=call))
+        mine = _answer(http.post(url, headers=one, json=listing))["result"]["resources"]
+        theirs = _answer(http.post(url, headers=two, json=listing))["result"]["resources"]
+    link = next(b for b in reply["result"]["content"] if b["type"] == "resource_link")
+    assert link["uri"] in [r["uri"] for r in mine]
+    assert theirs == []
