@@ -23,12 +23,13 @@ import jwt
 import pytest
 from mcp import Client
 
+import toolplug
 from tests.helpers.auth import READ, WRITE, Issuer, Key, auth_config, issuer_server
 from tests.helpers.mcp_servers import http_server as mcp_http_server
-from tests.helpers.mcp_servers import write_server
+from tests.helpers.mcp_servers import stdio_table, write_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
 from toolplug.runtime._settings import AuthSettings
-from toolplug.serve._auth import Verifier
+from toolplug.serve._auth import Verifier, scopes_for
 
 AUDIENCE = "http://127.0.0.1:8000/mcp"
 
@@ -384,3 +385,24 @@ def test_the_scope_gate_reads_any_body_without_failing() -> None:
     assert _called_tools(batch) == ["echo"]  # a batch: each call is gated
     assert _called_tools(b"[" * 100_000 + b"]" * 100_000) == []  # too deep to parse
     assert _called_tools(b"not json") == []
+
+
+def test_a_mounted_servers_scopes_are_its_tools_default(tmp_path: Path) -> None:
+    script = write_server(tmp_path)
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table("calc", script, extra='scopes = ["calc:use"]')
+        + '[tools.calc_erase]\nscopes = ["calc:admin"]\n',
+        encoding="utf-8",
+    )
+    registry = toolplug.load(config)
+    try:
+        auth = AuthSettings.model_validate({"issuer": "http://127.0.0.1:1", "audience": AUDIENCE})
+        needed = {
+            name: scopes_for(name, registry.tools[name].metadata, registry, auth)
+            for name in ("calc_add", "calc_erase")
+        }
+    finally:
+        registry.close()
+    assert needed == {"calc_add": ["calc:use"], "calc_erase": ["calc:admin"]}
