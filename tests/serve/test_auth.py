@@ -329,6 +329,7 @@ def test_a_clients_token_never_reaches_a_mounted_server(tmp_path: Path) -> None:
     script = write_server(tmp_path)
     port = free_port()
     audience = f"http://127.0.0.1:{port}/mcp"
+    accepted = 'accept_findings = ["shadowing"]\ntrust_annotations = true\n'
     with mcp_http_server(script, "--token", "alice-token") as mounted:
         config = auth_config("http://127.0.0.1:1", audience, tokens={"alice": (READ, WRITE)})
         config += (
