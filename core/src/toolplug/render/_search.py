@@ -30,6 +30,7 @@ from toolplug.contract._metadata import (
     Category,
     Guidelines,
     ToolMetadata,
+    Trust,
 )
 from toolplug.render._formats import check_format, export_tool
 from toolplug.render._select import rank, search
@@ -102,6 +103,9 @@ def search_tools_metadata() -> ToolMetadata:
             "additionalProperties": False,
         },
         annotations=Annotations(read_only=True, idempotent=True, open_world=False),
+        # It answers with the installed tools' own definitions (what the prompt and the
+        # schemas carry) from the local index; the query goes nowhere.
+        trust=Trust(output="trusted"),
     )
 
 
