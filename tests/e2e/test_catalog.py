@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import toolplug
-from toolplug.render._search import search_tools_metadata
 from tests.helpers.cli import Run
 from tests.helpers.venv import clean_env, run, uv_command
+from toolplug.render._search import search_tools_metadata
 
 WORKSPACE = Path(__file__).resolve().parents[2]
 CORE = WORKSPACE / "core"
