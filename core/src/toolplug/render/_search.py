@@ -227,7 +227,9 @@ class ToolSearch:
         return await self._registry.acall(name, arguments)
 
     def _definition(self, metadata: ToolMetadata) -> dict[str, Any]:
-        return self._export(metadata, self.fmt, strict=self.strict)
+        # search_tools is no tool of the registry: its own labels
+        labels = self._registry.labels(metadata.name) if metadata.name in self._pool else None
+        return self._export(metadata, self.fmt, strict=self.strict, labels=labels)
 
 
 def _parse(arguments: Mapping[str, Any] | str | None) -> tuple[str, int] | str:
