@@ -4,7 +4,7 @@ tables for the server, for one of its tools, and ``[tools.NAME]`` on top."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +121,29 @@ def test_a_bad_trust_table_names_the_file_and_key(
     assert caught.value.key == key
     assert str(caught.value).startswith(f"{config}: {key}: ")
     assert expected in str(caught.value)
+
+
+def test_doctor_names_the_unlabelled_tools_of_a_server_together(
+    tmp_path: Path, script: Path, cli: Callable[..., Any]
+) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table(
+            "calc",
+            script,
+            extra='include = ["add", "erase", "big"]\n'
+            '[mcp_servers.calc.tools.add]\ntrust = { output = "trusted", sinks = [] }\n',
+        ),
+        encoding="utf-8",
+    )
+    doctor = cli("--config", str(config), "doctor")
+    assert doctor.code == 0, doctor.err
+    part = doctor.out.split("Trust labels:\n", 1)[1].split("\n\n", 1)[0]
+    # add is labelled by its table; the other two get the cautious default
+    assert part.splitlines() == [
+        "  calc_big, calc_erase (MCP server calc): unlabelled, so they get the cautious "
+        "default: untrusted output, private, every parameter a sink",
+        "    to label them: set [mcp_servers.calc] trust = { output = ..., private = ... } "
+        "for all of them, and [mcp_servers.calc.tools.TOOL] trust = { sinks = [...] } for each",
+    ]
