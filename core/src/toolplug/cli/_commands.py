@@ -459,15 +459,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
             + ", ".join(f"{s.name} ({'present' if s.present else 'missing'})" for s in states)
         )
     out.append("  available     " + ("yes" if record["available"] else "no"))
+    for reason in record["reasons"]:
+        out.append(f"    why not: {reason}")
+    for step in record["setup"]:
+        out.append("    to enable: " + step.strip().replace("\n", "\n      "))
     out.append(
         f"  trust         {_trust_words(registry.labels(args.name))} ("
         + _TRUST_SOURCES[_trust_source(registry, args.name)].format(name=args.name)
         + ")"
     )
-    for reason in record["reasons"]:
-        out.append(f"    why not: {reason}")
-    for step in record["setup"]:
-        out.append("    to enable: " + step.strip().replace("\n", "\n      "))
     if meta.usage_hint:
         out += ["", "When to use:", _indent(meta.usage_hint.strip())]
     g = meta.guidelines
