@@ -39,9 +39,10 @@ def _load(tmp_path: Path, tables: str, **options: Any) -> toolplug.Registry:
 def test_a_mounted_tool_is_untrusted_by_default(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script))
+    # even with the server's annotations trusted: add is read-only, which says nothing
+    # about who wrote what it returns
+    registry = _load(tmp_path, stdio_table("calc", script, extra="trust_annotations = true"))
     loaded.append(registry)
-    # the server says add is read-only: that changes nothing about whom its output trusts
     assert registry.get("calc_add").metadata.annotations.read_only
     assert registry.labels("calc_add") == Trust(
         output="untrusted", private=True, sinks=("a", "b")

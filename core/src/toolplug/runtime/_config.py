@@ -24,10 +24,13 @@ from toolplug.runtime._mounts import ServerSettings, parse_mcp_servers
 from toolplug.runtime._settings import (
     CALLS_KEYS,
     CODE_KEYS,
+    SERVE_KEYS,
     CallsSettings,
     CodeSettings,
+    ServeSettings,
     parse_calls,
     parse_code,
+    parse_serve,
     parse_tool_settings,
 )
 
@@ -48,6 +51,7 @@ _TOP_KEYS: Final = {
     "calls": "a table: " + ", ".join(CALLS_KEYS),
     "code": "a table: " + ", ".join(CODE_KEYS),
     "mcp_servers": "a table of MCP servers to mount: [mcp_servers.<name>]",
+    "serve": "a table: " + ", ".join(SERVE_KEYS),
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -125,6 +129,8 @@ class Config:
     """The ``[code]`` table (code mode), checked and typed."""
     mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
     """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    """The ``[serve]`` table (``toolplug serve``), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -297,8 +303,8 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
             for part in ("include", "exclude")
         }
         toolsets[name] = Toolset(name=name, description=description, **patterns)
-    calls, code = table.get("calls", {}), table.get("code", {})
-    for key, raw in (("calls", calls), ("code", code)):
+    calls, code, serve = table.get("calls", {}), table.get("code", {}), table.get("serve", {})
+    for key, raw in (("calls", calls), ("code", code), ("serve", serve)):
         if not isinstance(raw, Mapping):
             raise err(key, "must be a table", _TOP_KEYS[key])
     return Config(
@@ -312,6 +318,7 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         calls=parse_calls(calls, file=where, prefix=prefix),
         code=parse_code(code, file=where, prefix=prefix),
         mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
+        serve=parse_serve(serve, file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )
