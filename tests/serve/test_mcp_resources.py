@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
 
+from tests.helpers.auth import READ, WRITE, auth_config
 from tests.helpers.redis import redis_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params
 
@@ -68,13 +71,17 @@ def test_over_stdio(tmp_path: Path) -> None:
 
 
 def test_over_streamable_http(tmp_path: Path) -> None:
-    env = {**os.environ, **child_env(tmp_path, config=SMALL_BUDGET)}
+    """A stateless client lists its spills when it has an owner: a verified principal."""
     port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    auth = auth_config("http://127.0.0.1:1", url, tokens={"alice": (READ, WRITE)})
+    env = {**os.environ, **child_env(tmp_path, config=SMALL_BUDGET + auth), "TOKEN_ALICE": "a-t"}
     with http_server(tmp_path, port, env=env):
 
         async def run() -> dict[str, Any]:
             with anyio.fail_after(TIMEOUT):
-                return await _session(f"http://127.0.0.1:{port}/mcp")
+                async with httpx2.AsyncClient(headers={"Authorization": "Bearer a-t"}) as http:
+                    return await _session(streamable_http_client(url, http_client=http))
 
         _check(anyio.run(run))
 
@@ -105,3 +112,53 @@ def test_any_replica_serves_the_read_through_redis(tmp_path: Path) -> None:
             uri, text = anyio.run(run)
     assert uri.startswith("toolplug://results/")
     assert text == "word00002 "
+
+
+SECRET = "sk-live-7d3e9a0c55"
+LEAKY = r'''
+from typing import Any
+
+from toolplug import ConfigField, Tool, ToolMetadata, ToolResult, hookimpl
+
+
+class Leaky(Tool):
+    metadata = ToolMetadata(
+        name="leaky",
+        description="Return rows that hold the token.",
+        category="utility",
+        config_fields=(
+            ConfigField(name="token", type="string", description="API token", secret=True),
+        ),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        token = context.config["token"]
+        return ToolResult.success("row " * 1_000, {"rows": [{"auth": token}] * 50})
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    register(Leaky)
+'''
+
+
+def test_spilled_data_read_over_mcp_holds_no_configured_secret(tmp_path: Path) -> None:
+    config = SMALL_BUDGET + '\n[tools.leaky]\ntoken = { env = "LEAKY_TOKEN" }\n'
+    env = child_env(tmp_path, ("mcp_leaky", LEAKY), config=config)
+    params = stdio_params(tmp_path)
+    params.env = {**env, "LEAKY_TOKEN": SECRET}
+
+    async def run() -> tuple[Any, str]:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(params) as client:
+                reply = await client.call_tool("leaky", {})
+                link = next(b for b in reply.content if isinstance(b, types.ResourceLink))
+                data = (await client.read_resource(f"{link.uri}/data")).contents[0]
+                assert isinstance(data, types.TextResourceContents)
+                return reply, data.text
+
+    reply, data = anyio.run(run)
+    assert not reply.is_error
+    assert '"auth": "***"' in data.replace('":"', '": "')
+    assert SECRET not in data
+    assert SECRET not in reply.model_dump_json()

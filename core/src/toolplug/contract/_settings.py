@@ -8,14 +8,21 @@ The field descriptions are the "expected" text of the configuration's error mess
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Trust
 
-__all__ = ["POLICY_KEYS", "RateLimit", "ToolSettings", "TrustOverlay"]
+__all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings", "TrustOverlay"]
+
+SCOPE_PATTERN: Final = r"^[\x21\x23-\x5b\x5d-\x7e]+$"
+"""An OAuth scope token (RFC 6749, section 3.3): printable ASCII, no space, quote or backslash."""
+
+Scope = Annotated[
+    str, Field(pattern=SCOPE_PATTERN, description="an OAuth scope: printable ASCII, no spaces")
+]
 
 
 class _Settings(BaseModel):
@@ -100,6 +107,10 @@ class ToolSettings(_Settings):
         default=None,
         description='a table: output = "trusted" or "untrusted", private = true or false, '
         "sinks = [the tool's parameter names]",
+    )
+    scopes: list[Scope] | None = Field(
+        default=None,
+        description="a list of OAuth scopes a client of serve --http needs to see and call it",
     )
 
 

@@ -54,9 +54,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
-    from toolplug.runtime._registry import Registry
+    from toolplug import Registry, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolset"]
 
