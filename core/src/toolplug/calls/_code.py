@@ -43,7 +43,7 @@ from toolplug.contract._call import ToolCall
 from toolplug.contract._capabilities import Capability, Package
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
-from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
+from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime._settings import CodeSettings
 from toolplug.schema._python import (
@@ -141,6 +141,10 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=False
         ),
+        # What a program prints carries what the tools it called returned: outside text and
+        # the user's data alike. The code itself reaches nothing (the sandbox refuses files
+        # and network); each call it makes is checked with that tool's own labels.
+        trust=Trust(output="untrusted", private=True),
         requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
         timeout_seconds=settings.wall_seconds,
