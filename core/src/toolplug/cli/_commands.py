@@ -587,6 +587,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     mounts = mount.mounted(registry) if mount is not None else None
     if mounts is not None and mount is not None:
         out += ["", "MCP servers:", *mount.report(mounts)]
+    openapi = sys.modules.get("toolplug.openapi")
+    apis = openapi.described(registry) if openapi is not None else None
+    if apis is not None and openapi is not None:
+        out += ["", "OpenAPI descriptions:", *openapi.report(apis)]
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
@@ -1030,6 +1034,11 @@ def run(argv: Sequence[str], *, cache: bool = False) -> int:
             mounts = mount.mounted(registry) if mount is not None else None
             if mounts is not None and mounts.expires is not None:
                 expires = int(mounts.expires * 1e9)
+            openapi = sys.modules.get("toolplug.openapi")
+            apis = openapi.described(registry) if openapi is not None else None
+            if apis is not None and apis.expires is not None:
+                ends = int(apis.expires * 1e9)
+                expires = ends if expires is None else min(expires, ends)
             _clicache.store(
                 argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched,
                 expires_ns=expires,

@@ -1,0 +1,94 @@
+"""An API's parsed description, cached on disk like a mounted server's tool list.
+
+Reading and converting a description of a thousand operations takes most of a second, so
+``toolplug list`` and ``prompt`` read ``<cache_dir>/openapi/NAME.json`` instead: the
+converted operations, keyed by what decides them (a file's path, size and modification
+time, or a URL; the converter's version). A description read from a URL is trusted for
+``spec_ttl_seconds``; one that could not be read is tried again after ``RETRY_SECONDS``,
+its last known operations kept, unavailable, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["RETRY_SECONDS", "Parsed", "listing_path", "now", "read_parsed", "write_parsed"]
+
+RETRY_SECONDS: Final = 30.0
+
+
+@dataclass
+class Parsed:
+    """One API's converted description as last read, and whether it could be read."""
+
+    key: str
+    stored: float
+    description: dict[str, Any] = field(default_factory=dict)
+    """What ``_convert.convert`` made of it (empty when it was never read)."""
+    problem: str | None = None
+    """Why it could not be read when it was last tried."""
+
+    def fresh(self, ttl: float, now: float) -> bool:
+        """Whether it can be used without reading the description again."""
+        age = now - self.stored
+        return 0 <= age < (min(ttl, RETRY_SECONDS) if self.problem else ttl)
+
+    def expires(self, ttl: float) -> float:
+        """When it stops being fresh (seconds since the epoch)."""
+        return self.stored + (min(ttl, RETRY_SECONDS) if self.problem else ttl)
+
+    @property
+    def operations(self) -> list[dict[str, Any]]:
+        """The converted operations."""
+        return list(self.description.get("operations") or [])
+
+
+def listing_path(cache_dir: Path, api: str) -> Path:
+    """Where an API's parsed description is kept."""
+    return cache_dir / "openapi" / f"{api}.json"
+
+
+def read_parsed(cache_dir: Path, api: str) -> Parsed | None:
+    """The stored description of an API, or None (absent or unreadable)."""
+    try:
+        raw = json.loads(listing_path(cache_dir, api).read_bytes())
+        return Parsed(
+            key=str(raw["key"]),
+            stored=float(raw["stored"]),
+            description=dict(raw.get("description") or {}),
+            problem=raw.get("problem"),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_parsed(cache_dir: Path, api: str, parsed: Parsed) -> Path | None:
+    """Store a parsed description (atomically); None when the cache cannot be written."""
+    path = listing_path(cache_dir, api)
+    body = {
+        "key": parsed.key,
+        "stored": parsed.stored,
+        "description": parsed.description,
+        "problem": parsed.problem,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(body, separators=(",", ":")), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            temporary.unlink()
+        return None
+    return path
+
+
+def now() -> float:
+    """Seconds since the epoch (a function, so a test can see the clock it reads)."""
+    return time.time()
