@@ -16,14 +16,14 @@ from typing import Any, Final
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 1
+CONVERTER_VERSION: Final = 2
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _DROPPED: Final = frozenset(
     {"example", "discriminator", "xml", "externalDocs", "nullable", "x-nullable"}
 )
-_RETURNS_DEPTH: Final = 2
+_RETURNS_DEPTH: Final = 1
 """How many ``$ref``s deep a success response's schema is spelled out (the rest: its type)."""
 _DESCRIPTION_CHARS: Final = 300
 _IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
