@@ -350,3 +350,22 @@ def test_list_all_and_doctor_show_the_api(
     assert "notes (" in doctor.out
     assert "4 offered" in doctor.out
     assert "openapi_down: missing (its description cannot be read: cannot read" in doctor.out
+
+
+def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
+    api_url: str, tmp_path: Path
+) -> None:
+    config = _config(api_url, tmp_path)
+    toolplug.load(config)
+    cache = tmp_path / "cache" / "openapi" / "notes.json"
+    stored = json.loads(cache.read_text())
+    assert len(stored["checked"]) >= 10  # the parameters and returns that passed
+    # a definition edited in the cache (not by the converter) is not vouched for
+    for op in stored["description"]["operations"]:
+        if op["operation_id"] == "getNote":
+            op["parameters"]["properties"]["note_id"] = {"type": "not-a-type"}
+    cache.write_text(json.dumps(stored))
+    registry = toolplug.load(config)
+    assert "notes_get_note" not in registry.tools
+    (problem,) = [p.describe() for p in registry.problems if p.tool == "notes_get_note"]
+    assert "not a valid JSON Schema 2020-12" in problem

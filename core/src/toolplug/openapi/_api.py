@@ -20,7 +20,14 @@ from urllib.parse import urljoin
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
-from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
+from toolplug.contract._metadata import (
+    Annotations,
+    Guidelines,
+    ToolMetadata,
+    Trust,
+    schema_digest,
+    vouch,
+)
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.openapi import _catalog, _convert, _request, _spec
@@ -110,11 +117,28 @@ class Described:
     """When the first description read from a URL stops being fresh."""
 
     def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its secrets redacted, its files watched."""
+        """Tie this to the registry: its secrets redacted, its files watched, and the
+        digests of the schemas it registered kept beside the cache for the next load."""
         for secret in self.secrets:
             registry.redactor.add(secret)
         registry.files_read.extend(self.files)
         _by_registry[registry] = self
+        tools = registry.tools
+        for api in self.apis.values():
+            parsed = api.parsed
+            if parsed is None or parsed.problem:
+                continue
+            checked = set(parsed.checked)
+            passed = {
+                schema_digest(schema)
+                for name in api.names
+                if name in tools and tools[name].plugin == f"openapi:{api.name}"
+                for schema in (tools[name].metadata.parameters, tools[name].metadata.returns)
+                if schema is not None
+            }
+            if not passed <= checked:
+                parsed.checked = sorted(checked | passed)
+                _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
 
 
 def described(registry: Registry) -> Described | None:
@@ -149,6 +173,8 @@ def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -
         _read(api, config.network, config.cache_dir)
         apis[name] = api
     for api in apis.values():
+        if api.parsed is not None:
+            vouch(api.parsed.checked)
         _resolve(api, env, secrets, config.source)
         api.base_url = _base_url(api)
         if api.base_url is not None:

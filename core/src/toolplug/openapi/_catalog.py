@@ -33,6 +33,9 @@ class Parsed:
     """What ``_convert.convert`` made of it (empty when it was never read)."""
     problem: str | None = None
     """Why it could not be read when it was last tried."""
+    checked: list[str] = field(default_factory=list)
+    """Digests of its schemas that passed JSON Schema's meta-schema when they were first
+    registered (``toolplug.contract._metadata.vouch``): later loads skip that check."""
 
     def fresh(self, ttl: float, now: float) -> bool:
         """Whether it can be used without reading the description again."""
@@ -63,6 +66,7 @@ def read_parsed(cache_dir: Path, api: str) -> Parsed | None:
             stored=float(raw["stored"]),
             description=dict(raw.get("description") or {}),
             problem=raw.get("problem"),
+            checked=[str(d) for d in raw.get("checked") or []],
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -76,6 +80,7 @@ def write_parsed(cache_dir: Path, api: str, parsed: Parsed) -> Path | None:
         "stored": parsed.stored,
         "description": parsed.description,
         "problem": parsed.problem,
+        "checked": sorted(parsed.checked),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
