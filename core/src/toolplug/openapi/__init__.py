@@ -7,6 +7,16 @@ parsed form is cached on disk, so listing a thousand operations does not read it
 """
 
 from toolplug.openapi._api import Api, Described, describe, described, report
+from toolplug.openapi._package import operation_tools, package
 from toolplug.openapi._spec import SpecError
 
-__all__ = ["Api", "Described", "SpecError", "describe", "described", "report"]
+__all__ = [
+    "Api",
+    "Described",
+    "SpecError",
+    "describe",
+    "described",
+    "operation_tools",
+    "package",
+    "report",
+]

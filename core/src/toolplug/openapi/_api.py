@@ -384,6 +384,7 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "annotations": _annotations(op["method"]),
         "setup_instructions": _setup(api),
         "timeout_seconds": settings.timeout_seconds,
+        "errors": _request.ERRORS,
         "trust": _trust(own.trust if own and own.trust else settings.trust, op),
     }
     if own is not None:

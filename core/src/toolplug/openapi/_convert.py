@@ -16,7 +16,7 @@ from typing import Any, Final
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 2
+CONVERTER_VERSION: Final = 3
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -268,8 +268,8 @@ def _operation(
         if schema is None and isinstance(param.get("content"), dict) and param["content"]:
             schema = next(iter(param["content"].values())).get("schema")
         prop = hoisted(resolver.schema(schema or {}))
-        description = _one_line(param.get("description"))
-        if description and "description" not in prop:
+        description = _one_line(param.get("description")) or f"the {location} parameter {original}"
+        if "description" not in prop:
             prop["description"] = description[:_DESCRIPTION_CHARS]
         if param.get("deprecated"):
             prop["deprecated"] = True
@@ -316,6 +316,8 @@ def _operation(
                         prop.get("items")
                     ):
                         prop = {**prop, "items": dict(_FILE_SCHEMA)}
+                    if isinstance(prop, dict) and "description" not in prop:
+                        prop = {**prop, "description": f"the body field {prop_name}"}
                     properties[name] = prop
                     args[name] = ["body", prop_name, "", ""]
                     if body_required and prop_name in inner_required:

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+from toolplug.contract._metadata import ErrorSpec
 from toolplug.contract._tool import ErrorType, ToolContext, ToolResult
 
-__all__ = ["Credentials", "Operation", "send"]
+__all__ = ["ERRORS", "Credentials", "Operation", "send"]
 
 _ERROR_BODY_CHARS: Final = 2000
 _STATUS_TYPES: Final[dict[int, tuple[ErrorType, bool]]] = {
@@ -44,6 +45,22 @@ _STATUS_TYPES: Final[dict[int, tuple[ErrorType, bool]]] = {
     503: (ErrorType.UNAVAILABLE, True),
     504: (ErrorType.TIMEOUT, True),
 }
+
+
+ERRORS: Final = (
+    ErrorSpec(type="ValidationError", when="the API refused the arguments (400, 422 ...)"),
+    ErrorSpec(type="PermissionError", when="the API (401, 403) or the network guard refused"),
+    ErrorSpec(type="NotFoundError", when="the API has no such thing (404, 410)"),
+    ErrorSpec(type="RateLimitError", when="the API's quota is used up (429); "
+              "retry_after_seconds says when to try again", retry_possible=True),
+    ErrorSpec(type="TimeoutError", when="the API did not answer in time", retry_possible=True),
+    ErrorSpec(type="NetworkError", when="the API could not be reached", retry_possible=True),
+    ErrorSpec(type="UnavailableError", when="the API is down for now (503)",
+              retry_possible=True),
+    ErrorSpec(type="ExecutionError", when="the API failed (500) or answered another error",
+              retry_possible=True),
+)
+"""What an operation's call can return, declared on every OpenAPI tool."""
 
 
 @dataclass(frozen=True)
