@@ -36,7 +36,7 @@ def test_the_package_offers_the_curated_operations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any
 ) -> None:
     with fastapi_server(tmp_path) as url:
-        with urllib.request.urlopen(f"{url}/openapi.json") as answer:  # noqa: S310 - loopback
+        with urllib.request.urlopen(f"{url}/openapi.json") as answer:
             (tmp_path / "notes.json").write_bytes(answer.read())
         made = cli(
             "new", "notes", "--from-openapi", str(tmp_path / "notes.json"), "--dir",
@@ -77,6 +77,6 @@ def test_a_selection_that_keeps_nothing_is_a_usage_error(tmp_path: Path) -> None
         "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
         "paths": {"/a": {"get": {"operationId": "a", "responses": {"200": {"description": "ok"}}}}},
     }))
-    with pytest.raises(UsageError, match="no operation of .* matches --include"):
+    with pytest.raises(UsageError, match=r"no operation of .* matches --include"):
         new_openapi_plugin("tiny", str(spec), tmp_path, include=["tag:none"])
     assert not (tmp_path / "toolplug-tiny").exists()
