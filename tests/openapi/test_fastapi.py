@@ -369,3 +369,26 @@ def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
     assert "notes_get_note" not in registry.tools
     (problem,) = [p.describe() for p in registry.problems if p.tool == "notes_get_note"]
     assert "not a valid JSON Schema 2020-12" in problem
+
+
+def test_async_calls_share_one_client_per_loop_and_close_it(
+    registry: toolplug.Registry,
+) -> None:
+    import asyncio
+    import gc
+
+    api = described(registry)
+    assert api is not None
+    pool = api.apis["notes"].pool
+
+    async def main() -> set[int]:
+        results = await asyncio.gather(
+            *(registry.acall("notes_get_note", {"note_id": i % 5 + 1}) for i in range(20))
+        )
+        assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+        return {id(pool.client()) for _ in range(3)}
+
+    for _ in range(2):  # two loops, each closing its client when asyncio.run ends
+        assert len(asyncio.run(main())) == 1
+        gc.collect()
+    assert len(pool._clients) == 0

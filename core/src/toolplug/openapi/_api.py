@@ -63,6 +63,8 @@ class Api:
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
     """toolplug name -> converted operation, for each selected operation."""
     notes: list[str] = field(default_factory=list)
+    pool: _request.ClientPool = field(default_factory=_request.ClientPool)
+    """Connections kept for its calls, one client per event loop."""
 
     @property
     def name(self) -> str:
@@ -98,7 +100,8 @@ class Api:
         """Make one operation's request."""
         assert self.base_url is not None
         return await _request.send(
-            operation, arguments, context, base_url=self.base_url, credentials=self.credentials
+            operation, arguments, context, base_url=self.base_url, credentials=self.credentials,
+            pool=self.pool,
         )
 
 

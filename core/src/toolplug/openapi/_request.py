@@ -249,6 +249,53 @@ def _next_page(headers: Mapping[str, str], operation: Operation) -> str | None:
     return f"more results: {match.group(1)}"
 
 
+_IDLE_SECONDS: Final = 5.0
+"""How long a pooled client with no call in flight keeps its connections."""
+
+
+class ClientPool:
+    """One guarded client per event loop, so calls of an API reuse their connections.
+
+    An ``httpx.AsyncClient`` belongs to the loop it was used on. Each loop's client is
+    closed by a small task on that loop once no call has used it for ``_IDLE_SECONDS``, or
+    when the task is cancelled (``asyncio.run`` cancels what is left when it ends).
+    """
+
+    def __init__(self) -> None:
+        import weakref
+
+        self._clients: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+    def client(self) -> Any:
+        """The running loop's client (made, with its closing task, on first use)."""
+        import asyncio
+
+        from toolplug.http import new_client
+
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(loop)
+        if entry is None:
+            entry = [new_client(), time.monotonic(), None]
+            self._clients[loop] = entry
+            entry[2] = loop.create_task(self._close_when_idle(loop, entry))
+        entry[1] = time.monotonic()
+        return entry[0]
+
+    async def _close_when_idle(self, loop: Any, entry: list[Any]) -> None:
+        import asyncio
+
+        try:
+            while True:
+                idle = time.monotonic() - entry[1]
+                if idle >= _IDLE_SECONDS:
+                    break
+                await asyncio.sleep(_IDLE_SECONDS - idle)
+        finally:
+            if self._clients.get(loop) is entry:
+                del self._clients[loop]
+            await entry[0].aclose()
+
+
 async def send(
     operation: Operation,
     arguments: Mapping[str, Any],
@@ -256,7 +303,7 @@ async def send(
     *,
     base_url: str,
     credentials: Credentials,
-    client: Any = None,
+    pool: ClientPool | None = None,
 ) -> ToolResult:
     """Make the request of one call; every failure comes back as a structured result."""
     from toolplug.http import NetworkError, fetch, guard_failure
@@ -269,7 +316,7 @@ async def send(
         answer = await fetch(
             operation.method, url, policy=context.network, headers=headers, content=content,
             timeout=min(context.network.timeout_seconds, operation.timeout),
-            deadline=operation.timeout, client=client,
+            deadline=operation.timeout, client=None if pool is None else pool.client(),
         )
     except NetworkError as exc:
         failure = guard_failure(exc)
