@@ -355,10 +355,13 @@ def test_list_all_and_doctor_show_the_api(
 def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
     api_url: str, tmp_path: Path
 ) -> None:
-    config = _config(api_url, tmp_path)
-    toolplug.load(config)
     cache = tmp_path / "cache" / "openapi" / "notes.json"
+    toolplug.load(_config(api_url, tmp_path, include=["getNote"]))
+    assert json.loads(cache.read_text())["checked_ids"] == ["getNote"]
+    config = _config(api_url, tmp_path)
+    toolplug.load(config)  # the operations offered now are recorded too
     stored = json.loads(cache.read_text())
+    assert len(stored["checked_ids"]) == 10
     assert len(stored["checked"]) >= 10  # the parameters and returns that passed
     # a definition edited in the cache (not by the converter) is not vouched for
     for op in stored["description"]["operations"]:

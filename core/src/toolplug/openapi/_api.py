@@ -131,17 +131,23 @@ class Described:
             parsed = api.parsed
             if parsed is None or parsed.problem:
                 continue
-            checked = set(parsed.checked)
+            done = set(parsed.checked_ids)
+            registered = {
+                name: op for name, op in api.names.items()
+                if name in tools and tools[name].plugin == f"openapi:{api.name}"
+            }
+            fresh = {n: op for n, op in registered.items() if op["operation_id"] not in done}
+            if not fresh:
+                continue  # every registered operation was vouched for already
             passed = {
                 schema_digest(schema)
-                for name in api.names
-                if name in tools and tools[name].plugin == f"openapi:{api.name}"
+                for name in fresh
                 for schema in (tools[name].metadata.parameters, tools[name].metadata.returns)
                 if schema is not None
             }
-            if not passed <= checked:
-                parsed.checked = sorted(checked | passed)
-                _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
+            parsed.checked = sorted(set(parsed.checked) | passed)
+            parsed.checked_ids = sorted(done | {op["operation_id"] for op in fresh.values()})
+            _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
 
 
 def described(registry: Registry) -> Described | None:

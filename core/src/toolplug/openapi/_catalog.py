@@ -36,6 +36,8 @@ class Parsed:
     checked: list[str] = field(default_factory=list)
     """Digests of its schemas that passed JSON Schema's meta-schema when they were first
     registered (``toolplug.contract._metadata.vouch``): later loads skip that check."""
+    checked_ids: list[str] = field(default_factory=list)
+    """The ``operation_id`` of each operation whose schemas are among ``checked``."""
 
     def fresh(self, ttl: float, now: float) -> bool:
         """Whether it can be used without reading the description again."""
@@ -67,6 +69,7 @@ def read_parsed(cache_dir: Path, api: str) -> Parsed | None:
             description=dict(raw.get("description") or {}),
             problem=raw.get("problem"),
             checked=[str(d) for d in raw.get("checked") or []],
+            checked_ids=[str(d) for d in raw.get("checked_ids") or []],
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -81,6 +84,7 @@ def write_parsed(cache_dir: Path, api: str, parsed: Parsed) -> Path | None:
         "description": parsed.description,
         "problem": parsed.problem,
         "checked": sorted(parsed.checked),
+        "checked_ids": sorted(parsed.checked_ids),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
