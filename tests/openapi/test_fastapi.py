@@ -355,19 +355,24 @@ def test_list_all_and_doctor_show_the_api(
 def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
     api_url: str, tmp_path: Path
 ) -> None:
-    cache = tmp_path / "cache" / "openapi" / "notes.json"
+    from toolplug.openapi._catalog import read_parsed, write_parsed
+
+    cache = tmp_path / "cache"
     toolplug.load(_config(api_url, tmp_path, include=["getNote"]))
-    assert json.loads(cache.read_text())["checked_ids"] == ["getNote"]
+    stored = read_parsed(cache, "notes")
+    assert stored is not None
+    assert stored.checked_ids == ["getNote"]
     config = _config(api_url, tmp_path)
     toolplug.load(config)  # the operations offered now are recorded too
-    stored = json.loads(cache.read_text())
-    assert len(stored["checked_ids"]) == 10
-    assert len(stored["checked"]) >= 10  # the parameters and returns that passed
+    stored = read_parsed(cache, "notes")
+    assert stored is not None
+    assert len(stored.checked_ids) == 10
+    assert len(stored.checked) >= 10  # the parameters and returns that passed
     # a definition edited in the cache (not by the converter) is not vouched for
-    for op in stored["description"]["operations"]:
+    for op in stored.operations:
         if op["operation_id"] == "getNote":
             op["parameters"]["properties"]["note_id"] = {"type": "not-a-type"}
-    cache.write_text(json.dumps(stored))
+    write_parsed(cache, "notes", stored)
     registry = toolplug.load(config)
     assert "notes_get_note" not in registry.tools
     (problem,) = [p.describe() for p in registry.problems if p.tool == "notes_get_note"]

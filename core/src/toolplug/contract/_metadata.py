@@ -233,12 +233,16 @@ _vouched: set[str] = set()
 
 
 def schema_digest(schema: Any) -> str:
-    """A digest of a JSON Schema's content (keys sorted)."""
+    """A digest of a JSON Schema's content, keys in their order (the same schema read from
+    the same source gives the same digest; another order only costs a check)."""
     import hashlib
-    import json
+    import marshal
 
-    text = json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    try:
+        data = marshal.dumps(schema)
+    except ValueError:  # not plain JSON data: never vouched for
+        return ""
+    return hashlib.sha256(data).hexdigest()
 
 
 def vouch(digests: Iterable[str]) -> None:
@@ -250,7 +254,7 @@ def vouch(digests: Iterable[str]) -> None:
     for them in later processes. A schema whose content changed has another digest and is
     checked again.
     """
-    _vouched.update(digests)
+    _vouched.update(d for d in digests if d)
 
 
 def validate_tool_metadata(
