@@ -137,6 +137,8 @@ def test_trust_sinks_follow_renamed_arguments() -> None:
         ({"from": "nothing_here"}, "no tool has that name"),
         ({"from": "site_search", "hide": {"nope": 1}}, "has no argument 'nope'"),
         ({"from": "site_search", "rename_args": {"limit": "q"}}, "already has an argument"),
+        # a fixed value the original would refuse
+        ({"from": "site_search", "hide": {"limit": "ten"}}, "does not fit site_search's"),
     ],
 )
 def test_a_transform_that_does_not_fit_is_reported(

@@ -139,6 +139,15 @@ def _transformed_schema(
         if arg not in properties:
             known = ", ".join(sorted(properties)) or "none"
             raise TransformError(f"{transform.source} has no argument {arg!r} (it has: {known})")
+    from jsonschema import Draft202012Validator
+
+    for arg, value in [*transform.hide.items(), *transform.defaults.items()]:
+        check = {**properties[arg], "$defs": schema.get("$defs") or {}}
+        problem = next(iter(Draft202012Validator(check).iter_errors(value)), None)
+        if problem is not None:
+            raise TransformError(
+                f"{value!r} does not fit {transform.source}'s argument {arg!r}: {problem.message}"
+            )
     for arg in transform.hide:
         properties.pop(arg)
         if arg in required:
