@@ -341,10 +341,15 @@ def test_list_all_and_doctor_show_the_api(
         '[network]\nallow = ["127.0.0.1"]\n'
         f'[openapi.notes]\nspec = "{api_url}/openapi.json"\ninclude = ["tag:notes"]\n'
         '[openapi.down]\nspec = "missing.json"\n'
+        f'[openapi.keyed]\nspec = "{api_url}/openapi.json"\ninclude = ["whoAmI"]\n'
+        'auth = { type = "bearer", token = { env = "KEYED_TOKEN" } }\n'
     )
     listed = cli("list", "--all", cwd=work)
     assert listed.code == 0, listed.err
     assert "notes_list_notes" in listed.out
+    (keyed,) = [line for line in listed.out.splitlines() if line.startswith("keyed_who_am_i")]
+    assert "no: capability 'openapi_keyed' is missing: [openapi.keyed] auth.token" in keyed
+    assert "KEYED_TOKEN is not set" in keyed
     doctor = cli("doctor", cwd=work)
     assert "OpenAPI descriptions:" in doctor.out
     assert "notes (" in doctor.out
