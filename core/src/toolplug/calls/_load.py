@@ -45,7 +45,8 @@ def load(
         approver: Decides on calls that need a person's approval, after an approver given
             to the call and before the ``approve_call`` hook (docs/concepts.md, Approvals).
         refresh: Ask every mounted MCP server (``[mcp_servers.NAME]``) for its tools now,
-            instead of using a tool list cached within its ``list_ttl_seconds``.
+            instead of using a tool list cached within its ``list_ttl_seconds``, and read
+            every OpenAPI description (``[openapi.NAME]``) again.
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
@@ -66,6 +67,13 @@ def load(
         mounts = mount(config, env=os.environ if env is None else env, refresh=refresh)
         config = mounts.config
         plugins = [*plugins, *mounts.plugins]
+    described = None
+    if config.openapi:  # each API's operations register through a plugin of its own
+        from toolplug.openapi import describe
+
+        described = describe(config, env=os.environ if env is None else env, refresh=refresh)
+        config = described.config
+        plugins = [*plugins, *described.plugins]
     registry = assemble(
         config,
         env=env,
@@ -77,6 +85,8 @@ def load(
     )
     if mounts is not None:
         mounts.attach(registry)
+    if described is not None:
+        described.attach(registry)
     if code.enabled:
         install_code_mode(registry)
     return registry

@@ -254,6 +254,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "tool, its entry point, a README, and tests that use the contract kit.")
     p.add_argument("name", help="the new tool's name (lower case, digits, underscores)")
     p.add_argument("--dir", default=".", metavar="D", help="where to create it (default .)")
+    p.add_argument("--from-openapi", metavar="SPEC",
+                   help="a tool per operation of this OpenAPI description (path or URL)")
+    p.add_argument("--include", action="append", default=[], metavar="P",
+                   help="with --from-openapi: keep these operations (operationId or glob, "
+                   "tag:NAME, path:/GLOB, method:GET); repeatable")
+    p.add_argument("--exclude", action="append", default=[], metavar="P",
+                   help="with --from-openapi: leave these operations out; repeatable")
+    p.add_argument("--auth", choices=["bearer", "header", "query", "basic"],
+                   help="with --from-openapi: how requests authenticate (NAME_TOKEN)")
+    p.add_argument("--auth-name", metavar="N",
+                   help="with --auth header or query: the header or parameter name")
     p.set_defaults(handler=_cmd_new)
 
     p = sub.add_parser("serve", parents=[common], help="serve the tools over MCP",
@@ -707,6 +718,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     count = f"{len(reported)} finding(s)" if reported else "no findings"
     out += ["", f"Definitions: {count}"]
     out += _scan_lines(reported)
+    openapi = sys.modules.get("toolplug.openapi")
+    apis = openapi.described(registry) if openapi is not None else None
+    if apis is not None and openapi is not None:
+        out += ["", "OpenAPI descriptions:", *openapi.report(apis)]
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
@@ -964,6 +979,23 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 def _cmd_new(args: argparse.Namespace) -> int:
     from toolplug.cli._scaffold import new_plugin, next_steps
 
+    if args.from_openapi is not None:
+        from toolplug.cli._scaffold_openapi import new_openapi_plugin
+
+        path = new_openapi_plugin(
+            args.name, args.from_openapi, args.dir, include=args.include,
+            exclude=args.exclude, auth=args.auth, auth_name=args.auth_name,
+        )
+        import json
+
+        (operations,) = path.glob("src/*/operations.json")
+        count = len(json.loads(operations.read_text(encoding="utf-8"))["operations"])
+        _emit(None, f"Created {path.name} in {path}: {count} tool(s), one per operation "
+              f"kept ({operations.relative_to(path)})\n\nNext steps:\n  cd {path}\n"
+              "  pip install -e '.[test]'\n  python -m pytest")
+        return EXIT_OK
+    if args.include or args.exclude or args.auth or args.auth_name:
+        raise _Exit(EXIT_USAGE, "--include, --exclude and --auth go with --from-openapi")
     path = new_plugin(args.name, args.dir)
     _emit(None, next_steps(args.name, path))
     return EXIT_OK
@@ -1196,6 +1228,11 @@ def run(argv: Sequence[str], *, cache: bool = False) -> int:
             mounts = mount.mounted(registry) if mount is not None else None
             if mounts is not None and mounts.expires is not None:
                 expires = int(mounts.expires * 1e9)
+            openapi = sys.modules.get("toolplug.openapi")
+            apis = openapi.described(registry) if openapi is not None else None
+            if apis is not None and apis.expires is not None:
+                ends = int(apis.expires * 1e9)
+                expires = ends if expires is None else min(expires, ends)
             _clicache.store(
                 argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched,
                 expires_ns=expires,

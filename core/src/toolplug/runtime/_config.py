@@ -21,6 +21,7 @@ from toolplug.contract._errors import ConfigError
 from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._settings import POLICY_KEYS, ToolSettings
 from toolplug.runtime._mounts import ServerSettings, parse_mcp_servers
+from toolplug.runtime._openapi import ApiSettings, parse_openapi
 from toolplug.runtime._settings import (
     CALLS_KEYS,
     CODE_KEYS,
@@ -33,6 +34,7 @@ from toolplug.runtime._settings import (
     parse_serve,
     parse_tool_settings,
 )
+from toolplug.runtime._transforms import Transform, parse_transforms
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ConfigField, ToolMetadata
@@ -52,6 +54,8 @@ _TOP_KEYS: Final = {
     "code": "a table: " + ", ".join(CODE_KEYS),
     "mcp_servers": "a table of MCP servers to mount: [mcp_servers.<name>]",
     "serve": "a table: " + ", ".join(SERVE_KEYS),
+    "openapi": "a table of HTTP APIs described by OpenAPI: [openapi.<name>]",
+    "transforms": "a table of transformed tools: [transforms.<new name>]",
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -152,6 +156,10 @@ class Config:
     serve: ServeSettings = field(default_factory=ServeSettings)
     """The ``[serve]`` table (``toolplug serve``: approvals, hosts, authentication), checked
     and typed."""
+    openapi: Mapping[str, ApiSettings] = field(default_factory=dict)
+    """The ``[openapi.NAME]`` tables (``toolplug.openapi``), checked and typed."""
+    transforms: Mapping[str, Transform] = field(default_factory=dict)
+    """The ``[transforms.NAME]`` tables, checked and typed (applied by the registry)."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -340,6 +348,8 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         code=parse_code(code, file=where, prefix=prefix),
         mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
         serve=parse_serve(serve, file=where, prefix=prefix),
+        openapi=parse_openapi(table.get("openapi", {}), file=where, prefix=prefix),
+        transforms=parse_transforms(table.get("transforms", {}), file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )

@@ -583,6 +583,16 @@ class Registry:
             self._closers.pop()()
 
 
+def _transform(loaded: Loaded, config: Config) -> Config:
+    from toolplug.runtime._transforms import apply_transforms
+
+    def problem(name: str, message: str) -> None:
+        loaded.problems.append(LoadProblem("config", name, f"{config.source}: {message}"))
+
+    settings = apply_transforms(loaded.tools, config.settings, config.transforms, problem)
+    return dataclasses.replace(config, settings=settings)
+
+
 def assemble(
     config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     *,
@@ -601,6 +611,8 @@ def assemble(
     elif not isinstance(config, Config):
         config = load_config(Path(config) if config is not None else None)
     loaded = discover(env=environment, extra_plugins=plugins)
+    if config.transforms:  # every source's tools are in: offer them as configured
+        config = _transform(loaded, config)
     registry = Registry(loaded, config, env=environment, grant=grant, deny=deny, engine=engine)
     if strict and registry.problems:
         lines = "\n".join("  " + p.describe() for p in registry.problems)

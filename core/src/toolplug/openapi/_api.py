@@ -1,0 +1,505 @@
+"""Each configured OpenAPI description becomes a plugin of toolplug tools.
+
+``describe(config, env)`` reads each enabled API's parsed description (from the cache, or
+by reading and converting it), makes one ``Tool`` class per selected operation with
+metadata from the description and the configuration, and one plugin per API that
+registers those tools and the API's capability (``openapi_NAME``: present when the
+description was read, its base URL passes the network guard and its credentials are
+set). The registry then treats them like any installed tool.
+"""
+
+from __future__ import annotations
+
+import base64
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from toolplug.contract._capabilities import Capability, Check, DetectContext
+from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
+from toolplug.contract._metadata import (
+    Annotations,
+    Guidelines,
+    ToolMetadata,
+    Trust,
+    schema_digest,
+    vouch,
+)
+from toolplug.contract._settings import ToolSettings
+from toolplug.contract._settings import TrustOverlay as ToolTrust
+from toolplug.contract._tool import Tool, ToolContext, ToolResult
+from toolplug.openapi import _catalog, _convert, _request, _spec
+from toolplug.runtime._mounts import resolve_value
+from toolplug.runtime._openapi import ApiSettings, TrustOverlay
+
+if TYPE_CHECKING:
+    from toolplug.contract._network import NetworkPolicy
+    from toolplug.runtime._config import Config
+    from toolplug.runtime._registry import Registry
+
+__all__ = ["Api", "Described", "describe", "described", "report"]
+
+_by_registry: weakref.WeakKeyDictionary[Registry, Described] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Api:
+    """One configured API as this process sees it."""
+
+    settings: ApiSettings
+    base: Path
+    """The directory a relative ``spec`` is read from (the configuration's)."""
+    key: str
+    parsed: _catalog.Parsed | None = None
+    from_cache: bool = False
+    base_url: str | None = None
+    credentials: _request.Credentials = field(default_factory=_request.Credentials)
+    unset: list[str] = field(default_factory=list)
+    """Credentials that could not be resolved, and why."""
+    refused: str | None = None
+    """Why the network guard refuses the base URL."""
+    names: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """toolplug name -> converted operation, for each selected operation."""
+    notes: list[str] = field(default_factory=list)
+    pool: _request.ClientPool = field(default_factory=_request.ClientPool)
+    """Connections kept for its calls, one client per event loop."""
+
+    @property
+    def name(self) -> str:
+        """The API's name in the configuration."""
+        return self.settings.name
+
+    @property
+    def capability(self) -> str:
+        """The capability every tool of this API requires."""
+        return f"openapi_{self.name}"
+
+    @property
+    def problem(self) -> str | None:
+        """Why the API's tools cannot be called, or None."""
+        if self.parsed is None:
+            return "its description has not been read yet"
+        if self.parsed.problem:
+            return f"its description cannot be read: {self.parsed.problem}"
+        if self.base_url is None:
+            return (
+                "no base URL: the description names no server; set "
+                f"[openapi.{self.name}] base_url"
+            )
+        if self.refused:
+            return f"the network guard refuses its base URL: {self.refused}"
+        if self.unset:
+            return "; ".join(self.unset)
+        return None
+
+    async def call(
+        self, operation: _request.Operation, arguments: dict[str, Any], context: ToolContext
+    ) -> ToolResult:
+        """Make one operation's request."""
+        assert self.base_url is not None
+        return await _request.send(
+            operation, arguments, context, base_url=self.base_url, credentials=self.credentials,
+            pool=self.pool,
+        )
+
+
+@dataclass
+class Described:
+    """Every configured API of one registry, and what they add to its configuration."""
+
+    apis: dict[str, Api]
+    config: Config
+    """The configuration with each operation's call settings merged in."""
+    plugins: Sequence[tuple[str, object]]
+    secrets: set[str]
+    files: list[str]
+    """The files read (the command line's output cache watches them)."""
+    expires: float | None
+    """When the first description read from a URL stops being fresh."""
+
+    def attach(self, registry: Registry) -> None:
+        """Tie this to the registry: its secrets redacted, its files watched, and the
+        digests of the schemas it registered kept beside the cache for the next load."""
+        for secret in self.secrets:
+            registry.redactor.add(secret)
+        registry.files_read.extend(self.files)
+        _by_registry[registry] = self
+        tools = registry.tools
+        for api in self.apis.values():
+            parsed = api.parsed
+            if parsed is None or parsed.problem:
+                continue
+            done = set(parsed.checked_ids)
+            registered = {
+                name: op for name, op in api.names.items()
+                if name in tools and tools[name].plugin == f"openapi:{api.name}"
+            }
+            fresh = {n: op for n, op in registered.items() if op["operation_id"] not in done}
+            if not fresh:
+                continue  # every registered operation was vouched for already
+            passed = {
+                schema_digest(schema)
+                for name in fresh
+                for schema in (tools[name].metadata.parameters, tools[name].metadata.returns)
+                if schema is not None
+            }
+            parsed.checked = sorted(set(parsed.checked) | passed)
+            parsed.checked_ids = sorted(done | {op["operation_id"] for op in fresh.values()})
+            _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
+
+
+def described(registry: Registry) -> Described | None:
+    """The APIs of a registry made by ``toolplug.load()``, if it has any."""
+    return _by_registry.get(registry)
+
+
+def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Described:
+    """Read each enabled API's description (from the cache, or the spec itself) and build
+    the plugins that register its operations as tools. ``refresh`` reads every spec now."""
+    base = config.path.parent if config.path else Path.cwd()
+    apis: dict[str, Api] = {}
+    secrets: set[str] = set()
+    files: list[str] = []
+    now = _catalog.now()
+    for name, settings in config.openapi.items():
+        if not settings.enabled:
+            continue
+        key, path = _spec.spec_key(settings.spec, base)
+        key = f"{key}:v{_convert.CONVERTER_VERSION}"
+        api = Api(settings, base, key)
+        if path is not None:
+            files.append(str(path))
+        files.append(str(_catalog.listing_path(config.cache_dir, name)))
+        parsed = _catalog.read_parsed(config.cache_dir, name)
+        ttl = settings.spec_ttl_seconds if path is None else float("inf")
+        if parsed is not None and parsed.key == key:
+            api.parsed, api.from_cache = parsed, True
+            if not refresh and parsed.fresh(ttl, now):
+                apis[name] = api
+                continue
+        _read(api, config.network, config.cache_dir)
+        apis[name] = api
+    for api in apis.values():
+        if api.parsed is not None:
+            vouch(api.parsed.checked)
+        _resolve(api, env, secrets, config.source)
+        api.base_url = _base_url(api)
+        if api.base_url is not None:
+            api.refused = _refused(api.base_url, config.network)
+        _name_tools(api)
+    plugins = [(f"openapi:{a.name}", _ApiPlugin(a)) for a in apis.values()]
+    expiries = [
+        a.parsed.expires(a.settings.spec_ttl_seconds)
+        for a in apis.values()
+        if a.parsed is not None and _spec.is_url(a.settings.spec)
+    ]
+    return Described(
+        apis=apis,
+        config=_with_settings(config, apis),
+        plugins=plugins,
+        secrets=secrets,
+        files=files,
+        expires=min(expiries) if expiries else None,
+    )
+
+
+def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
+    """Read and convert the description now; keep the last known one if that fails."""
+    try:
+        raw, where = _spec.read_source(
+            api.settings.spec, base=api.base, policy=policy, timeout=api.settings.timeout_seconds
+        )
+        description = _convert.convert(_spec.parse_document(raw, where))
+    except _spec.SpecError as exc:
+        last = api.parsed
+        api.parsed = _catalog.Parsed(
+            key=api.key, stored=_catalog.now(),
+            description=last.description if last else {}, problem=str(exc),
+        )
+    else:
+        api.parsed = _catalog.Parsed(key=api.key, stored=_catalog.now(), description=description)
+    api.from_cache = False
+    _catalog.write_parsed(cache_dir, api.name, api.parsed)
+
+
+def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> None:
+    auth = api.settings.auth
+    if auth is None:
+        return
+    values: dict[str, str] = {}
+    for key, value in auth.secrets().items():
+        where = f"[openapi.{api.name}] auth.{key} in {source}"
+        try:
+            text, secret = resolve_value(value, env=env, base=api.base)
+        except OSError as exc:
+            api.unset.append(f"{where}: cannot read its file: {exc.strerror or exc}")
+            continue
+        if text is None:
+            variable = getattr(value, "env", "?")
+            api.unset.append(f"{where}: the environment variable {variable} is not set")
+            continue
+        if secret:
+            secrets.add(text)
+        values[key] = text
+    if api.unset:
+        return
+    if auth.type == "bearer":
+        bearer = f"Bearer {values['token']}"
+        api.credentials = _request.Credentials(headers={"Authorization": bearer})
+    elif auth.type == "header":
+        assert auth.name is not None
+        api.credentials = _request.Credentials(headers={auth.name: values["value"]})
+    elif auth.type == "query":
+        assert auth.name is not None
+        api.credentials = _request.Credentials(query={auth.name: values["value"]})
+    else:
+        pair = f"{values['username']}:{values['password']}".encode()
+        token = base64.b64encode(pair).decode("ascii")
+        secrets.add(token)
+        api.credentials = _request.Credentials(headers={"Authorization": f"Basic {token}"})
+
+
+def _base_url(api: Api) -> str | None:
+    if api.settings.base_url is not None:
+        return api.settings.base_url
+    servers = api.parsed.description.get("servers") if api.parsed else None
+    if not servers:  # OpenAPI's default server is "/", beside the description
+        servers = ["/"]
+    first = str(servers[0])
+    if "{" in first:  # server variables: the user says which
+        return None
+    if first.startswith(("http://", "https://")):
+        return first
+    if _spec.is_url(api.settings.spec):  # relative to where the description came from
+        return urljoin(api.settings.spec, first)
+    return None
+
+
+def _refused(url: str, policy: NetworkPolicy) -> str | None:
+    """Why the guard refuses the base URL, judged without a DNS look-up (an IP literal or
+    localhost is checked now; a host name when a call resolves it)."""
+    from toolplug.http import NetworkError, check_url
+    from toolplug.http._guard import parse_url
+
+    try:
+        target = parse_url(url)
+    except NetworkError as exc:
+        return exc.reason
+    host = target.host.strip("[]").lower()
+    literal = host == "localhost" or host.replace(".", "").isdigit() or ":" in host
+    if not literal:
+        return None
+    try:
+        check_url(url, policy, resolve=lambda _h, _p: ["127.0.0.1"])
+    except NetworkError as exc:
+        return str(exc)
+    return None
+
+
+def _name_tools(api: Api) -> None:
+    """Name every selected operation: the prefix and its base name, made unique."""
+    taken: set[str] = set()
+    for op in api.parsed.operations if api.parsed else []:
+        if not api.settings.selects(
+            op["operation_id"], method=op["method"], path=op["path"], tags=tuple(op["tags"])
+        ):
+            continue
+        name = (api.settings.name_prefix + op["name"])[:64]
+        if name in taken:
+            number = 2
+            while f"{name[:60]}_{number}" in taken:
+                number += 1
+            api.notes.append(f"{op['operation_id']!r} is offered as {name[:60]}_{number}")
+            name = f"{name[:60]}_{number}"
+        taken.add(name)
+        api.names[name] = op
+    known = {op["operation_id"] for op in (api.parsed.operations if api.parsed else [])}
+    for operation_id in sorted(set(api.settings.tools) - known):
+        if api.parsed and not api.parsed.problem:
+            api.notes.append(f"tools.{operation_id}: the description has no such operationId")
+
+
+def _with_settings(config: Config, apis: Mapping[str, Api]) -> Config:
+    """The configuration with each operation's call settings: the API's approval, then its
+    ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings = dict(config.settings)
+    for api in apis.values():
+        for final, op in api.names.items():
+            values: dict[str, Any] = {}
+            if "approval" in api.settings.model_fields_set:
+                values["approval"] = api.settings.approval
+            own = api.settings.tools.get(op["operation_id"])
+            if own is not None:
+                call = own.call_settings()
+                values.update({k: getattr(call, k) for k in call.model_fields_set})
+            written = config.settings.get(final)
+            if written is not None:
+                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            if values:
+                settings[final] = ToolSettings.model_validate(values)
+    return replace(config, settings=settings)
+
+
+def _annotations(method: str) -> Annotations:
+    read_only = method in ("GET", "HEAD", "OPTIONS")
+    return Annotations(
+        read_only=read_only,
+        destructive=method in ("DELETE", "PUT"),
+        idempotent=method in ("GET", "HEAD", "OPTIONS", "PUT", "DELETE"),
+        open_world=True,
+    )
+
+
+def _trust(overlay: TrustOverlay, op: Mapping[str, Any], own: ToolTrust | None) -> Trust:
+    """The API's labels for this operation, with the operation's own table on top."""
+    names = set(op["parameters"].get("properties") or {})
+    output, private = overlay.output, overlay.private
+    chosen = overlay.sinks
+    if own is not None:
+        output = own.output if own.output is not None else output
+        private = own.private if own.private is not None else private
+        chosen = list(own.sinks) if own.sinks is not None else chosen
+    if chosen is not None:
+        sinks = [s for s in chosen if s in names]
+    else:
+        sinks = [a for a, spec in op["args"].items() if spec[0] in ("query", "body")]
+        whole = (op.get("body") or {}).get("whole")
+        if whole:
+            sinks.append(whole)
+    return Trust(output=output, private=private, sinks=tuple(sorted(sinks)))
+
+
+def _setup(api: Api) -> str:
+    steps = [f"[openapi.{api.name}] spec = {api.settings.spec!r} must be a readable OpenAPI "
+             "3.0 or 3.1 description (JSON or YAML)"]
+    if api.settings.base_url is None:
+        steps.append("the description's first server, or base_url, must be an http(s) URL")
+    steps.append("the base URL must pass the network guard (a private or loopback address "
+                 "needs [network] allow)")
+    if api.settings.auth is not None:
+        steps.append("its auth values ({ env = ... } or { file = ... }) must be set")
+    return "; ".join(steps) + ". 'toolplug doctor' reads the description again now."
+
+
+def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
+    settings = api.settings
+    own = settings.tools.get(op["operation_id"])
+    description = op["description"]
+    if op.get("deprecated"):
+        description = f"(Deprecated) {description}"
+    values: dict[str, Any] = {
+        "name": final,
+        "description": description,
+        "title": f"{op['method']} {op['path']}",
+        "category": settings.category,
+        "requires_capabilities": ("network", api.capability),
+        "parameters": op["parameters"],
+        "returns": op.get("returns"),
+        "annotations": _annotations(op["method"]),
+        "setup_instructions": _setup(api),
+        "timeout_seconds": settings.timeout_seconds,
+        "errors": _request.ERRORS,
+        "trust": _trust(settings.trust, op, own.trust if own else None),
+    }
+    if own is not None:
+        for key in ("category", "optionality", "usage_hint", "description"):
+            if getattr(own, key) is not None:
+                values[key] = getattr(own, key)
+        if own.guidelines is not None:
+            values["guidelines"] = Guidelines(
+                do=tuple(own.guidelines.do),
+                do_not=tuple(own.guidelines.do_not),
+                common_mistakes=tuple(own.guidelines.common_mistakes),
+            )
+        if own.timeout_seconds is not None:
+            values["timeout_seconds"] = own.timeout_seconds
+    return ToolMetadata.model_validate(values)
+
+
+def _tool_class(api: Api, final: str, op: Mapping[str, Any]) -> type[Tool] | str:
+    """The ``Tool`` class of one operation, or why it cannot be offered."""
+    from pydantic import ValidationError
+
+    try:
+        metadata = _metadata(api, final, op)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        return f"the operation {op['operation_id']!r} cannot be offered: {where}: {first['msg']}"
+    operation = _request.Operation.of(op, metadata.timeout_seconds)
+
+    async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return await api.call(operation, arguments, context)
+
+    return type(
+        f"OpenAPI_{final}",
+        (Tool,),
+        {
+            "metadata": metadata,
+            "run": run,
+            "operation": operation,
+            "__module__": __name__,
+            "__doc__": metadata.description,
+        },
+    )
+
+
+class _ApiPlugin:
+    """The plugin of one API: its operations' tools and its capability."""
+
+    TOOLPLUG_CONTRACT = CONTRACT_VERSION
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        description = api.parsed.description if api.parsed else {}
+        self.TOOLPLUG_DISTRIBUTION = f"openapi:{api.name}"
+        self.TOOLPLUG_VERSION = description.get("api_version") or None
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        api = self.api
+        for final, op in sorted(api.names.items()):
+            made = _tool_class(api, final, op)
+            if isinstance(made, str):
+                api.notes.append(made)
+                continue
+            register(made)
+
+    @hookimpl
+    def register_capabilities(self, register: Any) -> None:
+        api = self.api
+
+        def usable(_ctx: DetectContext) -> str | None:
+            return api.problem
+
+        register(
+            Capability(
+                name=api.capability,
+                description=f"The OpenAPI description of {api.name!r} is read, its base URL "
+                "passes the network guard and its credentials are set.",
+                detectors=(Check(usable),),
+                setup=_setup(api),
+            )
+        )
+
+
+def report(described: Described) -> list[str]:
+    """What ``toolplug doctor`` says of each API, one fact a line."""
+    lines: list[str] = []
+    for api in described.apis.values():
+        parsed = api.parsed
+        description = parsed.description if parsed else {}
+        made = " ".join(v for v in (description.get("title"), description.get("api_version")) if v)
+        count = len(parsed.operations) if parsed else 0
+        state = (
+            f"DOWN: {api.problem}" if api.problem
+            else f"up: {made or 'an API'} (OpenAPI {description.get('openapi')}), "
+            f"{count} operation(s), {len(api.names)} offered, requests to {api.base_url}"
+        )
+        lines.append(f"  {api.name} ({api.settings.spec}): {state}")
+        lines += [f"    note: {note}" for note in api.notes]
+        lines += [f"    note: {p}" for p in description.get("problems") or []]
+    return lines

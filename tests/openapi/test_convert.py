@@ -1,0 +1,119 @@
+"""The conversion of an OpenAPI document into tool definitions: pure, so checked with
+Hypothesis for names and table-driven for OpenAPI 3.0's own spellings."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from toolplug.openapi._convert import convert, snake_name
+from toolplug.openapi._spec import SpecError, parse_document
+
+NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _document(paths: dict[str, Any], **components: Any) -> dict[str, Any]:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths,
+            "components": {"schemas": components}}
+
+
+@given(st.lists(st.text(min_size=0, max_size=120), min_size=1, max_size=30))
+def test_any_operation_ids_give_valid_unique_names(ids: list[str]) -> None:
+    paths = {
+        f"/p{i}": {"get": {"operationId": op, "responses": {"200": {"description": "ok"}}}}
+        for i, op in enumerate(ids)
+    }
+    names = [op["name"] for op in convert(_document(paths))["operations"]]
+    assert len(set(names)) == len(names)
+    # room for a prefix of up to 16 characters
+    assert all(NAME.fullmatch(n) and len(n) <= 48 for n in names), names
+    # the same document, the same names
+    assert names == [op["name"] for op in convert(_document(paths))["operations"]]
+
+
+def test_snake_names() -> None:
+    cases = {
+        "listPets": "list_pets",  # camelCase
+        "repos/get-content": "repos_get_content",  # GitHub's spelling
+        "HTTPGet2": "httpget2",  # capitals in a row stay together
+        "2fa-enable": "op_2fa_enable",  # a letter first
+        "": "operation",
+    }
+    assert {k: snake_name(k) for k in cases} == cases
+
+
+def test_openapi_3_0_nullable_and_boolean_bounds_become_json_schema() -> None:
+    document = _document(
+        {"/items": {"post": {
+            "operationId": "addItem",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/Item"}}}},
+            "responses": {"201": {"description": "made"}},
+        }}},
+        Item={"type": "object", "required": ["price"], "properties": {
+            "price": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+            "note": {"type": "string", "nullable": True, "example": "x"},
+            "parent": {"$ref": "#/components/schemas/Item"},
+        }},
+    )
+    (op,) = convert(document)["operations"]
+    schema = op["parameters"]
+    Draft202012Validator.check_schema(schema)
+    props = schema["properties"]
+    assert props["price"]["exclusiveMinimum"] == 0
+    assert "minimum" not in props["price"]
+    assert props["note"]["type"] == ["string", "null"]
+    assert "example" not in props["note"]
+    # the self-reference is kept once, under the root's $defs
+    assert props["parent"] == {"$ref": "#/$defs/Item", "description": "the body field parent"}
+    assert schema["$defs"]["Item"]["properties"]["parent"] == {"$ref": "#/$defs/Item"}
+    validator = Draft202012Validator(schema)
+    assert validator.is_valid({"price": 1, "parent": {"price": 2, "parent": {"price": 3}}})
+    assert not validator.is_valid({"price": 1, "parent": {"price": "no"}})
+
+
+def test_shared_path_parameters_and_ignored_headers() -> None:
+    document = _document({"/users/{id}": {
+        "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+        ],
+        "get": {
+            "operationId": "getUser",
+            "parameters": [
+                {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Request-Id", "in": "header", "schema": {"type": "string"}},
+                {"name": "id", "in": "query", "schema": {"type": "string"}},
+            ],
+            "responses": {"200": {"description": "ok"}},
+        },
+    }})
+    (op,) = convert(document)["operations"]
+    assert op["args"] == {
+        "id": ["path", "id", "simple", "0"],
+        "x_request_id": ["header", "X-Request-Id", "simple", "0"],
+        "query_id": ["query", "id", "form", "1"],
+    }
+    assert op["parameters"]["required"] == ["id"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        # Swagger 2.0: no well-kept converter, the message says how to convert it
+        (b'{"swagger": "2.0", "paths": {}}', "swagger2openapi"),
+        (b'{"openapi": "2.5", "paths": {}}', "not an OpenAPI 3.0 or 3.1 description"),
+        (b"openapi: 3.1.0\ninfo: {title: t}\n", "has no paths object"),
+        (b"[1, 2]", "its top level is no object"),
+        (b"a: [unclosed", "neither JSON nor valid YAML"),
+        (b"{not json", "not valid JSON"),
+    ],
+)
+def test_other_documents_are_refused_with_the_reason(raw: bytes, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_document(raw, "spec")
+    assert message in str(caught.value)

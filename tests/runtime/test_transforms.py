@@ -1,0 +1,202 @@
+"""``[transforms.NAME]``: a tool of any source offered under another name, description or
+arguments. Schemas, stubs, prompts and calls see the transformed tool; the original's
+``run`` gets the original's arguments. Sources: a plugin registered from code, a mounted
+MCP server (tests/helpers/mcp_servers.py), and an OpenAPI description served by FastAPI.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import toolplug
+from tests.helpers.mcp_servers import stdio_table, write_server
+from tests.helpers.openapi import fastapi_server
+from toolplug import ConfigError, Tool, ToolMetadata, ToolResult, hookimpl
+
+SEEN: list[dict[str, Any]] = []
+
+
+class Search(Tool):
+    """Records the arguments its run receives."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="site_search",
+        description="Search a site for pages.",
+        category="research",
+        usage_hint="Use to find pages.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "q": {"type": "string", "description": "the words to look for"},
+                "site": {"type": "string", "description": "the site to search"},
+                "limit": {"type": "integer", "default": 10},
+            },
+            "required": ["q", "site"],
+            "additionalProperties": False,
+        },
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        SEEN.append(dict(arguments))
+        return ToolResult.success(json.dumps(arguments, sort_keys=True), arguments)
+
+
+class _Plugin:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(Search)
+
+
+@pytest.fixture(autouse=True)
+def _forget() -> Iterator[None]:
+    SEEN.clear()
+    yield
+    SEEN.clear()
+
+
+def _load(transforms: dict[str, Any], **config: Any) -> toolplug.Registry:
+    return toolplug.load(
+        {"transforms": transforms, **config}, plugins=[("test-search", _Plugin())]
+    )
+
+
+DOCS_SEARCH = {
+    "from": "site_search",
+    "description": "Search the project's documentation.",
+    "usage_hint": "Use for questions about the project's own docs.",
+    "guidelines": {"do": ["ask short queries"]},
+    "hide": {"site": "docs.example.org"},
+    "defaults": {"limit": 3},
+    "rename_args": {"query": "q"},
+}
+
+
+def test_a_renamed_tool_with_a_hidden_argument_reaches_the_original() -> None:
+    registry = _load({"docs_search": DOCS_SEARCH})
+    assert "site_search" not in registry.tools  # replaced, not doubled
+    meta = registry.get("docs_search").metadata
+    assert meta.description == "Search the project's documentation."
+    assert meta.guidelines.do == ("ask short queries",)
+    assert meta.parameters["properties"] == {
+        "limit": {"type": "integer", "default": 3},
+        "query": {"type": "string", "description": "the words to look for"},
+    }
+    assert meta.parameters["required"] == ["query"]
+    result = registry.call("docs_search", {"query": "install"})
+    assert result.ok, result.error
+    # the original got its own names, the fixed value and the new default
+    assert SEEN == [{"q": "install", "site": "docs.example.org", "limit": 3}]
+    # the hidden argument cannot be set by the model
+    refused = registry.call("docs_search", {"query": "x", "site": "evil.example"})
+    assert refused.error is not None
+    assert refused.error.type == "ValidationError"
+    assert len(SEEN) == 1
+
+
+def test_schemas_stubs_prompts_and_search_see_the_transformed_tool() -> None:
+    registry = _load({"docs_search": DOCS_SEARCH})
+    (schema,) = [
+        s for s in toolplug.export_tools(registry, "openai", include_unavailable=True)
+        if s.get("name") == "docs_search" or s.get("function", {}).get("name") == "docs_search"
+    ]
+    assert "query" in json.dumps(schema)
+    assert "site" not in json.dumps(schema)
+    stubs = toolplug.tool_stubs(registry)
+    assert "async def docs_search(" in stubs
+    assert "query: str" in stubs
+    assert "site_search" not in stubs
+    section = toolplug.optional_tools_section(registry)
+    assert "### docs_search" in section
+    assert "site_search" not in section
+    assert registry.select().search("project documentation", 1)[0].name == "docs_search"
+
+
+def test_in_place_and_keep_original() -> None:
+    # no `from`: the tool of the table's own name changes
+    registry = _load({"site_search": {"description": "Search any site."}})
+    assert registry.get("site_search").metadata.description == "Search any site."
+    both = _load({"docs_search": {**DOCS_SEARCH, "keep_original": True}})
+    assert {"docs_search", "site_search"} <= set(both.tools)
+
+
+def test_trust_sinks_follow_renamed_arguments() -> None:
+    registry = _load({"docs_search": DOCS_SEARCH})
+    # the original declares no labels: cautious, every parameter a sink, under its new name
+    assert registry.labels("docs_search").sinks == ("limit", "query")
+
+
+@pytest.mark.parametrize(
+    ("transform", "message"),
+    [
+        ({"from": "nothing_here"}, "no tool has that name"),
+        ({"from": "site_search", "hide": {"nope": 1}}, "has no argument 'nope'"),
+        ({"from": "site_search", "rename_args": {"limit": "q"}}, "already has an argument"),
+        # a fixed value the original would refuse
+        ({"from": "site_search", "hide": {"limit": "ten"}}, "does not fit site_search's"),
+    ],
+)
+def test_a_transform_that_does_not_fit_is_reported(
+    transform: dict[str, Any], message: str
+) -> None:
+    registry = _load({"new_tool": transform})
+    assert "new_tool" not in registry.tools
+    assert "site_search" in registry.tools
+    problems = [p.describe() for p in registry.problems]
+    assert any("[transforms.new_tool]" in p and message in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ({"Bad-Name": {"from": "x"}}, "transforms.Bad-Name"),
+        ({"ok": {"from": "x", "unknown": 1}}, "transforms.ok.unknown"),
+        ({"ok": {"from": "x", "rename_args": {"1bad": "q"}}}, "transforms.ok"),
+    ],
+)
+def test_bad_transform_tables_are_config_errors(table: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        toolplug.load({"transforms": table})
+    assert key in str(caught.value)
+
+
+def test_a_mounted_mcp_tool_is_transformed(tmp_path: Path) -> None:
+    script = write_server(tmp_path)
+    text = stdio_table("calc", script) + (
+        '\n[transforms.add_ten]\nfrom = "calc_add"\ndescription = "Add ten to a number."\n'
+        'hide = { b = 10 }\nrename_args = { number = "a" }\n'
+    )
+    config = tomllib.loads(text)
+    registry = toolplug.load({**config, "cache_dir": str(tmp_path / "cache")})
+    try:
+        assert "calc_add" not in registry.tools
+        assert list(registry.get("add_ten").metadata.parameters["properties"]) == ["number"]
+        result = registry.call("add_ten", {"number": 5})
+        assert result.ok, result.error
+        assert "15" in result.output
+    finally:
+        registry.close()
+
+
+def test_an_openapi_tool_is_transformed(tmp_path: Path) -> None:
+    with fastapi_server(tmp_path) as url:
+        registry = toolplug.load({
+            "network": {"allow": ["127.0.0.1"]},
+            "cache_dir": str(tmp_path / "cache"),
+            "openapi": {"notes": {"spec": f"{url}/openapi.json", "include": ["tag:notes"]}},
+            "transforms": {"demo_notes": {
+                "from": "notes_list_notes", "hide": {"tag": "demo"},
+                "rename_args": {"size": "per_page"},
+            }},
+        })
+        result = registry.call("demo_notes", {"size": 3})
+        assert result.ok, result.error
+        assert [n["id"] for n in result.data] == [1, 2, 3]
+        assert "more results: call again with page=2, per_page=3" in result.warnings
+        assert registry.needs_approval("demo_notes", {"size": 3}) is None
+        assert registry.labels("demo_notes").sinks == ("page", "size")
