@@ -59,6 +59,7 @@ _DERIVED: Final[contextvars.ContextVar[Mapping[str, Source] | None]] = contextva
 reference from an untrusted step, and that step's source."""
 
 _WORD: Final = re.compile(r"\w+")
+_TRUSTED: Final = Trust(output="trusted")
 _STRIP: Final = "\"'`.,;:!?()[]{}<>*"
 _SHOWN: Final = 60
 
@@ -93,6 +94,7 @@ class Source:
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
     _phrases: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    _given_words: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         """``url_fetch (call 2, id c1)``: what names the source in a reason."""
@@ -115,7 +117,10 @@ class Source:
     @property
     def given_words(self) -> str:
         """The call's arguments as words joined by one space."""
-        return " ".join(_WORD.findall(self.given))
+        words = self._given_words
+        if words is None:
+            words = self._given_words = " ".join(_WORD.findall(self.given))
+        return words
 
     def to_dict(self) -> dict[str, Any]:
         """The source as JSON data (for ``details``)."""
@@ -146,6 +151,10 @@ class Conversation:
         self.sources: list[Source] = []
         """Everything recorded, in order (the outermost conversation holds them all)."""
         self._requests: list[str] = []
+        self._request = ""
+        self._request_words = ""
+        self._untrusted: list[Source] = []
+        self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
         self.calls = 0
         """How many calls were recorded (in the outermost conversation: all of them)."""
@@ -161,8 +170,11 @@ class Conversation:
     def trust(self, text: str) -> None:
         """Add trusted text: the user's request, or a later message of theirs."""
         root = self.root
-        root._requests.append(_fold(text))
-        root.sources.append(Source(0, None, None, Trust(output="trusted"), _fold(text)))
+        folded = _fold(text)
+        root._requests.append(folded)
+        root._request = "\n".join(root._requests)
+        root._request_words = " ".join(_WORD.findall(root._request))
+        root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
     def root(self) -> Conversation:
@@ -175,7 +187,7 @@ class Conversation:
     @property
     def request(self) -> str:
         """The user's trusted text, case folded (every request, one per line)."""
-        return "\n".join(self.root._requests)
+        return self.root._request
 
     def record(
         self,
@@ -187,6 +199,11 @@ class Conversation:
     ) -> Source:
         """Record a call's result (made with ``arguments``); the source it became."""
         root = self.root
+        root.calls += 1
+        if not (trust.untrusted or trust.private):  # nothing the guard reads later
+            plain = Source(root.calls, tool, call_id, trust, "")
+            root.sources.append(plain)
+            return plain
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -202,7 +219,6 @@ class Conversation:
             _leaves(arguments, given, mine)
             values -= mine
         text = "\n".join(_fold(s) for s in strings)
-        root.calls += 1
         source = Source(
             root.calls,
             tool,
@@ -213,6 +229,10 @@ class Conversation:
             "\n".join(_fold(s) for s in given),
         )
         root.sources.append(source)
+        if trust.untrusted:
+            root._untrusted.append(source)
+        if trust.private:
+            root._private.append(source)
         node: Conversation | None = self
         while node is not None:
             if trust.untrusted:
@@ -252,13 +272,9 @@ class Conversation:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
         the text, and the rule that found it; None when it carries none."""
         root = self.root
-        wanted = [
-            s
-            for s in root.sources
-            if s.tool is not None and (s.trust.untrusted if untrusted else s.trust.private)
-        ]
-        request = self.request
-        for text in _strings(value):
+        wanted = root._untrusted if untrusted else root._private
+        request = root._request
+        for text in (value,) if type(value) is str else _strings(value):
             if untrusted:
                 node: Conversation | None = self
                 while node is not None:
@@ -281,7 +297,7 @@ class Conversation:
             size = settings.min_phrase_words
             if len(words) < size:
                 continue
-            request_words = " ".join(_WORD.findall(request))
+            request_words = root._request_words
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 if phrase in request_words:
@@ -405,7 +421,7 @@ class Guard:
         derived = _DERIVED.get()
         for sink in labels.sinks:
             value = arguments.get(sink)
-            if value is None or value in ("", [], {}):
+            if value is None or value == "" or (type(value) in (list, dict) and not value):
                 continue
             if derived is not None and sink in derived:
                 source = derived[sink]
