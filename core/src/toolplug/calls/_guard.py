@@ -74,7 +74,7 @@ def derived_from(references: Mapping[str, Source]) -> contextvars.Token[Any]:
     return _DERIVED.set(references or None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Source:
     """One thing that entered a conversation: the user's request or a call's result."""
 
@@ -93,7 +93,7 @@ class Source:
     given: str = ""
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
-    _phrases: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    _phrases: dict[int, frozenset[str]] | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
@@ -105,6 +105,8 @@ class Source:
 
     def phrases(self, words: int) -> frozenset[str]:
         """Every run of ``words`` consecutive words of the text, joined by one space."""
+        if self._phrases is None:
+            self._phrases = {}
         found = self._phrases.get(words)
         if found is None:
             tokens = _WORD.findall(self.text)
@@ -146,6 +148,10 @@ class Conversation:
     ) -> None:
         self.parent = parent
         """The conversation this one runs inside, or None."""
+        self._root: Conversation = parent.root if parent is not None else self
+        self._exact_nodes: tuple[Conversation, ...] = ((self,) if exact else ()) + (
+            parent._exact_nodes if parent is not None else ()
+        )
         self.exact = exact
         """Track whole values too (plans and programs: what they pass on, they pass as is)."""
         self.sources: list[Source] = []
@@ -179,10 +185,7 @@ class Conversation:
     @property
     def root(self) -> Conversation:
         """The outermost conversation."""
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
+        return self._root
 
     @property
     def request(self) -> str:
@@ -271,30 +274,39 @@ class Conversation:
     ) -> tuple[Source, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
         the text, and the rule that found it; None when it carries none."""
-        root = self.root
+        root = self._root
         wanted = root._untrusted if untrusted else root._private
         request = root._request
+        exact = self._exact_nodes if untrusted else ()
+        size = settings.min_phrase_words
+        min_chars = settings.min_token_chars
         for text in (value,) if type(value) is str else _strings(value):
-            if untrusted:
-                node: Conversation | None = self
-                while node is not None:
-                    if node._exact_values:
-                        found = node._exact_values.get(text.strip())
-                        if found is not None and _fold(text) not in request:
-                            return found, text.strip(), "exact"
-                    node = node.parent
+            if exact:
+                whole = text.strip()
+                for node in exact:
+                    found = node._exact_values.get(whole)
+                    if found is not None and whole.casefold() not in request:
+                        return found, whole, "exact"
             if not wanted:
                 continue
-            folded = _fold(text)
+            folded = text.casefold()
             for word in folded.split():
+                if len(word) < 3:
+                    continue
                 token = word.strip(_STRIP)
-                if not _distinctive(token, settings.min_token_chars) or token in request:
+                if "@" in token or "://" in token:
+                    if len(token) < 3:
+                        continue
+                elif len(token) < min_chars or token.isalpha():
+                    continue
+                if token in request:
                     continue
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
+            if len(folded) < 2 * size - 1:  # too short to hold that many words
+                continue
             words = _WORD.findall(folded)
-            size = settings.min_phrase_words
             if len(words) < size:
                 continue
             request_words = root._request_words
@@ -506,13 +518,6 @@ class Guard:
 
 def _fold(text: str) -> str:
     return text.casefold()
-
-
-def _distinctive(token: str, min_chars: int) -> bool:
-    """A token that names something: long and not only letters, or an address."""
-    if "@" in token or "://" in token:
-        return len(token) >= 3
-    return len(token) >= min_chars and not token.isalpha()
 
 
 def _strings(value: Any) -> Iterator[str]:
