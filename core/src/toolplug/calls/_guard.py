@@ -93,7 +93,7 @@ class Source:
     given: str = ""
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
-    _phrases: dict[int, frozenset[str]] | None = field(default=None, repr=False)
+    _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
@@ -103,17 +103,13 @@ class Source:
         call = f"call {self.index}" + (f", id {self.call_id}" if self.call_id else "")
         return f"{self.tool} ({call})"
 
-    def phrases(self, words: int) -> frozenset[str]:
-        """Every run of ``words`` consecutive words of the text, joined by one space."""
-        if self._phrases is None:
-            self._phrases = {}
-        found = self._phrases.get(words)
+    @property
+    def words(self) -> str:
+        """The text's words joined by single spaces, with a space at each end (a run of
+        words is found with one substring search)."""
+        found = self._words
         if found is None:
-            tokens = _WORD.findall(self.text)
-            found = frozenset(
-                " ".join(tokens[i : i + words]) for i in range(len(tokens) - words + 1)
-            )
-            self._phrases[words] = found
+            found = self._words = " " + " ".join(_WORD.findall(self.text)) + " "
         return found
 
     @property
@@ -121,7 +117,7 @@ class Source:
         """The call's arguments as words joined by one space."""
         words = self._given_words
         if words is None:
-            words = self._given_words = " ".join(_WORD.findall(self.given))
+            words = self._given_words = " " + " ".join(_WORD.findall(self.given)) + " "
         return words
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,7 +175,7 @@ class Conversation:
         folded = _fold(text)
         root._requests.append(folded)
         root._request = "\n".join(root._requests)
-        root._request_words = " ".join(_WORD.findall(root._request))
+        root._request_words = " " + " ".join(_WORD.findall(root._request)) + " "
         root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
@@ -312,10 +308,11 @@ class Conversation:
             request_words = root._request_words
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
-                if phrase in request_words:
+                spaced = f" {phrase} "
+                if spaced in request_words:
                     continue
                 for source in reversed(wanted):
-                    if phrase in source.phrases(size) and phrase not in source.given_words:
+                    if spaced in source.words and spaced not in source.given_words:
                         return source, phrase, "phrase"
         return None
 
