@@ -94,8 +94,10 @@ class Pipeline:
             if verdict is not None:
                 if verdict.action == "deny":
                     return _refused(call.tool, verdict)
-                if not asked:
-                    refused = await self._ask(call, verdict.reason, verdict.details)
+                if not asked:  # one question, with every reason to ask it
+                    also = self.registry.needs_approval(call.tool, call.arguments)
+                    both = verdict.reason if also is None else f"{verdict.reason}; and {also}"
+                    refused = await self._ask(call, both, verdict.details)
                     if refused is not None:
                         return refused
                     asked = True

@@ -87,8 +87,11 @@ def refines_per_call(registry: Registry, name: str) -> bool:
 def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
     """Why the framework must ask its person about this call: the flow guard or a policy
     (in the current conversation), else toolplug's approval rule; None when it need not."""
-    reason = registry.guard_reason(name, arguments)
-    return reason if reason is not None else registry.needs_approval(name, arguments)
+    guarded = registry.guard_reason(name, arguments)
+    reason = registry.needs_approval(name, arguments)
+    if guarded is None or reason is None:
+        return guarded if guarded is not None else reason
+    return f"{guarded}; and {reason}"
 
 
 def guard_may_ask(registry: Registry, name: str) -> bool:
