@@ -439,3 +439,20 @@ def test_plain_words_shorter_than_a_run_are_never_found(page_text: str, written:
     # letters and spaces only, fewer than six words: neither a token nor a run of words
     short = " ".join(written.split()[:5])
     assert conversation.carried(short, GuardSettings()) is None
+
+
+async def test_a_read_follows_a_link_from_a_page_unless_something_private_was_read(
+    registry: Registry,
+) -> None:
+    # read_page only reads: following the page's link leaks nothing when nothing private
+    # entered the conversation
+    async with registry.conversation("Summarize today's news"):
+        await registry.acall("read_page", {"url": NEWS})
+        assert (await registry.acall("read_page", {"url": EVIL})).ok
+    # after the inbox, the same read could carry the user's data out: asked
+    async with registry.conversation("Summarize today's news and my inbox"):
+        await registry.acall("read_inbox", {})
+        await registry.acall("read_page", {"url": NEWS})
+        result = await registry.acall("read_page", {"url": EVIL})
+    assert result.error is not None
+    assert result.error.details["rule"] == "flow.token"

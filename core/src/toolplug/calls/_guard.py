@@ -7,13 +7,15 @@ inside it is recorded with its tool's labels (``Registry.labels``). Before a cal
 
 1. the ``[policies]`` rules of the tool (JSON Schema per argument; allow, ask, deny);
 2. the flow rule: a sink argument whose value carries text from an untrusted output of
-   this conversation that is not in the user's request asks. "Carries" means, after
-   case folding: a *token* of the value (no spaces, surrounding punctuation stripped) of
-   ``min_token_chars`` or more that is not only letters (a URL, an address, an account
-   number, a path), or any token with ``@`` or ``://``, found inside the output; or
-   ``min_phrase_words`` consecutive words found in it. Inside a plan or a program the
-   tracking is exact as well: a value passed by ``$stepN`` reference from an untrusted
-   step, or equal to a value the program received from an untrusted call;
+   this conversation that is not in the user's request asks (for a call that only reads,
+   such as a fetch's GET, once the conversation has also read something private).
+   "Carries" means, after case folding: a *token* of the value (no spaces, surrounding
+   punctuation stripped) of ``min_token_chars`` or more that is not only letters (a URL,
+   an address, an account number, a path), or any token with ``@`` or ``://``, found
+   inside the output; or ``min_phrase_words`` consecutive words found in it. Inside a
+   plan or a program the tracking is exact as well: a value passed by ``$stepN``
+   reference from an untrusted step, or equal to a value the program received from an
+   untrusted call;
 3. the trifecta rule: once the conversation has read untrusted content, a sink of a tool
    that leaves the machine or changes something (not read-only, or open-world) asks when
    its value carries private data (``trifecta = "private"``), or always
@@ -39,7 +41,7 @@ from toolplug.contract._tool import ToolResult
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import Annotations, ToolMetadata
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._settings import GuardSettings, PolicyRule
 
@@ -434,7 +436,13 @@ class Guard:
         labels = self.labels(name)
         settings = self.settings
         derived = _DERIVED.get()
-        for sink in labels.sinks:
+        hints = self._hints(name, arguments, metadata)
+        reads = hints is not None and hints.read_only
+        # A call that only reads changes nothing: what it sends out can harm only by
+        # carrying something private, so with nothing private read, following a link
+        # found in a page is no flow to ask about.
+        sinks = () if reads and not conversation.root.private else labels.sinks
+        for sink in sinks:
             value = arguments.get(sink)
             if value is None or value == "" or (type(value) in (list, dict) and not value):
                 continue
@@ -450,8 +458,7 @@ class Guard:
                 return self._tainted(name, sink, *hit)
         if settings.trifecta == "off" or not conversation.root.private:
             return None
-        hints = metadata.annotations if metadata is not None else None
-        if hints is not None and hints.read_only and not hints.open_world:
+        if reads and hints is not None and not hints.open_world:
             return None  # stays on this machine and changes nothing
         for sink in labels.sinks:
             value = arguments.get(sink)
@@ -463,6 +470,21 @@ class Guard:
             if hit is not None:
                 return self._trifecta(name, sink, hit[0], hit[1])
         return None
+
+    def _hints(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> Annotations | None:
+        """The annotations that hold for this call (``Tool.annotations_for``); None for a
+        tool that declares none (treated as changing the world)."""
+        if metadata is None or "annotations" not in metadata.model_fields_set:
+            return None
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            return metadata.annotations
+        try:
+            return tool.cls.annotations_for(arguments)
+        except Exception:  # arguments the tool cannot read: what it declares
+            return metadata.annotations
 
     def _tainted(self, tool: str, sink: str, source: Source, text: str, rule: str) -> Verdict:
         what = {
