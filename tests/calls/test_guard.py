@@ -456,3 +456,14 @@ async def test_a_read_follows_a_link_from_a_page_unless_something_private_was_re
         result = await registry.acall("read_page", {"url": EVIL})
     assert result.error is not None
     assert result.error.details["rule"] == "flow.token"
+
+
+def test_a_task_started_in_a_conversation_is_guarded_in_it(registry: Registry) -> None:
+    with registry.conversation("news please"):
+        registry.call("read_page", {"url": NEWS})
+        task = registry.start("post", {"text": EVIL})
+        result = task.result(wait=30)
+    assert result is not None
+    assert result.error is not None
+    assert result.error.details["source"]["tool"] == "read_page"
+    assert POSTED == []
