@@ -385,3 +385,106 @@ def test_a_framework_pause_inside_a_program_leaves_run_code_unchanged(
     result = registry.call("run_code", {"code": "await erase(record=5)"}, approver=approver)
     assert result.error is not None
     assert "the approver of erase failed: Pause: erase" in result.error.message
+
+
+# -- starvation: waiting programs hold no worker; caps per client ---------------------------
+
+
+def test_a_quick_program_starts_while_eight_wait_for_their_tools(
+    load_code: Load, journal: Any
+) -> None:
+    # Eight programs (as many as the sandbox has workers here) each wait for a tool that
+    # does not answer; before parking, each held a worker and the ninth waited for them.
+    registry = load_code(max_programs_per_owner=4)
+
+    async def main() -> None:
+        journal.gate = asyncio.Event()
+        waiting = [
+            asyncio.ensure_future(
+                registry.acall(
+                    "run_code",
+                    {"code": f"(await wait(label='w{i}'))['label']"},
+                    context={"client": f"client-{i % 2}"},
+                )
+            )
+            for i in range(8)
+        ]
+        while len(journal.started) < 8:
+            await asyncio.sleep(0.01)
+        quick = await asyncio.wait_for(registry.acall("run_code", {"code": "1 + 1"}), 15)
+        assert quick.data["value"] == 2
+        assert not any(t.done() for t in waiting)
+        journal.gate.set()
+        results = await asyncio.wait_for(asyncio.gather(*waiting), 15)
+        assert [r.data["value"] for r in results] == [f"w{i}" for i in range(8)]
+
+    asyncio.run(main())
+
+
+def test_a_program_parked_while_waiting_resumes_with_its_state_and_printed_output(
+    load_code: Load, journal: Any
+) -> None:
+    registry = load_code()
+
+    async def main() -> toolplug.ToolResult:
+        journal.gate = asyncio.Event()
+        code = (
+            "n = 41\n"
+            "print('before')\n"
+            "r = await wait(label='slow')\n"
+            "print('after', r['label'])\n"
+            "n + 1\n"
+        )
+        task = asyncio.ensure_future(registry.acall("run_code", {"code": code}))
+        while not journal.started:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # parked by now: its worker is back in the pool
+        journal.gate.set()
+        return await task
+
+    result = asyncio.run(main())
+    assert result.error is None, result.for_model()
+    assert result.data["value"] == 42
+    assert result.data["printed"] == "before\nafter slow\n"
+
+
+def test_one_client_may_run_only_so_many_programs_at_once(load_code: Load, journal: Any) -> None:
+    registry = load_code(max_programs_per_owner=2)
+
+    async def main() -> None:
+        journal.gate = asyncio.Event()
+        mine = {"client": "alice"}
+        held = [
+            asyncio.ensure_future(
+                registry.acall("run_code", {"code": f"await wait(label='{i}')"}, context=mine)
+            )
+            for i in range(2)
+        ]
+        while len(journal.started) < 2:
+            await asyncio.sleep(0.01)
+        third = await registry.acall("run_code", {"code": "1 + 1"}, context=mine)
+        assert third.error is not None
+        assert third.error.type == "RateLimitError"
+        assert "[code] max_programs_per_owner" in third.error.message
+        assert third.error.retry_possible
+        other = await registry.acall("run_code", {"code": "1 + 1"}, context={"client": "bob"})
+        assert other.data["value"] == 2
+        journal.gate.set()
+        await asyncio.gather(*held)
+        again = await registry.acall("run_code", {"code": "1 + 1"}, context=mine)
+        assert again.data["value"] == 2
+
+    asyncio.run(main())
+
+
+def test_the_wall_clock_ends_a_program_that_waits_too_long(load_code: Load, journal: Any) -> None:
+    registry = load_code(wall_seconds=0.5)
+
+    async def main() -> toolplug.ToolResult:
+        journal.gate = asyncio.Event()  # never set
+        return await registry.acall("run_code", {"code": "await wait(label='forever')"})
+
+    result = asyncio.run(main())
+    assert result.error is not None
+    assert result.error.type == "TimeoutError"
+    assert journal.cancelled == ["forever"]

@@ -39,6 +39,11 @@ def marks(tmp_path: Path) -> Path:
     return path
 
 
+# The test server annotates its tools; these tests take its word (test_screen.py tests
+# that without this, a server's read-only claim lowers no approval).
+TRUSTED = "trust_annotations = true"
+
+
 def _load(tmp_path: Path, tables: str, **options: Any) -> toolplug.Registry:
     config = tmp_path / "toolplug.toml"
     config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + tables, encoding="utf-8")
@@ -74,7 +79,7 @@ def _alive(pid: int) -> bool:
 def test_each_remote_tool_is_a_toolplug_tool(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script))
+    registry = _load(tmp_path, stdio_table("calc", script, extra=TRUSTED))
     loaded.append(registry)
     names = {n for n in registry.tools if n.startswith("calc_")}
     assert names == {
@@ -122,7 +127,7 @@ def test_mounted_tools_reach_every_renderer(
 ) -> None:
     registry = _load(
         tmp_path,
-        stdio_table("calc", script, extra='category = "research"')
+        stdio_table("calc", script, extra='trust_annotations = true\ncategory = "research"')
         + textwrap.dedent("""
             [mcp_servers.calc.tools.add]
             usage_hint = "Use for exact sums."
@@ -143,7 +148,7 @@ def test_mounted_tools_reach_every_renderer(
 def test_many_calls_share_one_session(
     tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks)))
+    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks), extra=TRUSTED))
     loaded.append(registry)
 
     async def many() -> list[toolplug.ToolResult]:
@@ -159,7 +164,7 @@ def test_many_calls_share_one_session(
 def test_listing_is_cached_and_a_down_server_keeps_its_tools_with_the_reason(
     tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    table = stdio_table("calc", script, "--marks", str(marks))
+    table = stdio_table("calc", script, "--marks", str(marks), extra=TRUSTED)
     first = _load(tmp_path, table)
     first.close()
     assert len(_starts(marks)) == 1
@@ -207,7 +212,7 @@ def test_a_server_that_does_not_start_says_why(
 def test_a_crash_mid_call_is_an_error_and_the_next_call_restarts_it(
     tmp_path: Path, script: Path, marks: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks)))
+    registry = _load(tmp_path, stdio_table("calc", script, "--marks", str(marks), extra=TRUSTED))
     loaded.append(registry)
     crashed = registry.call("calc_crash", {})
     assert crashed.error is not None
@@ -223,7 +228,7 @@ def test_time_limit_cancels_the_remote_call_and_progress_comes_back(
 ) -> None:
     registry = _load(
         tmp_path,
-        stdio_table("calc", script, "--marks", str(marks))
+        stdio_table("calc", script, "--marks", str(marks), extra=TRUSTED)
         + "[mcp_servers.calc.tools.slow]\ntimeout_seconds = 1\n",
     )
     loaded.append(registry)
@@ -245,7 +250,7 @@ def test_time_limit_cancels_the_remote_call_and_progress_comes_back(
 def test_a_huge_output_is_cut_to_the_budget(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script))
+    registry = _load(tmp_path, stdio_table("calc", script, extra=TRUSTED))
     loaded.append(registry)
     result = registry.call("calc_big", {"chars": 300_000})
     assert result.ok
@@ -256,7 +261,7 @@ def test_a_huge_output_is_cut_to_the_budget(
 def test_an_invalid_schema_is_reported_and_the_other_tools_stay(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script, "--invalid-schema"))
+    registry = _load(tmp_path, stdio_table("calc", script, "--invalid-schema", extra=TRUSTED))
     loaded.append(registry)
     assert "calc_broken" not in registry.tools
     assert "calc_add" in registry.tools
@@ -269,7 +274,7 @@ def test_an_invalid_schema_is_reported_and_the_other_tools_stay(
 def test_a_changed_tool_list_is_refreshed(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    table = stdio_table("calc", script, extra='approval = "never"')
+    table = stdio_table("calc", script, extra='trust_annotations = true\napproval = "never"')
     registry = _load(tmp_path, table)
     loaded.append(registry)
     assert registry.call("calc_grow", {}).output == "grown"
@@ -293,6 +298,7 @@ def test_http_with_a_secret_header(
         table = textwrap.dedent(f"""
             [mcp_servers.web]
             url = "{url}"
+            trust_annotations = true
             headers = {{ Authorization = {{ env = "WEB_AUTH" }} }}
         """)
         registry = _load(tmp_path, table, env={"WEB_AUTH": "Bearer s3cret-token"})
@@ -333,18 +339,24 @@ def test_names_two_servers_share_are_prefixed_and_installed_tools_win(
 def test_a_pinned_tool_that_changed_is_refused_until_locked(
     tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
 ) -> None:
-    registry = _load(tmp_path, stdio_table("calc", script, extra="pin = true"))
+    registry = _load(
+        tmp_path, stdio_table("calc", script, extra="trust_annotations = true\npin = true")
+    )
     loaded.append(registry)
     assert not registry.availability("calc_add").available  # not in a lock file yet
     path, counts, down = lock(registry)
     assert (counts, down) == ({"calc": 8}, [])
     assert path == tmp_path / "toolplug.lock"
 
-    locked = _load(tmp_path, stdio_table("calc", script, extra="pin = true"))
+    locked = _load(
+        tmp_path, stdio_table("calc", script, extra="trust_annotations = true\npin = true")
+    )
     loaded.append(locked)
     assert locked.availability("calc_add").available
 
-    changed_table = stdio_table("calc", script, "--changed", extra="pin = true")
+    changed_table = stdio_table(
+        "calc", script, "--changed", extra="trust_annotations = true\npin = true"
+    )
     changed = _load(tmp_path, changed_table)
     loaded.append(changed)
     availability = changed.availability("calc_add")
@@ -355,7 +367,11 @@ def test_a_pinned_tool_that_changed_is_refused_until_locked(
     assert refused.error is not None
     assert refused.error.type == "UnavailableError"
     lines = "\n".join(report(mounted(changed)))  # type: ignore[arg-type]
-    assert "drift: the definition of 'add' differs from toolplug.lock (refused" in lines
+    assert (
+        "drift: the server's definition of 'add' differs from toolplug.lock (its description"
+        in lines
+    )
+    assert "(refused: pin = true)" in lines
 
     lock(changed)
     accepted = _load(tmp_path, changed_table)
@@ -391,7 +407,8 @@ def test_no_server_outlives_its_host(
 ) -> None:
     config = tmp_path / "toolplug.toml"
     config.write_text(
-        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script, "--marks", str(marks))
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table("calc", script, "--marks", str(marks), extra=TRUSTED)
     )
     with subprocess.Popen(
         [sys.executable, "-c", _HOST, str(config), "hang" if ending == "kill" else "exit"],
@@ -418,7 +435,9 @@ def test_serve_offers_mounted_tools_to_an_mcp_client(tmp_path: Path, script: Pat
     from mcp import Client, StdioServerParameters
 
     config = tmp_path / "toolplug.toml"
-    config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script))
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script, extra=TRUSTED)
+    )
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolplug", "serve"],
@@ -468,12 +487,14 @@ def test_without_the_mcp_sdk_the_reason_says_what_to_install(tmp_path: Path) -> 
     assert done.stdout.strip() == 'the MCP SDK is not installed: pip install "toolplug[mcp]"'
 
 
+@pytest.mark.parametrize("pin", ["pin = true", 'pin = "first-use"'])
 def test_a_pinned_tool_the_server_changes_while_running_is_refused(
-    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry], pin: str
 ) -> None:
-    table = stdio_table("calc", script, extra='pin = true\napproval = "never"')
+    table = stdio_table("calc", script, extra=f'{TRUSTED}\n{pin}\napproval = "never"')
     first = _load(tmp_path, table)
-    lock(first)
+    if pin == "pin = true":
+        lock(first)  # first use records the definitions by itself
     first.close()
     registry = _load(tmp_path, table)
     loaded.append(registry)

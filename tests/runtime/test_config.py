@@ -63,6 +63,13 @@ def test_pyproject_without_table_is_empty() -> None:
         # a rate limit with a bad count
         ("[tools.static_links.rate_limit]\ncalls = 0\n", "tools.static_links.rate_limit.calls",
          "1 or more"),
+        # who approves served calls: a word [serve] does not know
+        ("[serve]\napprovals = 'host'\n", "serve.approvals", '"toolplug"'),
+        # the same for one tool: the key names the tool
+        ("[serve.approvals_by_tool]\npost = true\n", "serve.approvals_by_tool.post",
+         'each "toolplug" or "client"'),
+        # an unknown key in [serve]
+        ("[serve]\napproval = 'client'\n", "serve.approval", "approvals, approvals_by_tool"),
     ],
 )
 def test_bad_config_names_file_key_and_expectation(text: str, key: str, expected: str) -> None:
@@ -73,6 +80,20 @@ def test_bad_config_names_file_key_and_expectation(text: str, key: str, expected
     assert "toolplug.toml" in message
     assert key in message
     assert expected in message
+
+
+def test_serve_approvals_by_tool_a_name_first_then_the_longest_glob() -> None:
+    write(
+        Path("toolplug.toml"),
+        '[serve]\napprovals = "client"\n[serve.approvals_by_tool]\n'
+        '"notes_*" = "toolplug"\n"notes_count_*" = "client"\nnotes_count_lines = "toolplug"\n',
+    )
+    serve = load_config().serve
+    assert serve.approvals_for("write_file") == "client"  # the table's default
+    assert serve.approvals_for("notes_clear") == "toolplug"  # the one glob that matches
+    assert serve.approvals_for("notes_count_words") == "client"  # the longer glob
+    assert serve.approvals_for("notes_count_lines") == "toolplug"  # the name itself
+    assert toolplug.load({}).config.serve.approvals == "toolplug"  # off by default
 
 
 def test_pyproject_errors_name_the_tool_table() -> None:

@@ -67,11 +67,12 @@ _INSTALL: Final = 'pip install "toolplug[code]"'
 SANDBOX: Final = "code_sandbox"
 """The capability run_code requires: the Monty sandbox is installed."""
 _MAX_WORKERS: Final = max(8, 2 * (os.cpu_count() or 1))
-"""The most programs that run at once in one process; more wait for a worker."""
+"""The most programs that compute at once in one process; more wait for a worker. A program
+waiting for its tool calls holds no worker (see ``_Program.run``)."""
+_HOLD_SECONDS: Final = 0.02
+"""How long a program keeps its worker while its calls run; past that it is parked."""
 _MAX_PRINTED: Final = 1_000_000
 """The most characters of a program's printed output kept (the output budget cuts further)."""
-_WALL_SECONDS: Final = 3600.0
-"""run_code's own time limit: its tool calls have theirs, and a person may take a while."""
 
 
 def code_settings(config: Config) -> CodeSettings:
@@ -145,7 +146,7 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         required_packages=("pydantic-monty",),
         # The program's own calls carry their labels and are guarded one by one.
         trust=Trust(output="trusted"),
-        timeout_seconds=_WALL_SECONDS,
+        timeout_seconds=settings.wall_seconds,
     )
 
 
@@ -156,6 +157,7 @@ class RunCode(Tool):
     _registry_ref: ClassVar[weakref.ref[Registry] | None] = None
     _settings: ClassVar[CodeSettings] = CodeSettings()
     _functions: ClassVar[Mapping[str, tuple[str, tuple[Parameter, ...]]]] = {}
+    _owners: ClassVar[_Owners]
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Run the program in ``arguments["code"]``."""
@@ -174,15 +176,52 @@ class RunCode(Tool):
                 ErrorType.UNAVAILABLE,
                 f"run_code needs the Monty sandbox: {_INSTALL}",
             )
-        program = _Program(
-            monty=pydantic_monty, registry=registry, settings=self._settings,
-            functions=self._functions, host=context.host, caller=_CALLER.get() or _Caller(),
-        )
-        # The program's calls are recorded and guarded in a conversation of its own, inside
-        # the current one: what one call returned is remembered when the next is made.
-        outer = current()
-        with outer.child() if outer is not None else Conversation(exact=True):
-            return await program.run(arguments["code"])
+        owner = str(context.host.get("owner") or context.host.get("client") or "")
+        settings = self._settings
+        if not self._owners.enter(owner):
+            return ToolResult.failure(
+                ErrorType.RATE_LIMIT,
+                f"{settings.max_programs_per_owner} programs of this client are running "
+                "([code] max_programs_per_owner); wait for one to end and run this again",
+                retry_possible=True,
+            )
+        try:
+            program = _Program(
+                monty=pydantic_monty, registry=registry, settings=settings,
+                functions=self._functions, host=context.host,
+                caller=_CALLER.get() or _Caller(),
+            )
+            # The program's calls are recorded and guarded in a conversation of its own,
+            # inside the current one: what one call returned is remembered at the next.
+            outer = current()
+            with outer.child() if outer is not None else Conversation(exact=True):
+                return await program.run(arguments["code"])
+        finally:
+            self._owners.leave(owner)
+
+
+class _Owners:
+    """How many programs each owner runs now, against ``[code] max_programs_per_owner``.
+
+    The workers are this process's, so the count is too; it is touched only from the
+    event loop that runs the programs and from no thread, so it needs no lock.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.running: dict[str, int] = {}
+
+    def enter(self, owner: str) -> bool:
+        count = self.running.get(owner, 0)
+        if count >= self.cap:
+            return False
+        self.running[owner] = count + 1
+        return True
+
+    def leave(self, owner: str) -> None:
+        count = self.running.pop(owner, 1) - 1
+        if count:
+            self.running[owner] = count
 
 
 class _CodePlugin:
@@ -267,6 +306,7 @@ def install_code_mode(registry: Registry) -> None:
             "_registry_ref": weakref.ref(registry),
             "_settings": settings,
             "_functions": functions,
+            "_owners": _Owners(settings.max_programs_per_owner),
             "__module__": __name__,
         },
     )
@@ -424,14 +464,34 @@ class _Program:
             "max_total_sleep_secs": settings.timeout_seconds,
         }
         policy = {"sleep": "system", "sleep_system_max": settings.timeout_seconds}
+        parked: bytes | None = None
         try:
-            async with pool.checkout(
-                script_name="program.py", limits=limits, os_policy=policy
-            ) as session:
-                snapshot = await session.feed_start(code, print_callback=self._print)
-                while not isinstance(snapshot, monty.MontyComplete):
-                    snapshot = await self._answer(snapshot)
-                value = snapshot.output
+            # A program computes on a worker checked out of the pool. When it waits for
+            # tool calls that do not answer at once (a slow tool, a person approving), its
+            # state is dumped and the worker goes back to the pool: waiting programs hold
+            # none, so quick ones never queue behind them. It resumes on any worker.
+            while True:
+                async with pool.checkout(
+                    script_name="program.py", limits=limits, os_policy=policy
+                ) as session:
+                    if parked is None:
+                        snapshot = await session.feed_start(code, print_callback=self._print)
+                    else:
+                        snapshot = await session.load_snapshot(
+                            parked, print_callback=self._print
+                        )
+                        parked = None
+                    while not isinstance(snapshot, monty.MontyComplete):
+                        if isinstance(snapshot, monty.AsyncFutureSnapshot):
+                            waiting = self._awaited(snapshot)
+                            if waiting and not await _settled(waiting, _HOLD_SECONDS):
+                                parked = snapshot.dump()
+                                break
+                        snapshot = await self._answer(snapshot)
+                if parked is None:
+                    value = snapshot.output
+                    break
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         except _Stop as stop:
             return stop.result
         except monty.MontySyntaxError as exc:
@@ -492,12 +552,16 @@ class _Program:
         )
         return await snapshot.resume({"future": ...})
 
-    async def _settle(self, snapshot: Any) -> Any:
+    def _awaited(self, snapshot: Any) -> list[asyncio.Task[ToolResult]]:
+        """Start the calls the program now waits for; the ones still running."""
         for call_id in snapshot.pending_call_ids:  # awaited now: they all run at once
             start = self.unstarted.pop(call_id, None)
             if start is not None:
                 self.pending[call_id] = asyncio.ensure_future(start())
-        waiting = [self.pending[i] for i in snapshot.pending_call_ids if i in self.pending]
+        return [self.pending[i] for i in snapshot.pending_call_ids if i in self.pending]
+
+    async def _settle(self, snapshot: Any) -> Any:
+        waiting = self._awaited(snapshot)
         if waiting:
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         answers: dict[int, Any] = {}
@@ -583,6 +647,14 @@ class _Program:
             )
         return self._failure(ErrorType.EXECUTION, f"the program failed at {where}{text}"
                              if where else f"the program failed: {text}")
+
+
+async def _settled(tasks: list[asyncio.Task[ToolResult]], seconds: float) -> bool:
+    """Whether one of ``tasks`` ends within ``seconds``."""
+    if any(task.done() for task in tasks):
+        return True
+    done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    return bool(done)
 
 
 def _first_line(exc: Any) -> str:

@@ -116,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_lock)
 
     p = sub.add_parser(
+        "scan",
+        parents=[common],
+        help="check tool definitions for hidden text and instructions",
+        description="Scan every installed and mounted tool's definition (name, title, "
+        "description, hints, guidelines, parameters, examples) for hidden characters, "
+        "instructions addressed to the model, references to other tools and names that "
+        "shadow (docs/security.md, Definitions from outside). Asks every mounted MCP server "
+        "for its tools now. Exits 1 when a finding is not accepted by the configuration.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON array of findings")
+    p.set_defaults(handler=_cmd_scan)
+
+    p = sub.add_parser(
         "plugins",
         parents=[common],
         help="installed plugin distributions",
@@ -543,17 +556,58 @@ def _store_state(url: str) -> str:
 
 
 def _cmd_lock(args: argparse.Namespace) -> int:
-    from toolplug.mount import lock
+    from toolplug.mount import lock, mounted, report_drift
 
     registry = _load_lenient(args, refresh=True)
+    mounts = mounted(registry)
+    changes = report_drift(mounts) if mounts is not None else []
     path, counts, down = lock(registry)
     if not counts and not down:
         raise _Exit(EXIT_USAGE, "no MCP server is mounted: add [mcp_servers.NAME] tables first")
     for name in down:
         print(f"toolplug: {name}: not reached, its entries are kept as they were", file=sys.stderr)
     total = sum(counts.values())
-    _emit(registry, f"Locked {total} tool definition(s) of {len(counts)} server(s) in {path}")
+    lines = [f"Locked {total} tool definition(s) of {len(counts)} server(s) in {path}"]
+    lines += [f"  accepted: {change}" for change in changes if change.split(":")[0] in counts]
+    _emit(registry, "\n".join(lines))
     return EXIT_OK if not down else EXIT_FAILED
+
+
+def _scan_lines(reported: Sequence[Any]) -> list[str]:
+    """One finding a line: where, which rule, what became of it; then the excerpt."""
+    lines = []
+    for item in reported:
+        f = item.finding
+        lines.append(f"  {f.tool}: {f.field}: {f.rule} ({item.state})")
+        lines.append(f"    {f.excerpt}")
+    return lines
+
+
+def _cmd_scan(args: argparse.Namespace) -> int:
+    from toolplug.mount import mounted
+    from toolplug.mount._screen import findings
+
+    registry = _load_lenient(args, refresh=True)
+    reported = findings(registry, mounted(registry))
+    failing = [r for r in reported if r.state != "accepted"]
+    if args.json:
+        _emit(registry, _dumps([r.to_dict() for r in reported]))
+        return EXIT_FAILED if failing else EXIT_OK
+    if not reported:
+        _emit(registry, f"No findings in {len(registry.tools)} tool definition(s).")
+        return EXIT_OK
+    states = {s: sum(r.state == s for r in reported) for s in ("withheld", "reported", "accepted")}
+    counted = ", ".join(f"{n} {s}" for s, n in states.items() if n)
+    out = [f"{len(reported)} finding(s) in {len(registry.tools)} tool definition(s): {counted}"]
+    out += _scan_lines(reported)
+    if states["withheld"]:
+        out += [
+            "",
+            "A withheld tool is offered to no model until its findings are accepted: "
+            'accept_findings = ["RULE", ...] under [mcp_servers.NAME.tools.TOOL].',
+        ]
+    _emit(registry, "\n".join(out))
+    return EXIT_FAILED if failing else EXIT_OK
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -587,6 +641,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     mounts = mount.mounted(registry) if mount is not None else None
     if mounts is not None and mount is not None:
         out += ["", "MCP servers:", *mount.report(mounts)]
+    from toolplug.mount._screen import findings
+
+    reported = findings(registry, mounts)
+    count = f"{len(reported)} finding(s)" if reported else "no findings"
+    out += ["", f"Definitions: {count}"]
+    out += _scan_lines(reported)
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]

@@ -6,6 +6,23 @@ tools or called, never to list tools whose list is cached.
 """
 
 from toolplug.mount._catalog import LOCK_FILE
-from toolplug.mount._mount import Mounted, MountedServer, lock, mount, mounted, report
+from toolplug.mount._mount import (
+    Mounted,
+    MountedServer,
+    lock,
+    mount,
+    mounted,
+    report,
+    report_drift,
+)
 
-__all__ = ["LOCK_FILE", "Mounted", "MountedServer", "lock", "mount", "mounted", "report"]
+__all__ = [
+    "LOCK_FILE",
+    "Mounted",
+    "MountedServer",
+    "lock",
+    "mount",
+    "mounted",
+    "report",
+    "report_drift",
+]

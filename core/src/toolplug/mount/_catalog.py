@@ -7,9 +7,11 @@ and trusted for ``list_ttl_seconds``. A server that could not be reached is trie
 after ``RETRY_SECONDS``; until then its last known tools stay listed, unavailable, with the
 reason.
 
-``toolplug lock`` writes ``toolplug.lock`` beside the configuration: a digest of each
-mounted tool's definition (name, title, description, schemas, annotations). A server
-with ``pin = true`` has a tool whose definition differs from its digest refused.
+``toolplug.lock`` beside the configuration holds a digest of each mounted tool's
+definition (name, title, description, schemas, annotations), and one of each of those
+parts, so that a change can be named. ``toolplug lock`` writes it; with ``pin =
+"first-use"`` (the default) a load records each definition it sees for the first time. A
+pinned tool whose definition differs from its digest is refused.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ __all__ = [
     "Listing",
     "config_key",
     "definition_digest",
+    "field_digests",
     "lock_path",
     "read_listing",
     "read_lock",
+    "read_lock_fields",
     "tool_name",
     "write_listing",
     "write_lock",
@@ -82,6 +86,24 @@ def definition_digest(tool: Mapping[str, Any]) -> str:
     definition = {k: tool[k] for k in _DEFINITION_KEYS if tool.get(k) is not None}
     text = json.dumps(definition, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def field_digests(tool: Mapping[str, Any]) -> dict[str, str]:
+    """A short digest of each part of a tool's definition (what a change is named by)."""
+    return {
+        key: hashlib.sha256(
+            json.dumps(tool[key], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            .encode("utf-8")
+        ).hexdigest()[:16]
+        for key in _DEFINITION_KEYS
+        if tool.get(key) is not None
+    }
+
+
+def changed_parts(before: Mapping[str, str], tool: Mapping[str, Any]) -> list[str]:
+    """The parts of a definition that differ from the recorded ``field_digests``."""
+    now = field_digests(tool)
+    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
 
 
 def _listing_path(cache_dir: Path, server: str) -> Path:
@@ -145,13 +167,44 @@ def read_lock(path: Path) -> dict[str, dict[str, str]]:
     }
 
 
-def write_lock(path: Path, servers: Mapping[str, Mapping[str, str]]) -> None:
+def read_lock_fields(path: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """The digests of each part of each recorded definition; empty when there are none."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    fields = raw.get("fields") if isinstance(raw, dict) else None
+    if not isinstance(fields, dict):
+        return {}
+    return {
+        str(server): {
+            str(tool): {str(k): str(v) for k, v in dict(parts).items()}
+            for tool, parts in dict(tools).items()
+            if isinstance(parts, dict)
+        }
+        for server, tools in fields.items()
+        if isinstance(tools, dict)
+    }
+
+
+def write_lock(
+    path: Path,
+    servers: Mapping[str, Mapping[str, str]],
+    fields: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+) -> None:
     """Write the lock file (sorted, so the same tools give the same bytes)."""
-    body = {
-        "about": "Digests of mounted MCP tools' definitions, written by 'toolplug lock'.",
+    body: dict[str, Any] = {
+        "about": "Digests of mounted MCP tools' definitions: recorded on first use, "
+        "accepted by 'toolplug lock'.",
         "version": 1,
         "servers": {s: dict(sorted(t.items())) for s, t in sorted(servers.items())},
     }
+    if fields:
+        body["fields"] = {
+            s: {t: dict(sorted(p.items())) for t, p in sorted(tools.items())}
+            for s, tools in sorted(fields.items())
+            if s in servers
+        }
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,12 +25,13 @@ from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.runtime._mounts import ServerSettings, resolve_value
+from toolplug.runtime._scan import Finding
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
-__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report"]
+__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
 
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
 _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
@@ -52,11 +54,22 @@ class MountedServer:
     names: dict[str, str] = field(default_factory=dict)
     """toolplug name -> the server's name of each mounted tool."""
     locked: dict[str, str] | None = None
-    """The lock file's digests for this server (None: no lock file, or not in it)."""
+    """The recorded digests for this server: the lock file's, with those recorded on first
+    use (None: not pinned and not in the lock file)."""
     drifted: list[str] = field(default_factory=list)
-    """Remote tools whose definition differs from the lock file."""
+    """Remote tools whose definition differs from the recorded one."""
+    locked_fields: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The recorded digest of each part of each definition (what a change is named by)."""
+    recorded: list[str] = field(default_factory=list)
+    """Remote tools whose definition this load recorded in the lock file (first use)."""
     notes: list[str] = field(default_factory=list)
     """Renames and other things ``doctor`` reports."""
+    findings: dict[str, list[tuple[Finding, bool]]] = field(default_factory=dict)
+    """toolplug name -> the scan's findings in the server's definition of it, each with
+    whether the configuration accepts it."""
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    """toolplug name -> the rules of its findings the configuration does not accept: the
+    tool is registered without its definition and unavailable."""
 
     @property
     def name(self) -> str:
@@ -80,6 +93,11 @@ class MountedServer:
         tools = self.listing.tools if self.listing else []
         return {t["name"]: _catalog.definition_digest(t) for t in tools}
 
+    def field_digests(self) -> dict[str, dict[str, str]]:
+        """The digest of each part of each tool it listed, by the server's names."""
+        tools = self.listing.tools if self.listing else []
+        return {t["name"]: _catalog.field_digests(t) for t in tools}
+
     # -- calls -------------------------------------------------------------------------
 
     def definition_now(self, remote: str) -> str | None:
@@ -93,13 +111,13 @@ class MountedServer:
         self, remote: str, arguments: dict[str, Any], context: ToolContext
     ) -> ToolResult:
         """Call one of its tools; every failure comes back as a structured result."""
-        locked = self.locked if self.settings.pin else None
+        locked = self.locked if self.settings.pins else None
         if locked is not None and locked.get(remote) != self.definition_now(remote):
             return ToolResult.failure(
                 ErrorType.PERMISSION,
                 f"{context.tool} is pinned and the server now defines it otherwise than "
-                "toolplug.lock records; review the change ('toolplug doctor') and run "
-                "'toolplug lock'",
+                "toolplug.lock records; review the change ('toolplug doctor', "
+                "'toolplug scan') and run 'toolplug lock' to accept it",
             )
         report: Any = context.host.get("progress")
         connection = self.connection
@@ -178,7 +196,11 @@ class Mounted:
     """When the first listing used stops being fresh (seconds since the epoch)."""
 
     def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its secrets redacted, its files watched."""
+        """Tie this to the registry: its definitions screened (a flagged one withheld), its
+        secrets redacted, its files watched."""
+        from toolplug.mount._screen import screen
+
+        screen(self, registry)
         for secret in self.secrets:
             registry.redactor.add(secret)
         registry.files_read.extend(self.files)
@@ -210,17 +232,20 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
     base = config.path.parent if config.path else Path.cwd()
     servers: dict[str, MountedServer] = {}
     secrets: set[str] = set()
+    lock_file = _catalog.lock_path(config.path)
     try:
-        lock = _catalog.read_lock(_catalog.lock_path(config.path))
+        lock = _catalog.read_lock(lock_file)
     except ValueError:
         lock = {}
+    lock_fields = _catalog.read_lock_fields(lock_file)
     for name, settings in config.mcp_servers.items():
         if not settings.enabled:
             continue
         resolved = _resolve(settings, env, base, config.source, secrets)
         server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))
-        # pinned: only what the lock file records runs; a server not in it has nothing
-        server.locked = lock.get(name, {} if settings.pin else None)
+        # pinned: what the lock file records (or first use records) runs, nothing else
+        server.locked = dict(lock[name]) if name in lock else ({} if settings.pins else None)
+        server.locked_fields = dict(lock_fields.get(name, {}))
         server.connection = _host.Connection(resolved, on_tools_changed=server._refresh)
         servers[name] = server
     now = _catalog.now()
@@ -237,10 +262,11 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
     if stale:
         _discover(stale)
     _name_tools(servers)
+    _pin(servers, lock_file)
     plugins = [(f"mcp:{s.name}", _ServerPlugin(s, config.source)) for s in servers.values()]
     files = [
         str(config.cache_dir / "mcp" / f"{s.name}.json") for s in servers.values()
-    ]
+    ] + [str(lock_file)]
     expiries = [
         s.listing.expires(s.settings.list_ttl_seconds)
         for s in servers.values()
@@ -397,6 +423,41 @@ def _name_tools(servers: Mapping[str, MountedServer]) -> None:
                     f"{remote!r} is mounted as {final}: {name} is offered by {others} too"
                 )
             server.names[final] = remote
+
+
+def _pin(servers: Mapping[str, MountedServer], lock_file: Path) -> None:
+    """Record first-seen definitions (``pin = "first-use"``) in the lock file, and find the
+    mounted tools whose definition differs from the recorded one."""
+    first: dict[str, dict[str, str]] = {}
+    for server in servers.values():
+        if server.settings.pin != "first-use" or server.problem is not None:
+            continue
+        assert server.locked is not None
+        new = {r: d for r, d in sorted(server.digests().items()) if r not in server.locked}
+        if new:
+            parts = server.field_digests()
+            server.locked.update(new)
+            server.locked_fields.update({r: parts[r] for r in new})
+            server.recorded = sorted(new)
+            first[server.name] = new
+    if first:
+        try:  # merged with what is there now: another process may have recorded too
+            try:
+                entries = _catalog.read_lock(lock_file)
+            except ValueError:
+                entries = {}
+            fields = _catalog.read_lock_fields(lock_file)
+            for name, new in first.items():
+                entries[name] = {**new, **entries.get(name, {})}
+                parts = servers[name].locked_fields
+                fields[name] = {**{r: parts[r] for r in new}, **fields.get(name, {})}
+            _catalog.write_lock(lock_file, entries, fields)
+        except OSError as exc:
+            for name in first:
+                servers[name].notes.append(
+                    f"the first-seen definitions could not be recorded in {lock_file} "
+                    f"({exc.strerror or exc}); they are pinned for this process only"
+                )
     for server in servers.values():
         if server.locked is not None:
             digests = server.digests()
@@ -431,17 +492,18 @@ def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> Too
     settings = server.settings
     own = settings.settings_for(str(tool["name"]))
     hints = tool.get("annotations") or {}
-    read_only = bool(hints.get("readOnlyHint", False))
+    trusted = hints if settings.trust_annotations else {}
+    read_only = bool(trusted.get("readOnlyHint", False))
     annotations = Annotations(  # MCP's defaults: not read-only, destructive, open-world
         read_only=read_only,
-        destructive=not read_only and bool(hints.get("destructiveHint", True)),
-        idempotent=bool(hints.get("idempotentHint", False)),
-        open_world=bool(hints.get("openWorldHint", True)),
+        destructive=not read_only and bool(trusted.get("destructiveHint", True)),
+        idempotent=bool(trusted.get("idempotentHint", False)),
+        open_world=bool(trusted.get("openWorldHint", True)),
     )
     description = " ".join(str(tool.get("description") or "").split())
     title = tool.get("title") or hints.get("title")
     requires = [server.capability]
-    if settings.pin and server.drifted and tool["name"] in server.drifted:
+    if settings.pins and tool["name"] in server.drifted:
         requires.append(f"{server.capability}_lock")
     schema = dict(tool.get("inputSchema") or {"type": "object"})
     schema.setdefault("type", "object")
@@ -543,13 +605,14 @@ class _ServerPlugin:
                 setup=_setup(server),
             )
         )
-        if server.settings.pin and server.drifted:
-            changed = ", ".join(server.drifted)
+        if server.settings.pins and server.drifted:
+            changed = ", ".join(_drift_text(server, r) for r in server.drifted)
+            mode = f"pin = {json.dumps(server.settings.pin)}"
 
             def unchanged(_ctx: DetectContext) -> str | None:
                 return (
-                    f"the definition of {changed} differs from toolplug.lock "
-                    "(pin = true refuses it)"
+                    f"the server's definition of {changed}; {mode} refuses it until "
+                    "'toolplug lock' accepts it"
                 )
 
             register(
@@ -557,10 +620,55 @@ class _ServerPlugin:
                     name=f"{server.capability}_lock",
                     description=f"The pinned tools of {server.name!r} match toolplug.lock.",
                     detectors=(Check(unchanged),),
-                    setup="Review the changed definitions ('toolplug doctor'), then run "
-                    "'toolplug lock' to accept them.",
+                    setup="Review the changed definitions ('toolplug doctor', 'toolplug "
+                    "scan'), then run 'toolplug lock' to accept them.",
                 )
             )
+
+        def screened(_ctx: DetectContext) -> str | None:
+            if not server.withheld:
+                return None
+            return "; ".join(
+                f"{name} is withheld: {_findings_text(server, name)}"
+                for name in sorted(server.withheld)
+            )
+
+        register(
+            Capability(
+                name=f"{server.capability}_scan",
+                description=f"The definitions of {server.name!r} pass the scan, or the "
+                "configuration accepts what it found.",
+                detectors=(Check(screened),),
+                setup="Review the findings ('toolplug scan'). To accept them, list their "
+                f"rules in accept_findings under [mcp_servers.{server.name}.tools.TOOL] (or "
+                f"[mcp_servers.{server.name}] for every tool of the server).",
+            )
+        )
+
+
+def _drift_text(server: MountedServer, remote: str) -> str:
+    """``'add' differs from toolplug.lock (its description, inputSchema changed)``."""
+    assert server.locked is not None
+    if remote not in server.locked:
+        return f"{remote!r} is not in toolplug.lock"
+    before = server.locked_fields.get(remote)
+    tools = server.listing.tools if server.listing else []
+    now = next((t for t in tools if t.get("name") == remote), None)
+    if before is None or now is None:
+        return f"{remote!r} differs from toolplug.lock"
+    parts = ", ".join(_catalog.changed_parts(before, now))
+    return f"{remote!r} differs from toolplug.lock (its {parts} changed)"
+
+
+def _findings_text(server: MountedServer, name: str) -> str:
+    """Which rules a withheld tool's definition breaks, and where (no excerpt: this reason
+    can reach a model, the excerpt is for the operator's eyes in ``toolplug scan``)."""
+    where: dict[str, set[str]] = {}
+    for finding, accepted in server.findings.get(name, []):
+        if not accepted:
+            where.setdefault(finding.rule, set()).add(finding.field.split("/")[0])
+    rules = ", ".join(f"{r} (in {', '.join(sorted(f))})" for r, f in sorted(where.items()))
+    return f"its definition breaks the scan rules {rules}"
 
 
 def _result(answer: Any, server: str) -> ToolResult:
@@ -602,6 +710,7 @@ def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:
     except ValueError:
         entries = {}
     entries = {k: v for k, v in entries.items() if k in registry.config.mcp_servers}
+    fields = _catalog.read_lock_fields(path)
     counts: dict[str, int] = {}
     down: list[str] = []
     for server in mounts.servers.values():
@@ -609,9 +718,21 @@ def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:
             down.append(server.name)
             continue
         entries[server.name] = server.digests()
+        fields[server.name] = server.field_digests()
         counts[server.name] = len(entries[server.name])
-    _catalog.write_lock(path, entries)
+    _catalog.write_lock(path, entries, fields)
     return path, counts, down
+
+
+def report_drift(mounts: Mounted) -> list[str]:
+    """Each mounted tool whose definition differs from the recorded one:
+    ``calc: 'add' differs from toolplug.lock (its description changed)``."""
+    return [
+        f"{server.name}: {_drift_text(server, remote)}"
+        for server in mounts.servers.values()
+        if server.locked is not None
+        for remote in server.drifted
+    ]
 
 
 def report(mounts: Mounted) -> list[str]:
@@ -634,10 +755,27 @@ def report(mounts: Mounted) -> list[str]:
         if server.names:
             lines.append(f"    mounted as: {', '.join(sorted(server.names))}")
         lines += [f"    note: {note}" for note in server.notes]
+        if server.names and not server.settings.trust_annotations:
+            lines.append(
+                "    annotations: not trusted (trust_annotations = false): approvals as if "
+                "the server said nothing of its tools"
+            )
+        if server.recorded:
+            lines.append(
+                f"    pinned on first use: {len(server.recorded)} definition(s) recorded in "
+                "toolplug.lock"
+            )
+        for final, rules in sorted(server.withheld.items()):
+            lines.append(
+                f"    withheld: {final} (scan rules {', '.join(rules)}; 'toolplug scan' shows "
+                "the findings)"
+            )
         if server.locked is None:
             continue
-        refused = " (refused: pin = true)" if server.settings.pin else ""
+        pin = json.dumps(server.settings.pin)
+        refused = f" (refused: pin = {pin})" if server.settings.pins else ""
         for remote in server.drifted:
-            what = "is not in" if remote not in server.locked else "differs from"
-            lines.append(f"    drift: the definition of {remote!r} {what} toolplug.lock{refused}")
+            lines.append(
+                f"    drift: the server's definition of {_drift_text(server, remote)}{refused}"
+            )
     return lines

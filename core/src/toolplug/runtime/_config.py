@@ -25,14 +25,17 @@ from toolplug.runtime._settings import (
     CALLS_KEYS,
     CODE_KEYS,
     GUARD_KEYS,
+    SERVE_KEYS,
     CallsSettings,
     CodeSettings,
     GuardSettings,
     PolicyRule,
+    ServeSettings,
     parse_calls,
     parse_code,
     parse_guard,
     parse_policies,
+    parse_serve,
     parse_tool_settings,
 )
 
@@ -56,6 +59,7 @@ _TOP_KEYS: Final = {
     "policies": "a table of rule lists: [[policies.<tool>]] with action, argument, schema, "
     "reason",
     "mcp_servers": "a table of MCP servers to mount: [mcp_servers.<name>]",
+    "serve": "a table: " + ", ".join(SERVE_KEYS),
 }
 _MIN_SECRET_LEN: Final = 4
 
@@ -137,6 +141,8 @@ class Config:
     """The ``[[policies.TOOL]]`` rules per tool, checked (their schemas too) and typed."""
     mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
     """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    """The ``[serve]`` table (``toolplug serve``), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 
@@ -309,8 +315,8 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
             for part in ("include", "exclude")
         }
         toolsets[name] = Toolset(name=name, description=description, **patterns)
-    calls, code = table.get("calls", {}), table.get("code", {})
-    for key, raw in (("calls", calls), ("code", code)):
+    calls, code, serve = table.get("calls", {}), table.get("code", {}), table.get("serve", {})
+    for key, raw in (("calls", calls), ("code", code), ("serve", serve)):
         if not isinstance(raw, Mapping):
             raise err(key, "must be a table", _TOP_KEYS[key])
     return Config(
@@ -326,6 +332,7 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         guard=parse_guard(_table(table, "guard", err), file=where, prefix=prefix),
         policies=parse_policies(table.get("policies", {}), file=where, prefix=prefix),
         mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
+        serve=parse_serve(serve, file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )

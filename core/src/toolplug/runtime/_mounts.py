@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.runtime._scan import RULES, RuleId
 from toolplug.runtime._settings import _fail, _raiser
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 SERVER_NAME: Final = r"^[a-z][a-z0-9_]{0,31}$"
+_RULES_TEXT: Final = "a list of scan rule ids: " + ", ".join(f'"{r}"' for r in RULES)
 
 
 class _Table(BaseModel):
@@ -73,6 +75,10 @@ class MountedToolSettings(ToolSettings):
     guidelines: GuidelinesTable | None = Field(
         default=None, description="a table: do, do_not, common_mistakes (lists of strings)"
     )
+    accept_findings: list[RuleId] = Field(
+        default_factory=list, description=_RULES_TEXT
+    )
+    """Scan rules whose findings in this tool's definition the operator accepts."""
 
     def call_settings(self) -> ToolSettings:
         """The call settings alone, as ``[tools.NAME]`` would give them."""
@@ -118,10 +124,17 @@ class ServerSettings(_Table):
         default="auto",
         description='one of "auto", "always", "never": the default of every tool of the server',
     )
-    pin: bool = Field(
-        default=False,
-        description="a boolean: true refuses a tool whose definition differs from the lock file",
+    pin: Literal["first-use"] | bool = Field(
+        default="first-use",
+        description='"first-use" (record a definition when first seen, refuse a change), '
+        "true (only what toolplug lock recorded) or false (no pinning)",
     )
+    trust_annotations: bool = Field(
+        default=False,
+        description="a boolean: true lets the server's own annotations (readOnlyHint ...) "
+        "lower approvals",
+    )
+    accept_findings: list[RuleId] = Field(default_factory=list, description=_RULES_TEXT)
     list_ttl_seconds: float = Field(
         default=3600.0, ge=0, description="a number of seconds a tool list is trusted"
     )
@@ -148,6 +161,11 @@ class ServerSettings(_Table):
         return f"{self.name}_" if self.prefix is None else self.prefix
 
     @property
+    def pins(self) -> bool:
+        """Whether a definition that differs from the recorded one is refused."""
+        return self.pin is not False
+
+    @property
     def transport(self) -> str:
         """``stdio`` or ``http``."""
         return "stdio" if self.command is not None else "http"
@@ -155,6 +173,12 @@ class ServerSettings(_Table):
     def settings_for(self, tool: str) -> MountedToolSettings | None:
         """The ``[mcp_servers.NAME.tools.TOOL]`` table of a remote tool, if any."""
         return self.tools.get(tool)
+
+    def accepts(self, tool: str, rule: str) -> bool:
+        """Whether the configuration accepts findings of ``rule`` in a remote tool's
+        definition (``accept_findings`` of the server, or of the tool)."""
+        own = self.tools.get(tool)
+        return rule in self.accept_findings or (own is not None and rule in own.accept_findings)
 
 
 def parse_mcp_servers(

@@ -1,5 +1,5 @@
-"""Settings parsed once: ``[calls]``, ``[code]``, ``[guard]``, ``[policies]`` and each tool's
-call settings.
+"""Settings parsed once: ``[calls]``, ``[code]``, ``[serve]``, ``[guard]``, ``[policies]``
+and each tool's call settings.
 
 The configuration (``toolplug.runtime._config``) hands every raw table here once, when it
 loads; everything above runtime reads the typed models' attributes, never a raw table. A
@@ -10,6 +10,7 @@ in another.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -24,14 +25,17 @@ __all__ = [
     "CODE_KEYS",
     "DEFAULT_OUTPUT_CHARS",
     "GUARD_KEYS",
+    "SERVE_KEYS",
     "CallsSettings",
     "CodeSettings",
     "GuardSettings",
     "PolicyRule",
+    "ServeSettings",
     "parse_calls",
     "parse_code",
     "parse_guard",
     "parse_policies",
+    "parse_serve",
     "parse_tool_settings",
 ]
 
@@ -135,6 +139,16 @@ class CodeSettings(BaseModel):
         default=200, ge=1, description="a whole number of tool calls, 1 or more"
     )
     """How many tool calls one program may make."""
+    wall_seconds: float = Field(
+        default=3600.0, gt=0, allow_inf_nan=False,
+        description="a positive number of seconds a program may take in all, waits included",
+    )
+    """run_code's own time limit, waiting for tools and approvals included."""
+    max_programs_per_owner: int = Field(
+        default=8, ge=1,
+        description="a whole number of programs, 1 or more, one client may run at once",
+    )
+    """Programs one owner (an MCP client, else this process) may run at once; more are refused."""
 
 
 CODE_KEYS: Final[dict[str, str]] = {
@@ -271,6 +285,47 @@ def _schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
+
+
+ServeApprovals = Literal["toolplug", "client"]
+"""Who approves a served call: toolplug asks the client's user, or the MCP host did."""
+
+
+class ServeSettings(BaseModel):
+    """The ``[serve]`` table: how ``toolplug serve`` treats its MCP clients."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    approvals: ServeApprovals = Field(
+        default="toolplug",
+        description='"toolplug" (toolplug asks the client\'s user) or "client" (the MCP host '
+        "approves calls itself and toolplug does not ask again)",
+    )
+    """Who approves a call that needs approval (``toolplug.serve``)."""
+    approvals_by_tool: dict[str, ServeApprovals] = Field(
+        default_factory=dict,
+        description='a table of tool names or globs ("notes_*": a mounted server\'s tools), '
+        'each "toolplug" or "client"',
+    )
+    """``approvals`` for some tools: an exact name first, else the longest matching glob."""
+
+    def approvals_for(self, tool: str) -> ServeApprovals:
+        """Who approves the served calls of ``tool``."""
+        exact = self.approvals_by_tool.get(tool)
+        if exact is not None:
+            return exact
+        globs = sorted(
+            (p for p in self.approvals_by_tool if fnmatch.fnmatchcase(tool, p)),
+            key=lambda p: (-len(p), p),
+        )
+        return self.approvals_by_tool[globs[0]] if globs else self.approvals
+
+
+SERVE_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in ServeSettings.model_fields.items()
+}
+
+
 def _fail(
     exc: ValidationError, model: type[BaseModel], prefix: str, raise_as: Callable[..., ConfigError]
 ) -> ConfigError:
@@ -281,18 +336,19 @@ def _fail(
     keys: list[str] = []
     description: str | None = None
     current: type[BaseModel] | None = model
-    keyed: type[BaseModel] | None = None  # a table of tables: the next part is a key
+    keyed = False  # a table keyed by names: the next part is a key
+    inside: type[BaseModel] | None = None  # what each of its values is, when a table
     for part in map(str, error["loc"]):
-        if keyed is not None:
+        if keyed:
             keys.append(part)
-            current, keyed = keyed, None
+            current, keyed = inside, False
         elif current is not None and part in current.model_fields:
             keys.append(part)
             description = current.model_fields[part].description
             annotation = current.model_fields[part].annotation
             current = _model_inside(annotation)
             if getattr(annotation, "__origin__", None) is dict:
-                keyed, current = current, None
+                keyed, inside, current = True, current, None
         elif error["type"] == "extra_forbidden" and part not in keys:
             known = ", ".join(sorted(current.model_fields)) if current else ""
             return raise_as(
@@ -333,6 +389,18 @@ def parse_code(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Code
         return CodeSettings.model_validate(dict(table))
     except ValidationError as exc:
         raise _fail(exc, CodeSettings, prefix + "code.", _raiser(file)) from None
+
+
+def parse_serve(table: Mapping[str, Any], *, file: str, prefix: str = "") -> ServeSettings:
+    """The ``[serve]`` table, checked.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return ServeSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, ServeSettings, prefix + "serve.", _raiser(file)) from None
 
 
 def parse_tool_settings(

@@ -20,6 +20,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
+from toolplug.serve._approvals import (
+    AskClient,
+    InputRequired,
+    approved_by_host,
+    install_request_state,
+)
 from toolplug.serve._resources import client_key
 from toolplug.serve._shared import RedisBus
 from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
@@ -27,10 +33,14 @@ from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
-    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        InputRequiredResult,
+        ListToolsResult,
+    )
     from mcp.types import PaginatedRequestParams as PageParams
 
-    from toolplug.contract._approval import Approval, ApprovalRequest
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
@@ -153,7 +163,7 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         if drain is None:
             return await answer_call(ctx, params)
         key = (_session_key(ctx), ctx.request_id)
@@ -161,7 +171,7 @@ def build_server(
 
     async def answer_call(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         name = params.name
         try:
             if deferred is not None and name == deferred.name:
@@ -173,14 +183,25 @@ def build_server(
                 host: dict[str, Any] = {"transport": "mcp", "client": client_key(ctx)}
                 if progress is not None:
                     host["progress"] = progress
+                approver = AskClient(ctx, params)
                 try:
                     with conversations.of(host["client"]):
-                        result = await registry.acall(
-                            name, params.arguments or {}, context=host, approver=_Elicit(ctx)
+                        arguments = params.arguments or {}
+                        # The host's own approval ([serve] approvals = "client") did not see
+                        # what the flow guard sees: a call it would ask about is asked here.
+                        approved = approved_by_host(registry, name) and (
+                            registry.guard_reason(name, arguments) is None
                         )
+                        result = await registry.acall(
+                            name, arguments, context=host, approver=approver,
+                            approved=approved, passthrough=(InputRequired,),
+                        )
+                except InputRequired as asking:  # a modern client: ask, the retry answers
+                    return asking.result()
                 finally:
                     if progress is not None:
                         await progress.sent()
+                result = approver.unasked_result(result)
             return answer(served.get(name), result, name)
         except Exception as exc:  # never let one call take the server down
             log.exception("serving the MCP call of %.100s failed", name)
@@ -212,6 +233,8 @@ def build_server(
     from toolplug.serve._tasks import install_tasks
 
     install_tasks(server, registry, served, answer)  # calls as tasks, for clients that ask
+    # approvals asked of modern clients (serve/_approvals.py)
+    install_request_state(server, registry.config.calls.store)
     return server
 
 
@@ -424,47 +447,6 @@ class _Progress:
         await asyncio.sleep(0)  # let reports made from worker threads land first
         if self._last is not None:
             await self._last
-
-
-class _Elicit:
-    """Approval by MCP elicitation: the client shows the request to its user, who answers.
-
-    A client that does not support elicitation (or cannot be asked now) makes no decision,
-    so the call returns ``ApprovalRequiredError`` as an ``isError`` result.
-    """
-
-    _SCHEMA: Final = {
-        "type": "object",
-        "properties": {
-            "approve": {"type": "boolean", "title": "Run this call?", "default": False}
-        },
-        "required": ["approve"],
-    }
-
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
-        self._ctx = ctx
-
-    async def __call__(self, request: ApprovalRequest) -> Approval | None:
-        from mcp import types
-
-        from toolplug.contract._approval import Approval
-
-        session = self._ctx.session
-        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        if not session.check_client_capability(wanted):
-            return None
-        try:
-            answer = await session.elicit_form(
-                request.describe(), self._SCHEMA, related_request_id=self._ctx.request_id
-            )
-        except Exception as exc:  # the client could not ask: nobody decided
-            log.warning("could not ask the MCP client to approve %s: %s", request.tool, exc)
-            return None
-        if answer.action != "accept":
-            return Approval.deny(f"the client's user answered {answer.action}")
-        if (answer.content or {}).get("approve") is True:
-            return Approval.approve("approved by the client's user")
-        return Approval.deny("the client's user said no")
 
 
 class _OutputCheck:

@@ -4,9 +4,11 @@ A stateless (2026-07-28) client may reach any replica behind a load balancer wit
 request. Under ``--max-tools`` its list (keyed by its credential, ``client_key``) is kept
 in Redis, so every replica lists what a search on another added; and list changes travel
 over Redis pub/sub, so a client listening on one replica (``subscriptions/listen``) hears
-of a search made on another. With the in-process store there is one replica to ask, and
-neither is needed. When Redis cannot be reached, each replica answers from what it has and
-says so in its log; nothing fails.
+of a search made on another. The key that seals the ``requestState`` of approval questions
+(serve/_approvals.py) is one for all replicas, so a client may answer on any of them. With
+the in-process store there is one replica to ask, and none of this is needed. When Redis
+cannot be reached, each replica answers from what it has and says so in its log; nothing
+fails.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["RedisBus", "SharedLists"]
+__all__ = ["RedisBus", "SharedLists", "shared_secret"]
 
 log = logging.getLogger("toolplug")
 
@@ -29,6 +32,21 @@ def _client(url: str) -> Any:
     import redis.asyncio
 
     return redis.asyncio.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+
+
+async def shared_secret(url: str, name: str) -> bytes:
+    """A random secret every replica sharing the Redis at ``url`` reads alike: the first to
+    ask makes it. Raises what the Redis client raises when Redis cannot be reached."""
+    redis = _client(url)
+    try:
+        key = f"toolplug:secret:{name}"
+        await redis.set(key, secrets.token_hex(32), nx=True)
+        found = await redis.get(key)
+    finally:
+        await redis.aclose()
+    if not found:
+        raise RuntimeError(f"Redis kept no value at toolplug:secret:{name}")
+    return found if isinstance(found, bytes) else str(found).encode()
 
 
 class SharedLists:

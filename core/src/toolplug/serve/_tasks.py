@@ -11,8 +11,9 @@ on Redis every replica answers for every task.
 Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
 the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
 whose process ended before the tool did. Tasks never ask for input (``input_required``):
-``tasks/update`` is acknowledged and changes nothing, and a call that needs approval returns
-``ApprovalRequiredError`` as its result.
+``tasks/update`` is acknowledged and changes nothing. A call that needs approval is therefore
+not made a task: it is answered as a plain call, which asks the client (an input request),
+unless ``[serve] approvals = "client"`` says the host approved it already.
 
 Built on the SDK's extension interface (``mcp.server.extension.Extension``): its methods and
 its ``tools/call`` interceptor are applied to the low-level server the way ``MCPServer``
@@ -33,6 +34,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from toolplug.calls._tasks import TaskStatus
+from toolplug.serve._approvals import approved_by_host
 from toolplug.serve._resources import client_key
 
 if TYPE_CHECKING:
@@ -99,9 +101,13 @@ class TasksExtension(Extension):
         """A task for a served tool when this request asks for one; else the plain call."""
         if params.name not in self._served or not _asked(ctx):
             return await call_next(ctx)
+        approved = approved_by_host(self._registry, params.name)
+        if not approved and self._registry.needs_approval(params.name, params.arguments):
+            return await call_next(ctx)  # a plain call, which can ask (serve/_approvals.py)
         task = await self._registry.astart(
             params.name, params.arguments or {},
             context={"transport": "mcp", "client": client_key(ctx)},  # owns a spilled output
+            approved=approved,
         )
         status = await task.astatus()
         return {"resultType": "task", **self._fields(status)}
