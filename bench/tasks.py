@@ -221,6 +221,7 @@ def main() -> None:
         (home / "toolplug.toml").write_text(
             f'[calls]\nstore = "redis://127.0.0.1:{redis_port}/0"\n'
             f"task_entries = {options.keep}\n"
+            "task_after_seconds = 0\n"  # every call a task: the bench measures tasks
         )
         env = {
             **os.environ,

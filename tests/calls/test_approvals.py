@@ -8,7 +8,6 @@ approver, plans), the command line (a real pseudo-terminal, --yes, no terminal) 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pty
 import select
@@ -347,10 +346,10 @@ def mcp_session(site: Site, elicit: Any) -> dict[str, types.CallToolResult]:
 
 
 def error_of(result: types.CallToolResult) -> dict[str, Any]:
+    """The error's fields, which an MCP error result carries in its ``_meta``."""
     assert result.is_error
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    found: dict[str, Any] = json.loads(block.text)
+    assert result.meta is not None
+    found: dict[str, Any] = result.meta["toolplug/error"]
     return found
 
 

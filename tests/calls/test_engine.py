@@ -505,8 +505,8 @@ def test_an_interceptor_that_raises_becomes_an_execution_error(gate: Gate) -> No
             "calls.workers",
             "unknown key",
             "one of cache_entries, max_concurrency, max_output_chars, spill_max_count,"
-            " spill_max_mb, spill_ttl_seconds, store, sync_workers, task_entries,"
-            " task_ttl_seconds, telemetry_content",
+            " spill_max_mb, spill_ttl_seconds, store, sync_workers, task_after_seconds,"
+            " task_entries, task_ttl_seconds, telemetry_content",
         ),
         # a pool of no threads could run nothing
         (

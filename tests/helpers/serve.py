@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from mcp import StdioServerParameters, types
 
@@ -144,6 +145,20 @@ def text_of(result: types.CallToolResult) -> str:
     assert len(texts) == 1
     assert len(texts) + len(links) == len(result.content)
     return texts[0].text
+
+
+def error_of(result: types.CallToolResult) -> dict[str, Any]:
+    """The structured error of an error result (its ``_meta``), checked against its text:
+    one encoding, prose the model reads, never JSON inside JSON."""
+    assert result.is_error
+    assert result.structured_content is None
+    assert result.meta is not None
+    error: dict[str, Any] = result.meta["toolplug/error"]
+    text = text_of(result)
+    first, _, advice = text.partition("\n")
+    assert first == f"{error['error_type']}: {error['error_message']}", text
+    assert advice.startswith(f"retry_possible: {str(error['retry_possible']).lower()} ("), text
+    return error
 
 
 def stdio_params(tmp_path: Path, *options: str) -> StdioServerParameters:

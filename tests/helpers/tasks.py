@@ -80,10 +80,27 @@ class TasksClient(ClientExtension):
 
 
 async def start(client: Client, name: str, arguments: dict[str, Any]) -> CreatedTask:
-    """Call a tool as a task: the handle, at once."""
-    created = await client.session.call_tool(name, arguments, allow_claimed=True)
+    """Call a tool as a task, asked for on the request (``task`` in its params): the
+    handle, at once."""
+    created = await call(client, name, arguments, ask=True)
     assert isinstance(created, CreatedTask), created
     return created
+
+
+async def call(
+    client: Client, name: str, arguments: dict[str, Any], *, ask: bool = False
+) -> types.CallToolResult | CreatedTask:
+    """``tools/call`` from a client that declared the extension: the result, or the task
+    the server made of the call. ``ask``: ask for a task on this request."""
+    session: Any = client.session
+    params = types.CallToolRequestParams(
+        name=name, arguments=arguments, task=types.TaskMetadata() if ask else None
+    )
+    answer = await session.send_request(
+        types.CallToolRequest(params=params), session._call_tool_adapter
+    )
+    assert isinstance(answer, types.CallToolResult | CreatedTask), answer
+    return answer
 
 
 async def get(session: Any, task_id: str) -> TaskNow:

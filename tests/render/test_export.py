@@ -31,7 +31,7 @@ import toolplug
 from tests.helpers.schemas import meta, obj, parameter_schemas
 from toolplug import Annotations, Example, ToolMetadata
 from toolplug.render._export import FORMATS, dumps, export_tool, export_tools
-from toolplug.render._mcp import mcp_output_schema, structured_content
+from toolplug.render._mcp import RESULT_EXTRAS, mcp_output_schema, structured_content
 from toolplug.schema import (
     drop_strict_nulls,
     gemini_schema,
@@ -698,7 +698,7 @@ def test_mcp_tool_definition() -> None:
         "title": "Search",
         "description": "Probe the schema.\n\nUse for fresh facts.",
         "inputSchema": SEARCH,
-        "outputSchema": obj({"hits": {"type": "array"}}),
+        "outputSchema": obj({"hits": {"type": "array"}, **RESULT_EXTRAS}),
         "annotations": {
             "title": "Search",
             "readOnlyHint": True,
@@ -717,61 +717,95 @@ def test_mcp_without_returns_has_no_output_schema() -> None:
     assert structured_content(meta(obj({})), {"x": 1}) is None
 
 
+WARNED: dict[str, Any] = {
+    "warnings": ["cut"],
+    "citations": [{"title": "T", "url": "https://example.com"}],
+}
+"""A result's warnings and citations, as they go beside its data."""
+
+
 @pytest.mark.parametrize(
     ("returns", "output", "data", "content"),
     [
-        # an object schema is used as it is
-        (obj({"n": {"type": "integer"}}), obj({"n": {"type": "integer"}}), {"n": 1}, {"n": 1}),
-        # alternatives of objects only need the type beside them
+        # an object schema gets the warnings and citations beside its properties
+        (
+            obj({"n": {"type": "integer"}}, additionalProperties=False),
+            obj({"n": {"type": "integer"}, **RESULT_EXTRAS}, additionalProperties=False),
+            {"n": 1},
+            {"n": 1, **WARNED},
+        ),
+        # alternatives of objects only need the type beside them, and the two in each
         (
             {
                 "oneOf": [
-                    obj({"a": {"type": "string"}}, ["a"]),
+                    obj({"a": {"type": "string"}}, ["a"], additionalProperties=False),
                     obj({"b": {"type": "string"}}, ["b"]),
                 ]
             },
             {
                 "type": "object",
                 "oneOf": [
-                    obj({"a": {"type": "string"}}, ["a"]),
-                    obj({"b": {"type": "string"}}, ["b"]),
+                    obj(
+                        {"a": {"type": "string"}, **RESULT_EXTRAS}, ["a"],
+                        additionalProperties=False,
+                    ),
+                    obj({"b": {"type": "string"}, **RESULT_EXTRAS}, ["b"]),
                 ],
             },
             {"a": "x"},
-            {"a": "x"},
+            {"a": "x", **WARNED},
         ),
         # anything else is wrapped, and so is the data
         (
             {"type": "array", "items": {"type": "string"}},
             {
                 "type": "object",
-                "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+                "properties": {
+                    "result": {"type": "array", "items": {"type": "string"}},
+                    **RESULT_EXTRAS,
+                },
                 "required": ["result"],
                 "additionalProperties": False,
             },
             ["x"],
-            {"result": ["x"]},
+            {"result": ["x"], **WARNED},
+        ),
+        # an object with a warnings of its own is wrapped: the names do not collide
+        (
+            obj({"warnings": {"type": "integer"}}),
+            {
+                "type": "object",
+                "properties": {"result": obj({"warnings": {"type": "integer"}}), **RESULT_EXTRAS},
+                "required": ["result"],
+                "additionalProperties": False,
+            },
+            {"warnings": 3},
+            {"result": {"warnings": 3}, **WARNED},
         ),
         # definitions move to the wrapper's top, where references look for them
         (
             {"$defs": {"n": {"type": "integer"}}, "type": ["object", "null"]},
             {
                 "type": "object",
-                "properties": {"result": {"type": ["object", "null"]}},
+                "properties": {"result": {"type": ["object", "null"]}, **RESULT_EXTRAS},
                 "required": ["result"],
                 "additionalProperties": False,
                 "$defs": {"n": {"type": "integer"}},
             },
             None,
-            {"result": None},
+            {"result": None, **WARNED},
         ),
     ],
 )
 def test_mcp_output_schema(returns: Any, output: Any, data: Any, content: Any) -> None:
     metadata = meta(obj({}), returns=returns)
     assert mcp_output_schema(metadata) == output
-    assert structured_content(metadata, data) == content
+    assert structured_content(metadata, data, **WARNED) == content
     assert not list(Draft202012Validator(output).iter_errors(content))
+    # without warnings or citations the data goes as it is (wrapped when the schema is)
+    bare = structured_content(metadata, data)
+    assert bare == ({"result": data} if "result" in content else data)
+    assert not list(Draft202012Validator(output).iter_errors(bare))
     check_mcp(export_tool(metadata, "mcp"))
 
 

@@ -8,7 +8,6 @@ official MCP SDK's
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -27,8 +26,16 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 import toolplug
-from tests.helpers.serve import TIMEOUT, free_port, http_server, stdio_params, text_of
+from tests.helpers.serve import (
+    TIMEOUT,
+    error_of,
+    free_port,
+    http_server,
+    stdio_params,
+    text_of,
+)
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, UsageError, hookimpl
+from toolplug.render._mcp import RESULT_EXTRAS
 from toolplug.serve._server import INSTALL_LINE, build_server, parse_address, serve
 
 EXPECTED_TOOLS = ["add", "echo", "liar", "static_links"]
@@ -87,9 +94,10 @@ def check_round_trip(seen: Seen) -> None:
     add = by_name["add"]
     assert add.description == "Add two integers.\n\nUse for exact integer sums."
     assert add.input_schema["required"] == ["a", "b"]
+    # The warnings and citations a result may carry are declared beside the data.
     assert add.output_schema == {
         "type": "object",
-        "properties": {"sum": {"type": "integer"}},
+        "properties": {"sum": {"type": "integer"}, **RESULT_EXTRAS},
         "required": ["sum"],
     }
     assert add.annotations is not None
@@ -99,7 +107,10 @@ def check_round_trip(seen: Seen) -> None:
     assert add.annotations.open_world_hint is False
     # A non-object returns schema is wrapped so the output schema is an object.
     assert by_name["echo"].output_schema is not None
-    assert by_name["echo"].output_schema["properties"] == {"result": {"type": "string"}}
+    assert by_name["echo"].output_schema["properties"] == {
+        "result": {"type": "string"},
+        **RESULT_EXTRAS,
+    }
     assert by_name["static_links"].title == "Configured links"
 
     calls = seen.calls
@@ -115,15 +126,14 @@ def check_round_trip(seen: Seen) -> None:
     assert "https://github.com/example" in text_of(calls["links"])
 
     # Bad arguments: an error result naming each bad field, not a protocol error.
-    assert calls["bad"].is_error
-    bad = json.loads(text_of(calls["bad"]))
+    # Once encoded: prose for the model, the fields in _meta for the host.
+    bad = error_of(calls["bad"])
     assert bad["error"] is True
     assert bad["error_type"] == "ValidationError"
     assert "a: expected type integer" in bad["error_message"]
     assert "b: expected a value (required)" in bad["error_message"]
 
-    assert calls["unknown"].is_error
-    unknown = json.loads(text_of(calls["unknown"]))
+    unknown = error_of(calls["unknown"])
     assert unknown["error_type"] == "NotFoundError"
     assert "did you mean add" in unknown["error_message"]
 
@@ -136,8 +146,7 @@ def check_round_trip(seen: Seen) -> None:
     assert calls["add"].structured_content is not None
 
     # Data that breaks the declared returns schema is the plugin's bug, reported as one.
-    assert calls["liar"].is_error
-    liar = json.loads(text_of(calls["liar"]))
+    liar = error_of(calls["liar"])
     assert liar["error_type"] == "ExecutionError"
     assert "does not match its declared returns schema" in liar["error_message"]
     assert calls["liar"].structured_content is None
@@ -173,8 +182,7 @@ def test_stdio_toolset_limits_what_is_offered(tmp_path: Path) -> None:
     assert [t.name for t in seen.listed] == ["add"]
     assert not seen.calls["add"].is_error
     # Installed, but outside the toolset: not callable through this server.
-    assert seen.calls["echo"].is_error
-    refused = json.loads(text_of(seen.calls["echo"]))
+    refused = error_of(seen.calls["echo"])
     assert refused["error_type"] == "NotFoundError"
     assert "not offered by this server (toolset math)" in refused["error_message"]
     # No optional tool is offered, so there are no instructions.

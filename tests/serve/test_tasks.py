@@ -59,9 +59,22 @@ class Sleepy(Tool):
         return ToolResult.success("woke up")
 
 
+class Batch(Tool):
+    metadata = ToolMetadata(
+        name="batch",
+        description="Run a batch job, declared long-running (this one ends at once).",
+        category="utility",
+        long_running=True,
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        return ToolResult.success("batch done")
+
+
 @hookimpl
 def register_tools(register: Any) -> None:
     register(Sleepy)
+    register(Batch)
 """
 
 EXTRA = ("sleepy_tool", SLEEPY)
@@ -154,6 +167,101 @@ def test_tasks_over_stdio(tmp_path: Path) -> None:
     assert done.result is not None
     assert done.result["structuredContent"] == {"sum": 42}
     assert echoed.structured_content == {"result": "hi"}
+
+
+# -- tasks only where they help --------------------------------------------------------
+
+
+def threshold_params(tmp_path: Path, seconds: float) -> Any:
+    """The stdio server with ``[calls] task_after_seconds``."""
+    config = (
+        "[tools.static_links]\n"
+        'links = [{ name = "github", url = "https://github.com/example" }]\n\n'
+        f"[calls]\ntask_after_seconds = {seconds}\n\n"
+        "[tools.sleepy]\ntimeout_seconds = 600\n"  # only a cancel stops it within a test
+    )
+    env = child_env(tmp_path, EXTRA, config=config)  # first: it decides what is installed
+    params = stdio_params(tmp_path)
+    params.env = env
+    return params
+
+
+def test_only_calls_that_need_it_become_tasks(tmp_path: Path) -> None:
+    answers: dict[str, Any] = {}
+
+    async def session() -> None:
+        params = threshold_params(tmp_path, 0.2)
+        async with Client(params, extensions=[tasks.TasksClient()]) as client:
+            # A quick call is answered directly, though the client declared the extension.
+            answers["quick"] = await tasks.call(client, "add", {"a": 2, "b": 3})
+            # Declared long-running: a task at once, however quick it is.
+            batch = await tasks.call(client, "batch", {})
+            answers["batch"] = batch
+            assert isinstance(batch, tasks.CreatedTask)
+            answers["batch_done"] = await tasks.wait(client.session, batch.task_id)
+            # Asked for on the request: a task.
+            answers["asked"] = await tasks.call(client, "add", {"a": 1, "b": 1}, ask=True)
+            # Still running after the threshold: a task, while the tool runs on.
+            slow = await tasks.call(client, "sleepy", sleepy(tmp_path, "late"))
+            answers["slow"] = slow
+            assert isinstance(slow, tasks.CreatedTask)
+            await started(tmp_path / "late")
+            answers["slow_working"] = await tasks.get(client.session, slow.task_id)
+            (tmp_path / "late.go").write_text("")
+            answers["slow_done"] = await tasks.wait(client.session, slow.task_id)
+            # A quick error is a direct answer too.
+            answers["bad"] = await tasks.call(client, "add", {"a": "two", "b": 1})
+        # A client without the extension: the plain call, long-running or not.
+        async with Client(threshold_params(tmp_path, 0.2)) as plain:
+            answers["plain_batch"] = await plain.call_tool("batch", {})
+
+    asyncio.run(asyncio.wait_for(session(), TIMEOUT))
+    quick = answers["quick"]
+    assert isinstance(quick, types.CallToolResult)
+    assert quick.structured_content == {"sum": 5}
+    assert answers["batch_done"].status == "completed"
+    assert answers["batch_done"].result["content"][0]["text"] == "batch done"
+    assert isinstance(answers["asked"], tasks.CreatedTask)
+    assert answers["slow"].status == "working"
+    assert answers["slow_working"].status == "working"
+    assert answers["slow_done"].status == "completed"
+    assert answers["slow_done"].result["content"][0]["text"] == "woke up"
+    bad = answers["bad"]
+    assert isinstance(bad, types.CallToolResult)
+    assert bad.is_error
+    assert text(bad).startswith("ValidationError: ")
+    assert isinstance(answers["plain_batch"], types.CallToolResult)
+    assert text(answers["plain_batch"]) == "batch done"
+
+
+def test_a_client_that_gives_up_before_the_threshold_cancels_the_call(tmp_path: Path) -> None:
+    async def session() -> None:
+        params = threshold_params(tmp_path, 600)  # never a task within this test
+        async with Client(params, extensions=[tasks.TasksClient()]) as client:
+            waiting = asyncio.ensure_future(
+                tasks.call(client, "sleepy", sleepy(tmp_path, "dropped"))
+            )
+            await started(tmp_path / "dropped")
+            waiting.cancel()  # the SDK sends notifications/cancelled for the request
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            while not (tmp_path / "dropped.cancelled").exists():
+                await asyncio.sleep(0.02)
+
+    asyncio.run(asyncio.wait_for(session(), TIMEOUT))  # ends once the tool was stopped
+
+
+def test_a_threshold_of_zero_makes_every_call_a_task(tmp_path: Path) -> None:
+    async def session() -> Any:
+        params = threshold_params(tmp_path, 0)
+        async with Client(params, extensions=[tasks.TasksClient()]) as client:
+            created = await tasks.call(client, "add", {"a": 20, "b": 22})
+            assert isinstance(created, tasks.CreatedTask)
+            return await tasks.wait(client.session, created.task_id)
+
+    done = asyncio.run(asyncio.wait_for(session(), TIMEOUT))
+    assert done.status == "completed"
+    assert done.result["structuredContent"] == {"sum": 42}
 
 
 # -- two replicas, one Redis -------------------------------------------------------

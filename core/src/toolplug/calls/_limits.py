@@ -5,7 +5,8 @@ In: an argument document nested deeper than ``MAX_ARGUMENT_DEPTH`` or holding mo
 refused with a ``ValidationError`` before any tool runs, whoever sent it (API, CLI, MCP,
 plans). Out: the whole reply a model sees fits the call's output budget
 (``max_output_chars``): the text with its warnings (``ToolResult.for_model``), the structured
-data as JSON and the citations, counted together by ``reply_chars``. Warnings and citations
+data as JSON with the warnings beside it (as MCP's ``structuredContent`` carries them) and the
+citations, counted together by ``reply_chars``. Warnings and citations
 get a small share, the text and the data split the rest; each cut says so in the reply, and
 the cut data stays valid JSON. An error message never quotes more than a short prefix of a
 long argument.
@@ -124,6 +125,8 @@ def reply_chars(result: ToolResult) -> int:
     size = len(result.for_model())
     if result.error is None:
         size += _data_chars(result.data) + _citations_chars(result.citations)
+        if result.data is not None:  # the warnings go beside the data too (MCP's structure)
+            size += _warnings_json_chars(result.warnings)
     return size
 
 
@@ -164,6 +167,8 @@ def bounded(
     notes: list[str] = []
     data = result.data
     rest = budget - _warnings_chars(warnings) - _citations_chars(citations) - _NOTICE_ROOM
+    if data is not None:  # the warnings, and the notices, are in the structure as well
+        rest -= _warnings_json_chars(warnings) + _NOTICE_ROOM
     room = max(rest // 2, rest - len(result.output))
     if _data_chars(data) > room:
         data, cut = _shrunk(data, room - _WRAPPING)
@@ -243,6 +248,12 @@ def _cut_output(output: str, space: int, budget: int, pages: bool, rest: str | N
 
 def _warnings_chars(warnings: tuple[str, ...]) -> int:
     return len(ToolResult(warnings=warnings).for_model())
+
+
+def _warnings_json_chars(warnings: tuple[str, ...]) -> int:
+    if not warnings:
+        return 0
+    return len(json.dumps({"warnings": list(warnings)}, ensure_ascii=False)) - 2
 
 
 def _fewer_warnings(warnings: tuple[str, ...], room: int) -> tuple[tuple[str, ...], str]:

@@ -194,6 +194,9 @@ class ToolMetadata(_Frozen):
     """Default time limit of one call; configuration may override it."""
     max_output_chars: int | None = Field(default=None, ge=1000)
     """The most characters a result may hand the model (None: ``[calls] max_output_chars``)."""
+    long_running: bool = False
+    """Calls usually take long (minutes, not seconds): over MCP, a client that declared the
+    Tasks extension gets each call as a task at once, without waiting first."""
     trust: Trust | None = None
     """Trust labels; None means unlabelled, treated as ``Trust.cautious(parameters)``."""
 

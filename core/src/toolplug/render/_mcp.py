@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
 
-__all__ = ["mcp_output_schema", "mcp_tool", "structured_content"]
+__all__ = ["RESULT_EXTRAS", "mcp_output_schema", "mcp_tool", "structured_content"]
 
 
 def mcp_tool(metadata: ToolMetadata) -> dict[str, Any]:
@@ -38,46 +39,89 @@ def mcp_tool(metadata: ToolMetadata) -> dict[str, Any]:
     return tool
 
 
+RESULT_EXTRAS: Final[dict[str, Any]] = {
+    "warnings": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "What the model should know about this result (cut to fit, and where "
+        "to read on).",
+    },
+    "citations": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "url": {"type": "string"}},
+            "required": ["title", "url"],
+        },
+        "description": "The sources the result came from.",
+    },
+}
+"""The members every structured result may carry beside the tool's data (when it has any)."""
+
+
 def mcp_output_schema(metadata: ToolMetadata) -> dict[str, Any] | None:
     """The MCP ``outputSchema`` of the tool, or None when it declares no ``returns``.
 
-    MCP wants an object schema at the top. An object ``returns`` is used as it is; one
-    whose top is only ``oneOf``/``anyOf`` of objects gets ``"type": "object"`` beside
-    them (the same meaning). Any other ``returns`` is wrapped as
-    ``{"type": "object", "properties": {"result": <returns>}, "required": ["result"]}``,
+    MCP wants an object schema at the top, and a client that reads only
+    ``structuredContent`` must still see a result's warnings and citations, so the schema
+    declares them too (``RESULT_EXTRAS``, both optional). An object ``returns`` gets them
+    beside its own properties; one whose top is only ``oneOf``/``anyOf`` of objects gets
+    ``"type": "object"`` beside them and the two in each. Any other ``returns`` (or an
+    object that has a ``warnings`` or ``citations`` of its own) is wrapped as
+    ``{"type": "object", "properties": {"result": <returns>, ...}, "required": ["result"]}``,
     and ``structured_content`` wraps the data the same way.
     """
     return _mcp_output(metadata)[0]
 
 
-def structured_content(metadata: ToolMetadata, data: Any) -> Any:
-    """The MCP ``structuredContent`` for a successful result's ``data``.
+def structured_content(
+    metadata: ToolMetadata,
+    data: Any,
+    *,
+    warnings: Sequence[str] = (),
+    citations: Sequence[Mapping[str, str]] = (),
+) -> Any:
+    """The MCP ``structuredContent`` for a successful result.
 
     None when the tool declares no ``returns``; ``{"result": data}`` when its
-    ``outputSchema`` is a wrapper (see ``mcp_output_schema``); otherwise ``data``.
+    ``outputSchema`` is a wrapper (see ``mcp_output_schema``); otherwise ``data``. Warnings
+    and citations, when there are any, go beside the data (data that is not an object where
+    the schema wants one is left as it is: it breaks the schema either way).
     """
     schema, wrapped = _mcp_output(metadata)
     if schema is None:
         return None
-    return {"result": data} if wrapped else data
+    extras: dict[str, Any] = {}
+    if warnings:
+        extras["warnings"] = list(warnings)
+    if citations:
+        extras["citations"] = [dict(c) for c in citations]
+    if wrapped:
+        return {"result": data, **extras}
+    return {**data, **extras} if extras and isinstance(data, dict) else data
 
 
 def _mcp_output(metadata: ToolMetadata) -> tuple[dict[str, Any] | None, bool]:
     schema = metadata.returns
     if schema is None:
         return None, False
-    if schema.get("type") == "object":
-        return copy.deepcopy(schema), False
+    if schema.get("type") == "object" and _room(schema):
+        return _with_extras(copy.deepcopy(schema)), False
     if "type" not in schema and "const" not in schema and "enum" not in schema:
         branches = [
             b for key in ("oneOf", "anyOf") for b in schema.get(key) or () if isinstance(b, dict)
         ]
-        if branches and all(b.get("type") == "object" for b in branches):
-            return {"type": "object", **copy.deepcopy(schema)}, False
+        if branches and all(b.get("type") == "object" and _room(b) for b in branches):
+            merged: dict[str, Any] = {"type": "object", **copy.deepcopy(schema)}
+            for key in ("oneOf", "anyOf"):
+                merged[key] = [_with_extras(b) for b in merged.get(key) or ()]
+                if not merged[key]:
+                    del merged[key]
+            return merged, False
     inner = copy.deepcopy(schema)
     wrapper: dict[str, Any] = {
         "type": "object",
-        "properties": {"result": inner},
+        "properties": {"result": inner, **copy.deepcopy(RESULT_EXTRAS)},
         "required": ["result"],
         "additionalProperties": False,
     }
@@ -87,3 +131,18 @@ def _mcp_output(metadata: ToolMetadata) -> tuple[dict[str, Any] | None, bool]:
             wrapper[key] = inner.pop(key)
     inner.pop("$schema", None)
     return wrapper, True
+
+
+def _room(schema: Mapping[str, Any]) -> bool:
+    """Whether an object schema leaves the names of ``RESULT_EXTRAS`` free."""
+    properties = schema.get("properties")
+    return not (isinstance(properties, Mapping) and set(properties) & set(RESULT_EXTRAS))
+
+
+def _with_extras(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties")
+    schema["properties"] = {
+        **(properties if isinstance(properties, dict) else {}),
+        **copy.deepcopy(RESULT_EXTRAS),
+    }
+    return schema

@@ -105,6 +105,15 @@ class CallsSettings(BaseModel):
         default=10_000, ge=1, description="a whole number of finished tasks kept, 1 or more"
     )
     """At most this many finished tasks are kept; the oldest go first."""
+    task_after_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="a number of seconds, 0 or more, a call may run before it becomes a task",
+    )
+    """Over MCP, a call of a client that declared the Tasks extension is answered directly
+    when it ends within this time, and becomes a task when it is still running (0: every
+    call is a task at once)."""
 
 
 CALLS_KEYS: Final[dict[str, str]] = {

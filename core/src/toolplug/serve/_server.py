@@ -134,6 +134,7 @@ def build_server(
 
     from toolplug.render._export import export_tool
     from toolplug.render._prompt import optional_tools_section
+    from toolplug.serve._prompts import prompt_handlers
     from toolplug.serve._resources import handlers, links
 
     chosen = registry.select(toolset=toolset)
@@ -228,6 +229,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers(registry),
+        **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
         **listen,
     )
     from toolplug.serve._tasks import install_tasks
@@ -482,7 +484,13 @@ def _answer(
     if result.ok and metadata is not None:
         schema = mcp_output_schema(metadata)
         if schema is not None:
-            structured = _redacted(registry, structured_content(metadata, result.data))
+            content = structured_content(
+                metadata,
+                result.data,
+                warnings=result.warnings,
+                citations=[c.to_dict() for c in result.citations],
+            )
+            structured = _redacted(registry, content)
             problem = check.problem(metadata, schema, structured)
             if problem is not None and data_cut(result):
                 # The output budget cut the data (or left it out) and what is left breaks
@@ -511,11 +519,13 @@ def _answer(
                 )
                 structured = None
     # Results are redacted once, by the engine (replies made here carry no secrets).
+    if result.error is not None:
+        return _failed(result)
     text = types.TextContent(type="text", text=result.for_model())
     meta = _trust_meta(result)
     if structured is not None:
         return types.CallToolResult(content=[text], structured_content=structured, _meta=meta)
-    return types.CallToolResult(content=[text], is_error=not result.ok, _meta=meta)
+    return types.CallToolResult(content=[text], _meta=meta)
 
 
 TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
@@ -552,6 +562,45 @@ class _Conversations:
                 self._by_client.pop(next(iter(self._by_client)))  # the oldest
             found = self._by_client[client] = self._registry.conversation()
         return found
+
+
+ERROR_META: Final = "toolplug/error"
+"""The ``_meta`` key of an error result's structured error, for hosts."""
+
+
+def _failed(result: ToolResult) -> CallToolResult:
+    """An error result, encoded once: prose the model reads, ``isError``, and the error's
+    fields in ``_meta`` for a host.
+
+    The text is not JSON on purpose: a client that hands the model its own wrapping of an
+    error (pydantic-ai's ``{"error": "..."}``) would otherwise send JSON inside a JSON
+    string. There is no ``structuredContent`` either: pydantic-ai prefers it to the text on
+    an error and would encode it the same way, and no client checks it on an error.
+    """
+    from mcp import types
+
+    assert result.error is not None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=error_text(result))],
+        is_error=True,
+        _meta={ERROR_META: result.to_dict(), **(_trust_meta(result) or {})},
+    )
+
+
+def error_text(result: ToolResult) -> str:
+    """What a model reads of an error result: its type and message, and whether to retry."""
+    assert result.error is not None
+    error = result.error
+    if error.retry_possible:
+        after = error.details.get("retry_after_seconds")
+        when = f", after {after:g} seconds" if isinstance(after, int | float) else ""
+        advice = f"retry_possible: true (the same call may succeed if made again{when})"
+    else:
+        advice = (
+            "retry_possible: false (the same call would fail the same way: change what the "
+            "message names, or go on without this tool)"
+        )
+    return f"{error.type}: {error.message}\n{advice}"
 
 
 def _within_budget(result: ToolResult, params: CallToolRequestParams) -> ToolResult:

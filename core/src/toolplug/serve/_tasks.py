@@ -1,12 +1,16 @@
 """Calls as tasks over MCP: the Tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
 
 A client on the 2026-07-28 revision that declares the extension in a ``tools/call``
-request's client capabilities gets a task back at once (``resultType: "task"``, with
-``taskId``, ``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs`` and ``pollIntervalMs``),
-then asks ``tasks/get`` (the status, and once it ended the ``CallToolResult`` inline) and
-``tasks/cancel``. A client that does not declare it gets the plain call, as before. The
-calls run through ``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store``
-on Redis every replica answers for every task.
+request's client capabilities may get a task back (``resultType: "task"``, with ``taskId``,
+``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs`` and ``pollIntervalMs``), then asks
+``tasks/get`` (the status, and once it ended the ``CallToolResult`` inline) and
+``tasks/cancel``. The extension leaves the choice to the server, per request: a call is a
+task at once when its tool is ``long_running`` or the request has ``task`` in its params,
+and otherwise when it is still running after ``[calls] task_after_seconds``; a call that
+ends sooner is answered with its result, as a plain call is. A client that does not
+declare the extension gets the plain call, as before. The calls run through
+``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store`` on Redis every
+replica answers for every task.
 
 Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
 the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
@@ -22,6 +26,7 @@ applies them (``install_tasks``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
+    from toolplug.calls._tasks import Task
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
@@ -84,6 +90,8 @@ class TasksExtension(Extension):
         self._registry, self._served = registry, served
         self._answer = answer
         self._ttl_ms = int(registry.config.calls.task_ttl_seconds * 1000)
+        self._after = registry.config.calls.task_after_seconds
+        self._cancels: set[asyncio.Task[Any]] = set()  # kept until they ran
 
     def methods(self) -> Sequence[MethodBinding]:
         return [
@@ -98,7 +106,10 @@ class TasksExtension(Extension):
         ctx: ServerRequestContext[Any, Any],
         call_next: CallNext,
     ) -> HandlerResult:
-        """A task for a served tool when this request asks for one; else the plain call."""
+        """The plain call for a client that did not declare the extension. For one that
+        did: a task at once when the tool is long-running or the request asks for one
+        (``task`` in its params), else the call's own result when it ends within
+        ``[calls] task_after_seconds``, and a task when it is still running then."""
         if params.name not in self._served or not _asked(ctx):
             return await call_next(ctx)
         approved = approved_by_host(self._registry, params.name)
@@ -109,8 +120,31 @@ class TasksExtension(Extension):
             context={"transport": "mcp", "client": client_key(ctx)},  # owns a spilled output
             approved=approved,
         )
+        metadata = self._served[params.name]
+        if not (metadata.long_running or params.task is not None or self._after <= 0):
+            answer = await self._soon(task, metadata, params.name)
+            if answer is not None:
+                return answer
         status = await task.astatus()
         return {"resultType": "task", **self._fields(status)}
+
+    async def _soon(
+        self, task: Task, metadata: ToolMetadata, name: str
+    ) -> types.CallToolResult | None:
+        """The call's answer when it ends within the threshold; None when it runs on."""
+        try:
+            result = await task.aresult(wait=self._after)
+        except BaseException:  # the client gave up on the request: so does the call
+            cancelling = asyncio.get_running_loop().create_task(task.acancel())
+            self._cancels.add(cancelling)
+            cancelling.add_done_callback(self._cancels.discard)
+            raise
+        if result is None:
+            return None
+        status = await task.astatus()
+        if status.lost or status.state not in ("completed", "failed"):
+            return None  # cancelled meanwhile, or its process ended: the task says how
+        return self._answer(metadata, result, name)
 
     # -- tasks/* -------------------------------------------------------------------
 
