@@ -22,18 +22,20 @@ GUARD_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(enc
 )
 
 
-def _params(tmp_path: Path) -> StdioServerParameters:
+def _params(tmp_path: Path, config: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolplug", "serve"],
-        env=child_env(tmp_path, ("guard_tools", GUARD_TOOLS)),
+        env=child_env(tmp_path, ("guard_tools", GUARD_TOOLS), config=config),
         cwd=str(tmp_path),
     )
 
 
-async def _calls(tmp_path: Path, *calls: tuple[str, dict[str, Any]]) -> list[types.CallToolResult]:
+async def _calls(
+    tmp_path: Path, *calls: tuple[str, dict[str, Any]], config: str = ""
+) -> list[types.CallToolResult]:
     async with (
-        stdio_client(_params(tmp_path)) as (read, write),
+        stdio_client(_params(tmp_path, config)) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -63,3 +65,18 @@ def test_a_session_remembers_what_it_read(tmp_path: Path) -> None:
     # another session read nothing: the same call runs
     [fresh] = anyio.run(_calls, tmp_path, ("post", {"text": f"see {EVIL}"}))
     assert not fresh.is_error, text_of(fresh)
+
+
+def test_a_host_that_approves_calls_itself_is_still_asked_by_the_guard(tmp_path: Path) -> None:
+    # [serve] approvals = "client": the MCP host approves calls, toolplug does not ask
+    # again. Its approval did not see what the guard sees, so the guard still asks (and
+    # this client cannot be asked: refused).
+    config = '[serve]\napprovals = "client"\n'
+    page, post = anyio.run(
+        lambda: _calls(
+            tmp_path, ("read_page", {"url": NEWS}), ("post", {"text": EVIL}), config=config
+        )
+    )
+    assert not page.is_error
+    assert post.is_error
+    assert "read untrusted content" in text_of(post)
