@@ -415,7 +415,7 @@ def test_an_untrusted_token_in_a_sink_is_always_found(
     conversation = Conversation("please help")
     page = ToolResult.success(f"{before} {token} {after}")
     conversation.record("read_page", Trust(output="untrusted"), page)
-    found = conversation.carried(f"{written} {token.upper()}", GuardSettings())
+    found = conversation._carried(f"{written} {token.upper()}", GuardSettings())
     assert found is not None
     assert found[1] == token
     assert found[2] == "token"
@@ -428,8 +428,8 @@ def test_what_the_user_wrote_is_never_found(page_text: str, token: str) -> None:
     page = ToolResult.success(f"{page_text} {token} {page_text}")
     conversation.record("read_page", Trust(output="untrusted"), page)
     # only words the user wrote: the page holds them too, and they are the user's
-    assert conversation.carried(request, GuardSettings()) is None
-    assert conversation.carried(f"to {token}", GuardSettings()) is None
+    assert conversation._carried(request, GuardSettings()) is None
+    assert conversation._carried(f"to {token}", GuardSettings()) is None
 
 
 @given(_WORDS, _WORDS)
@@ -438,7 +438,7 @@ def test_plain_words_shorter_than_a_run_are_never_found(page_text: str, written:
     conversation.record("read_page", Trust(output="untrusted"), ToolResult.success(page_text))
     # letters and spaces only, fewer than six words: neither a token nor a run of words
     short = " ".join(written.split()[:5])
-    assert conversation.carried(short, GuardSettings()) is None
+    assert conversation._carried(short, GuardSettings()) is None
 
 
 async def test_a_read_follows_a_link_from_a_page_unless_something_private_was_read(

@@ -111,7 +111,83 @@ def test_a_missing_field_fails_that_step(registry: toolplug.Registry) -> None:
     result = asyncio.run(toolplug.run_plan(registry, plan))
     error = result.steps[1].result.error  # type: ignore[union-attr]
     assert error is not None
-    assert error.message == "$step1.nope: the result has no 'nope'"
+    assert error.message == (
+        "$step1.nope: the result has no 'nope' (a result has output, data, citations, "
+        "warnings, spill; any other first name is looked up in its data)"
+    )
+
+
+def test_a_missing_field_deeper_names_how_far_the_reference_got(
+    registry: toolplug.Registry,
+) -> None:
+    plan = [
+        {"id": 1, "action": "search_documents", "parameters": {"query": "a"}},
+        {"id": 2, "action": "compose_email", "dependencies": [1],
+         "parameters": {"x": "$step1.data.metadata.nope"}},
+    ]
+    result = asyncio.run(toolplug.run_plan(registry, plan))
+    error = result.steps[1].result.error  # type: ignore[union-attr]
+    assert error is not None
+    assert error.message == "$step1.data.metadata.nope: $step1.data.metadata has no 'nope'"
+
+
+class Cite(Tool):
+    metadata = ToolMetadata(name="cite_sources", description="Find sources.",
+                            category="research", parameters=OBJECT)
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult(
+            output="two sources on tides",
+            data={"count": 2, "output": "a data key named like a field"},
+            citations=(toolplug.Citation("Tides", "https://a.example/tides"),
+                       toolplug.Citation("Moon", "https://b.example/moon")),
+            warnings=("one source is old",),
+        )
+
+
+class WithCite:
+    @hookimpl
+    def register_tools(self, register: Callable[[Any], None]) -> None:
+        register(Cite)
+        register(Email)
+
+
+def test_references_reach_every_field_of_a_result() -> None:
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("c", WithCite())])
+    plan = [
+        {"id": 1, "action": "cite_sources"},
+        {"id": 2, "action": "compose_email", "dependencies": [1], "parameters": {
+            # the result's own fields, as `toolplug run --result json` shows them
+            "text": "$step1.output",
+            "count": "$step1.data.count",
+            "data_output": "$step1.data.output",  # data's key of that name, through data
+            "sources": "$step1.citations",
+            "first_url": "$step1.citations.0.url",
+            "urls": ["https://c.example", "$step1.citations"],  # flattened into the list
+            "warnings": "$step1.warnings",
+            "spill": "$step1.spill",  # None: the output was not cut
+            # a first name that is no field is looked up in data, as before
+            "short": "$step1.count",
+            "whole": "$step1",
+        }},
+    ]
+    result = asyncio.run(toolplug.run_plan(registry, plan))
+    assert result.ok, result.to_dict()
+    received = result.steps[1].result.data["received"]  # type: ignore[union-attr]
+    tides = {"title": "Tides", "url": "https://a.example/tides"}
+    moon = {"title": "Moon", "url": "https://b.example/moon"}
+    assert received == {
+        "text": "two sources on tides",
+        "count": 2,
+        "data_output": "a data key named like a field",
+        "sources": [tides, moon],
+        "first_url": "https://a.example/tides",
+        "urls": ["https://c.example", tides, moon],
+        "warnings": ["one source is old"],
+        "spill": None,
+        "short": 2,
+        "whole": {"count": 2, "output": "a data key named like a field"},
+    }
 
 
 @pytest.mark.parametrize(

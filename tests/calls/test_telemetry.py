@@ -27,6 +27,10 @@ from toolplug import ConfigField, Tool, ToolContext, ToolFailure, ToolMetadata, 
 TOKEN = "tok-5f3a9c81d2"
 
 
+class Pause(Exception):
+    """What a host names in ``passthrough``: it leaves the call (and its span) unchanged."""
+
+
 class Lookup(Tool):
     metadata = ToolMetadata(
         name="lookup",
@@ -49,6 +53,8 @@ class Lookup(Tool):
         word = arguments["word"]
         if word == "missing":
             raise ToolFailure("NotFoundError", "no entry for missing")
+        if word == "pause":
+            raise Pause(f"paused, holding {context.config['token']}")
         if word == "forever":
             context.host["started"].set()
             await asyncio.sleep(3600)
@@ -152,6 +158,22 @@ def test_a_cancelled_call_ends_its_span_with_the_reason(spans: Any) -> None:
     [span] = spans()
     assert span.attributes["error.type"] == "CancelledError"
     assert span.status.status_code is StatusCode.ERROR
+
+
+def test_an_exception_leaving_the_span_is_recorded_with_secrets_redacted(spans: Any) -> None:
+    with pytest.raises(Pause, match=TOKEN):  # the host gets its own exception untouched
+        asyncio.run(registry().acall("lookup", {"word": "pause"}, passthrough=(Pause,)))
+    [span] = spans()
+    assert span.attributes["error.type"] == "Pause"
+    assert span.status.status_code is StatusCode.ERROR
+    [event] = [e for e in span.events if e.name == "exception"]
+    assert event.attributes["exception.message"] == "paused, holding ***"
+    assert "Pause: paused, holding ***" in event.attributes["exception.stacktrace"]
+    recorded = json.dumps(
+        [dict(span.attributes or {}), span.status.description,
+         [dict(e.attributes or {}) for e in span.events]]
+    )
+    assert TOKEN not in recorded
 
 
 def test_arguments_and_results_only_when_asked_with_secrets_redacted(spans: Any) -> None:

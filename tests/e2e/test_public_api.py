@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import collections.abc
 import importlib
 import importlib.metadata
 import inspect
 import subprocess
 import sys
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +22,13 @@ EXPECTED = {
     "Annotations", "Approval", "ApprovalRequest", "Availability", "Capability",
     "CapabilityChecker", "CapabilityState",
     "Category", "Check", "Citation", "Config", "ConfigError", "ConfigField", "ConfigKey",
-    "Conversation", "DetectContext", "EnvVar", "ErrorSpec", "ErrorType", "Example",
-    "Guidelines", "LoadProblem",
-    "MetadataError", "NetworkPolicy", "Package", "Plan", "PlanError",
-    "PlanResult", "PluginError", "PluginInfo", "Registry", "RegisteredTool", "Task",
+    "Conversation", "DetectContext", "Entry", "EnvVar", "ErrorSpec", "ErrorType", "Example",
+    "Guidelines", "LoadProblem", "MetadataError", "NetworkPolicy", "Package", "Page", "Plan",
+    "PlanError", "PlanResult", "PluginError", "PluginInfo", "Registry", "RegisteredTool",
+    "Selection", "Task",
     "TaskStatus", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolFailure",
-    "ToolMetadata", "ToolResult", "ToolSearch", "ToolplugError", "Toolset", "Trust", "UsageError",
+    "ToolMetadata", "ToolResult", "ToolSearch", "ToolSettings", "ToolplugError", "Toolset",
+    "Trust", "UsageError",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",
@@ -38,6 +42,8 @@ def test_all_is_exactly_the_public_surface() -> None:
 
 
 LAYERS = ("contract", "runtime", "calls", "render")
+# The public doors besides `toolplug` itself, each for one concept (docs/reference/index.md).
+DOORS = ("toolplug.http", "toolplug.schema", "toolplug.search", "toolplug.testing")
 PACKAGE = Path(toolplug.__file__).parent
 
 
@@ -89,6 +95,79 @@ def test_the_values_that_are_not_classes_or_functions_are_found_where_they_are_d
         "toolplug.contract._hooks"
     )
     assert defining_module("hookimpl", toolplug.hookimpl) == "toolplug.contract._hooks"
+
+
+def toolplug_classes() -> dict[str, type]:
+    """Every class defined in a module of the core layers, by name: what the return
+    annotations (strings, many imported only for type checking) may name."""
+    found: dict[str, type] = {}
+    for path in sorted(PACKAGE.rglob("_*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if len(parts) != 3 or parts[1] not in (*LAYERS, "schema", "search"):
+            continue
+        module = importlib.import_module(".".join(parts))
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and value.__module__ == module.__name__:
+                found.setdefault(name, value)
+    return found
+
+
+def returned_classes(function: object, known: dict[str, type]) -> Iterator[type]:
+    """The classes of toolplug that ``function``'s return annotation names."""
+    annotation = getattr(function, "__annotations__", {}).get("return")
+    if annotation is None:
+        return
+    if isinstance(annotation, str):
+        module = sys.modules[function.__module__]
+        scope = {**vars(collections.abc), **vars(typing), **known, **vars(module)}
+        annotation = eval(annotation, scope)  # our own annotations, in our own modules
+    stack = [annotation]
+    while stack:
+        item = stack.pop()
+        if inspect.isclass(item) and item.__module__.startswith("toolplug."):
+            yield item
+        stack.extend(typing.get_args(item))
+
+
+def public_methods(cls: type) -> Iterator[tuple[str, object]]:
+    """The public methods and properties ``cls`` defines or inherits from toolplug."""
+    for name in dir(cls):
+        if name.startswith("_") or name.startswith("model_"):
+            continue
+        static = inspect.getattr_static(cls, name)
+        function = static.fget if isinstance(static, property) else getattr(
+            static, "__func__", static
+        )
+        if inspect.isfunction(function) and function.__module__.startswith("toolplug."):
+            yield name, function
+
+
+def test_every_type_a_public_method_returns_is_public_too() -> None:
+    # A host that calls registry.select() or registry.read() must be able to name what it
+    # gets back (annotate, isinstance) without importing a private module: from `toolplug`,
+    # or from the door of its own concept (a search Hit from toolplug.search).
+    known = toolplug_classes()
+    doors = [toolplug, *(importlib.import_module(door) for door in DOORS)]
+    public = {v for m in doors for v in (getattr(m, n) for n in m.__all__) if inspect.isclass(v)}
+    missing: dict[str, set[str]] = {}
+    seen: set[type] = set()
+    queue: list[tuple[str, object]] = []
+    for name in toolplug.__all__:
+        value = getattr(toolplug, name)
+        if inspect.isclass(value):
+            queue += [(f"{name}.{m}", f) for m, f in public_methods(value)]
+        elif inspect.isfunction(value):
+            queue.append((f"{name}()", value))
+    while queue:
+        where, function = queue.pop()
+        for cls in returned_classes(function, known):
+            if cls not in public:
+                missing.setdefault(f"{cls.__module__}.{cls.__name__}", set()).add(where)
+            if cls not in seen:
+                seen.add(cls)
+                queue += [(f"{cls.__name__}.{m}", f) for m, f in public_methods(cls)]
+    assert missing == {}
+    assert {toolplug.Selection, toolplug.Page, toolplug.Entry, toolplug.ToolSettings} <= seen
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -60,3 +60,31 @@ def test_each_module_exports_exactly_its_public_names() -> None:
             if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
         }
         assert public == set(module.__all__)
+
+
+def test_the_integrations_use_the_public_door_only() -> None:
+    # An integration is what a host would write itself: it names toolplug's types through
+    # `toolplug`, never through a private module (type-checking imports included), so a
+    # type it needs and the public door lacks shows up here.
+    import ast
+    from pathlib import Path
+
+    import toolplug.integrations
+
+    folder = Path(toolplug.integrations.__file__).parent
+    private = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "toolplug" and parts[1:2] != ["integrations"] and any(
+                    part.startswith("_") for part in parts
+                ):
+                    private.append(f"{path.name}:{node.lineno}: {name}")
+    assert private == []

@@ -511,3 +511,66 @@ def test_a_pinned_tool_the_server_changes_while_running_is_refused(
     assert refused.error.type == "PermissionError"
     assert "otherwise than toolplug.lock records" in refused.error.message
     assert registry.call("calc_big", {"chars": 3}).output == "xxx"  # unchanged: still runs
+
+
+SECRET = "srv-tok-8e1f0b6a27"
+
+
+def _leaky_table(script: Path) -> str:
+    """A server whose configured secret (``{ env = }``) it may print."""
+    return (
+        f'[mcp_servers.leaky]\ncommand = "{sys.executable}"\nargs = ["{script}"]\n'
+        'env = { TOKEN = { env = "LEAKY_TOKEN" } }\n'
+    )
+
+
+def test_a_server_printing_its_secret_leaves_it_out_of_reasons_and_the_cache(
+    tmp_path: Path, loaded: list[toolplug.Registry]
+) -> None:
+    script = tmp_path / "leaky_server.py"
+    script.write_text(
+        "import os, sys\n"
+        "sys.stderr.write('auth failed for ' + os.environ['TOKEN'] + '\\n')\n"
+        "sys.exit(3)\n",
+        encoding="utf-8",
+    )
+    registry = _load(tmp_path, _leaky_table(script), env={**os.environ, "LEAKY_TOKEN": SECRET})
+    loaded.append(registry)
+    state = registry.checker.state("mcp_leaky")
+    assert state.reason is not None
+    assert "auth failed for ***" in state.reason  # the stderr tail is quoted, redacted
+    assert SECRET not in state.reason
+    assert not any(SECRET in line for line in report(mounted(registry)))  # type: ignore[arg-type]
+    cache = tmp_path / "cache" / "mcp" / "leaky.json"
+    assert cache.stat().st_mode & 0o777 == 0o600  # the cache is the user's alone
+    stored = cache.read_text(encoding="utf-8")
+    assert "auth failed for ***" in stored
+    assert SECRET not in stored
+
+
+def test_an_error_message_from_a_mounted_server_is_redacted(
+    tmp_path: Path, loaded: list[toolplug.Registry]
+) -> None:
+    script = tmp_path / "erring_server.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import ToolAnnotations
+
+        app = MCPServer("erring")
+
+        @app.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+        def login() -> str:
+            \"\"\"Log in.\"\"\"
+            raise ToolError("rejected token " + os.environ["TOKEN"])
+
+        app.run()
+    """), encoding="utf-8")
+    table = _leaky_table(script) + '[tools.leaky_login]\napproval = "never"\n'
+    registry = _load(tmp_path, table, env={**os.environ, "LEAKY_TOKEN": SECRET})
+    loaded.append(registry)
+    result = registry.call("leaky_login", {})
+    assert result.error is not None
+    assert "rejected token ***" in result.error.message
+    assert SECRET not in json.dumps(result.to_dict())

@@ -105,3 +105,53 @@ def test_any_replica_serves_the_read_through_redis(tmp_path: Path) -> None:
             uri, text = anyio.run(run)
     assert uri.startswith("toolplug://results/")
     assert text == "word00002 "
+
+
+SECRET = "sk-live-7d3e9a0c55"
+LEAKY = r'''
+from typing import Any
+
+from toolplug import ConfigField, Tool, ToolMetadata, ToolResult, hookimpl
+
+
+class Leaky(Tool):
+    metadata = ToolMetadata(
+        name="leaky",
+        description="Return rows that hold the token.",
+        category="utility",
+        config_fields=(
+            ConfigField(name="token", type="string", description="API token", secret=True),
+        ),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        token = context.config["token"]
+        return ToolResult.success("row " * 1_000, {"rows": [{"auth": token}] * 50})
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    register(Leaky)
+'''
+
+
+def test_spilled_data_read_over_mcp_holds_no_configured_secret(tmp_path: Path) -> None:
+    config = SMALL_BUDGET + '\n[tools.leaky]\ntoken = { env = "LEAKY_TOKEN" }\n'
+    env = child_env(tmp_path, ("mcp_leaky", LEAKY), config=config)
+    params = stdio_params(tmp_path)
+    params.env = {**env, "LEAKY_TOKEN": SECRET}
+
+    async def run() -> tuple[Any, str]:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(params) as client:
+                reply = await client.call_tool("leaky", {})
+                link = next(b for b in reply.content if isinstance(b, types.ResourceLink))
+                data = (await client.read_resource(f"{link.uri}/data")).contents[0]
+                assert isinstance(data, types.TextResourceContents)
+                return reply, data.text
+
+    reply, data = anyio.run(run)
+    assert not reply.is_error
+    assert '"auth": "***"' in data.replace('":"', '": "')
+    assert SECRET not in data
+    assert SECRET not in reply.model_dump_json()

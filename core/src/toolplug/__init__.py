@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from toolplug.calls._plan import PlanResult
     from toolplug.calls._plan import parse_plan
     from toolplug.calls._plan import run_plan
+    from toolplug.calls._spill import Entry
+    from toolplug.calls._spill import Page
     from toolplug.calls._tasks import Task
     from toolplug.calls._tasks import TaskStatus
     from toolplug.contract._approval import Approval
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._metadata import Trust
     from toolplug.contract._network import NetworkPolicy
+    from toolplug.contract._settings import ToolSettings
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
     from toolplug.contract._tool import Tool
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._discovery import PluginInfo
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
+    from toolplug.runtime._selection import Selection
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -91,6 +95,7 @@ __all__ = [
     "ConfigKey",
     "Conversation",
     "DetectContext",
+    "Entry",
     "EnvVar",
     "ErrorSpec",
     "ErrorType",
@@ -100,6 +105,7 @@ __all__ = [
     "MetadataError",
     "NetworkPolicy",
     "Package",
+    "Page",
     "Plan",
     "PlanError",
     "PlanResult",
@@ -107,6 +113,7 @@ __all__ = [
     "PluginInfo",
     "RegisteredTool",
     "Registry",
+    "Selection",
     "Task",
     "TaskStatus",
     "Tool",
@@ -117,6 +124,7 @@ __all__ = [
     "ToolMetadata",
     "ToolResult",
     "ToolSearch",
+    "ToolSettings",
     "ToolplugError",
     "Toolset",
     "Trust",
@@ -145,14 +153,17 @@ _HOME = {
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
+    "contract._settings": "ToolSettings",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
     "runtime._config": "Config Toolset load_config",
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
+    "runtime._selection": "Selection",
     "calls._guard": "Conversation",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
+    "calls._spill": "Entry Page",
     "calls._tasks": "Task TaskStatus",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",

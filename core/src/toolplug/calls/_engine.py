@@ -31,6 +31,7 @@ from toolplug.calls._dispatch import Dispatch
 from toolplug.calls._guard import Conversation, current
 from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
+from toolplug.calls._redaction import redacted_result
 from toolplug.calls._spill import Entry, Page, Spills
 from toolplug.calls._store import Store, open_store
 from toolplug.calls._tasks import Task, Tasks
@@ -366,21 +367,12 @@ class Invoker:
 
     def _finished(self, result: ToolResult) -> ToolResult:
         """The result with the store's fallback stated and configured secrets replaced by
-        ``***`` in its texts (the one place results are redacted)."""
+        ``***`` in everything it carries: output, data, citations, warnings, the error
+        (the one place results are redacted, before a cut output is kept whole)."""
         warning = self._store.warning()
         if warning is not None and warning not in result.warnings:
             result = dataclasses.replace(result, warnings=(*result.warnings, warning))
-        redactor = self.registry.redactor
-        if not redactor:
-            return result
-        output = redactor.redact(result.output)
-        error = result.error
-        if error is not None:
-            error = dataclasses.replace(error, message=redactor.redact(error.message))
-        warnings = tuple(redactor.redact(w) for w in result.warnings)
-        if output == result.output and error is result.error and warnings == result.warnings:
-            return result
-        return dataclasses.replace(result, output=output, error=error, warnings=warnings)
+        return redacted_result(result, self.registry.redactor)
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""

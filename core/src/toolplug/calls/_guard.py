@@ -171,6 +171,11 @@ class Conversation:
         if request:
             self.trust(request)
 
+    @staticmethod
+    def current() -> Conversation | None:
+        """The conversation calls are recorded in here (this context), or None."""
+        return _CURRENT.get()
+
     # -- entering --------------------------------------------------------------------
 
     def trust(self, text: str) -> None:
@@ -199,15 +204,15 @@ class Conversation:
         result: ToolResult,
         call_id: str | None = None,
         arguments: Mapping[str, Any] | None = None,
-    ) -> Source:
-        """Record a call's result (made with ``arguments``); the source it became."""
+    ) -> None:
+        """Record a call's result (made with ``arguments``): ``sources`` holds it next."""
         root = self._root
         if not (trust.untrusted or trust.private):  # nothing the guard reads later
             with root._lock:  # calls may end in several threads at once
                 root.calls += 1
                 plain = Source(root.calls, tool, call_id, trust, "")
                 root.sources.append(plain)
-            return plain
+            return
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -250,7 +255,6 @@ class Conversation:
             if trust.private:
                 node.private = True
             node = node.parent
-        return source
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))
@@ -273,7 +277,7 @@ class Conversation:
 
     # -- reading ---------------------------------------------------------------------
 
-    def carried(
+    def _carried(
         self, value: Any, settings: GuardSettings, *, untrusted: bool = True
     ) -> tuple[Source, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
@@ -324,7 +328,7 @@ class Conversation:
                         return source, phrase, "phrase"
         return None
 
-    def exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
+    def _exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
         """A number of ``value`` that a program received from an untrusted call."""
         for number in _numbers(value):
             node: Conversation | None = self
@@ -449,9 +453,9 @@ class Guard:
             if derived is not None and sink in derived:
                 source = derived[sink]
                 return self._tainted(name, sink, source, "", "reference")
-            hit = conversation.carried(value, settings)
+            hit = conversation._carried(value, settings)
             if hit is None and conversation.exact:
-                number = conversation.exact_numbers(value)
+                number = conversation._exact_numbers(value)
                 if number is not None:
                     hit = (number[0], str(number[1]), "exact")
             if hit is not None:
@@ -466,7 +470,7 @@ class Guard:
                 continue
             if settings.trifecta == "always":
                 return self._trifecta(name, sink, None, "")
-            hit = conversation.carried(value, settings, untrusted=False)
+            hit = conversation._carried(value, settings, untrusted=False)
             if hit is not None:
                 return self._trifecta(name, sink, hit[0], hit[1])
         return None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.calls._bridge import QueueTimeout, Workers, await_elsewhere, limited, pause
 from toolplug.calls._guard import Guard, Verdict
+from toolplug.calls._redaction import redacted_result
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key
 from toolplug.contract._approval import Approval, ApprovalRequest, Approver
@@ -120,8 +121,9 @@ class Pipeline:
             if refused is not None:
                 return refused
         result = await self._attempts(call, settings, timeout, inline=inline)
-        if key is not None and result.ok:
-            await self.store.keep(key, result, settings.cache_ttl_seconds)
+        if key is not None and result.ok:  # the store may be a Redis server: no secrets
+            kept = redacted_result(result, self.registry.redactor)
+            await self.store.keep(key, kept, settings.cache_ttl_seconds)
         return result
 
     # -- approve ---------------------------------------------------------------------

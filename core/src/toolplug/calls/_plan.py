@@ -11,9 +11,12 @@ A plan is a list of steps (or ``{"steps": [...]}``)::
     }
 
 A step's id is its ``id`` (a positive integer) or, without one, its position from 1. A
-parameter whose whole value is ``$stepN.field`` (or ``$stepN.field.sub``, ``$stepN`` for all
-of it) is replaced by that part of step N's ``data``; inside a list, a reference to a list
-is flattened into it. A step that references step N must list N in ``dependencies``.
+parameter whose whole value is a reference to step N is replaced by that part of step N's
+result, as ``--result json`` shows it: ``$stepN.output`` (the text), ``$stepN.data.x``,
+``$stepN.citations.0.url``, ``$stepN.warnings``, ``$stepN.spill``. A first name that is not
+one of those fields is looked up in ``data`` (``$stepN.x`` is ``$stepN.data.x``, and
+``$stepN`` alone is the whole ``data``). Inside a list, a reference to a list is flattened
+into it. A step that references step N must list N in ``dependencies``.
 
 A plan runs in a conversation of its own, inside the current one when there is one
 (``toolplug.calls._guard``): a sink argument passed by ``$stepN`` reference from a step
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["Plan", "PlanError", "PlanResult", "Step", "StepOutcome", "parse_plan", "run_plan"]
 
 _REFERENCE: Final = re.compile(r"^\$step(\d+)((?:\.[A-Za-z0-9_\-]+)*)$")
+RESULT_FIELDS: Final = ("output", "data", "citations", "warnings", "spill")
+"""The fields of a result a reference may name first; any other first name is in ``data``."""
 
 
 class PlanError(UsageError):
@@ -242,15 +247,30 @@ class _Unresolved(Exception):
     pass
 
 
-def _lookup(data: Any, path: tuple[str, ...], text: str) -> Any:
-    node = data
-    for part in path:
+def _lookup(result: ToolResult, ref: int, path: tuple[str, ...]) -> Any:
+    node: Any = result.data
+    if path and path[0] in RESULT_FIELDS:
+        node = {
+            "output": result.output,
+            "data": result.data,
+            "citations": [c.to_dict() for c in result.citations],
+            "warnings": list(result.warnings),
+            "spill": result.spill,
+        }
+    for depth, part in enumerate(path):
         if isinstance(node, Mapping) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            raise _Unresolved(f"{text}: the result has no {part!r}")
+            text = f"$step{ref}" + "".join("." + p for p in path)
+            if depth == 0:
+                raise _Unresolved(
+                    f"{text}: the result has no {part!r} (a result has "
+                    f"{', '.join(RESULT_FIELDS)}; any other first name is looked up in its data)"
+                )
+            reached = f"$step{ref}" + "".join("." + p for p in path[:depth])
+            raise _Unresolved(f"{text}: {reached} has no {part!r}")
     return node
 
 
@@ -261,7 +281,7 @@ def _resolve(value: Any, results: Mapping[int, ToolResult]) -> Any:
             return value
         ref = int(match.group(1))
         path = tuple(p for p in match.group(2).split(".") if p)
-        return _lookup(results[ref].data, path, value)
+        return _lookup(results[ref], ref, path)
     if isinstance(value, Mapping):
         return {k: _resolve(v, results) for k, v in value.items()}
     if isinstance(value, list):

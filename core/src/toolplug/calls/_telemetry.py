@@ -9,7 +9,8 @@ the tool runs (so spans of instrumented HTTP clients nest under it), with:
   ``gen_ai.tool.description``, and ``gen_ai.tool.call.id`` (the host's ``call_id`` from
   ``context=``, else a generated one);
 - on failure, ``error.type`` (the result's error type, or the exception's class) and an
-  error status;
+  error status; an exception is recorded as an ``exception`` event; configured secrets are
+  replaced by ``***`` in every message and stack;
 - with ``[calls] telemetry_content = true`` only, ``gen_ai.tool.call.arguments`` and
   ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``.
 """
@@ -20,6 +21,7 @@ import contextlib
 import json
 import os
 import sys
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -81,12 +83,22 @@ class Telemetry:
             f"execute_tool {call.tool}",
             kind=self._trace.SpanKind.INTERNAL,
             attributes=attributes,
+            # the SDK would record the exception's message and stack raw: recorded below,
+            # redacted
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
             try:
                 yield lambda result: self._ended(span, result)
             except BaseException as exc:  # cancelled, or a bug below: still say why
                 span.set_attribute("error.type", type(exc).__qualname__)
-                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, repr(exc)))
+                span.add_event("exception", {
+                    "exception.type": type(exc).__qualname__,
+                    "exception.message": self._redact(str(exc)),
+                    "exception.stacktrace": self._redact("".join(traceback.format_exception(exc))),
+                })
+                description = self._redact(repr(exc))
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, description))
                 raise
 
     def _ended(self, span: Any, result: ToolResult) -> None:
@@ -94,7 +106,8 @@ class Telemetry:
             span.set_attribute("gen_ai.tool.call.result", self._redact(result.for_model()))
         if result.error is not None:
             span.set_attribute("error.type", result.error.type)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, result.error.message))
+            message = self._redact(result.error.message)  # redacted already; a hook's own?
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
 
     def _text(self, value: Any) -> str:
         return self._redact(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))

@@ -40,6 +40,26 @@ class _Parser(argparse.ArgumentParser):
         raise _Exit(EXIT_USAGE, f"{message} (see '{self.prog} --help')")
 
 
+class _Version(argparse.Action):
+    """``--version``/``-V``: print the installed toolplug's version and stop, exit 0.
+
+    argparse's own ``version`` action leaves through ``SystemExit``; this one leaves the way
+    every other command does, so ``main`` returns the code to a host that calls it.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        import platform
+        from importlib.metadata import version
+
+        print(f"toolplug {version('toolplug')} "
+              f"(Python {platform.python_version()})")
+        raise _Exit(EXIT_OK)
+
+
 def _common(*, strict: bool = True) -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument(
@@ -69,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         epilog="Exit codes: 0 ok, 1 a tool or plan failed, 2 usage or configuration error.",
     )
+    parser.add_argument("-V", "--version", action=_Version, help="print toolplug's version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser(
@@ -280,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
                        description="Run a plan: a JSON list of steps {id, action, parameters, "
                        "dependencies, reasoning} whose parameters may reference earlier results "
-                       "as $stepN.field. Independent steps run concurrently. Prints every "
+                       "as $stepN.output, $stepN.data.field, $stepN.citations. Independent "
+                       "steps run concurrently. Prints every "
                        "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.")
     p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
     p.add_argument("--result", choices=["text", "json"], default="text",
@@ -524,7 +546,21 @@ def _load_lenient(args: argparse.Namespace, *, refresh: bool = False) -> Registr
     _Session.env = RecordingEnv(os.environ)
     registry = load(getattr(args, "config", None), env=_Session.env, refresh=refresh)
     _Session.registry = registry
+    _redact_logs()
     return registry
+
+
+def _redact_logs() -> None:
+    """This process is ours: whatever logs through its handlers (the MCP SDK, the web
+    server, Python's last resort when nobody configured logging) is redacted."""
+    import logging
+
+    from toolplug.runtime._logs import protect_handler
+
+    for handler in [logging.lastResort, *logging.getLogger().handlers,
+                    *logging.getLogger("toolplug").handlers]:
+        if handler is not None:
+            protect_handler(handler)
 
 
 def _store_state(url: str) -> str:

@@ -15,10 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
-    from toolplug.contract._tool import ToolResult
-    from toolplug.runtime._config import Toolset
-    from toolplug.runtime._registry import Registry
+    from toolplug import Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = [
     "Offer",

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
     from langchain.agents.middleware.human_in_the_loop import DecisionType
 
-    from toolplug import ToolMetadata, Toolset
-    from toolplug.runtime._selection import Selection
+    from toolplug import Selection, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolkit", "system_prompt"]
 

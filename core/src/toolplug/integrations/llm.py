@@ -36,8 +36,15 @@ import toolplug
 from toolplug.integrations._offer import approval_reason
 
 if TYPE_CHECKING:
-    from toolplug import Approval, ApprovalRequest, Registry, ToolMetadata, ToolResult, Toolset
-    from toolplug.calls._guard import Conversation
+    from toolplug import (
+        Approval,
+        ApprovalRequest,
+        Conversation,
+        Registry,
+        ToolMetadata,
+        ToolResult,
+        Toolset,
+    )
 
 # llm imports every plugin at its start, for every command: toolplug's names are imported
 # when a toolplug tool or the section is first used, not then.
@@ -140,9 +147,9 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
 
     def conversation(self) -> Conversation:
         """The conversation this toolbox's calls run in (one opened around them wins)."""
-        from toolplug.calls._guard import current
+        from toolplug import Conversation
 
-        opened = current()
+        opened = Conversation.current()
         if opened is not None:
             return opened
         if self._conversation is None:

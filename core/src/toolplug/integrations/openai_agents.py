@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.calls._guard import Conversation, current
+from toolplug import Conversation
 from toolplug.integrations._offer import (
     approval_reason,
     guard_may_ask,
@@ -54,9 +54,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("openai-agents", "openai-agents", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
-    from toolplug.runtime._registry import Registry
+    from toolplug import Registry, ToolMetadata, Toolset
 
 __all__ = ["function_tools", "instructions"]
 
@@ -178,7 +176,7 @@ _RUNS: dict[int, tuple[weakref.ref[Any], Conversation]] = {}
 def _conversation(registry: Registry, context: RunContextWrapper[Any]) -> Conversation:
     """The run's conversation: the one opened around it, else one per run, begun with the
     user's input."""
-    opened = current()
+    opened = Conversation.current()
     if opened is not None:
         return opened
     usage = context.usage

@@ -66,10 +66,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug.calls._guard import Conversation
-    from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
-    from toolplug.runtime._registry import Registry
+    from toolplug import Conversation, Registry, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolset"]
 
@@ -200,9 +197,9 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
     def _conversation(self, ctx: RunContext[AgentDepsT]) -> Conversation:
         """The run's conversation: the one opened around it, else one per run id, begun with
         the user's prompts and the labelled results already in the message history."""
-        from toolplug.calls._guard import current
+        from toolplug import Conversation
 
-        opened = current()
+        opened = Conversation.current()
         if opened is not None:
             return opened
         key = ctx.run_id or str(id(ctx.messages))

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -125,8 +125,12 @@ def read_listing(cache_dir: Path, server: str) -> Listing | None:
         return None
 
 
-def write_listing(cache_dir: Path, server: str, listing: Listing) -> Path | None:
-    """Store a listing (atomically); None when the cache cannot be written."""
+def write_listing(
+    cache_dir: Path, server: str, listing: Listing, *, redact: Callable[[Any], Any] | None = None
+) -> Path | None:
+    """Store a listing (atomically), readable by its owner only; None when the cache cannot
+    be written. ``redact`` (``Redactor.redact_data``) takes the configured secrets out of
+    every string first: a reason may quote the server's stderr, which may print them."""
     path = _listing_path(cache_dir, server)
     body = {
         "key": listing.key,
@@ -135,10 +139,15 @@ def write_listing(cache_dir: Path, server: str, listing: Listing) -> Path | None
         "tools": listing.tools,
         "problem": listing.problem,
     }
+    if redact is not None:
+        body = {k: v if k in ("key", "stored") else redact(v) for k, v in body.items()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(descriptor, "w", encoding="utf-8") as out:
+            out.write(json.dumps(body, sort_keys=True))
+        os.chmod(temporary, 0o600)  # a temporary left over from before, with wider rights
         os.replace(temporary, path)
     except OSError:
         return None

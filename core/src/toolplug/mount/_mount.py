@@ -24,6 +24,7 @@ from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
+from toolplug.runtime._config import Redactor
 from toolplug.runtime._mounts import ServerSettings, resolve_value
 from toolplug.runtime._scan import Finding
 
@@ -70,6 +71,9 @@ class MountedServer:
     withheld: dict[str, list[str]] = field(default_factory=dict)
     """toolplug name -> the rules of its findings the configuration does not accept: the
     tool is registered without its definition and unavailable."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """The secrets of its configuration (the registry's, once attached): kept out of its
+    reasons and of the listing stored on disk."""
 
     @property
     def name(self) -> str:
@@ -178,7 +182,14 @@ class MountedServer:
         self.listing = _catalog.Listing(
             key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
         )
-        _catalog.write_listing(self.cache_dir, self.name, self.listing)
+        self.store()
+
+    def store(self) -> None:
+        """Write its listing to the cache, secrets redacted."""
+        if self.listing is not None:
+            _catalog.write_listing(
+                self.cache_dir, self.name, self.listing, redact=self.redactor.redact_data
+            )
 
 
 @dataclass
@@ -203,6 +214,8 @@ class Mounted:
         screen(self, registry)
         for secret in self.secrets:
             registry.redactor.add(secret)
+        for server in self.servers.values():  # from now on, every secret the registry knows
+            server.redactor = registry.redactor
         registry.files_read.extend(self.files)
         registry.on_close(self.close)
         _by_registry[registry] = self
@@ -248,6 +261,11 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         server.locked_fields = dict(lock_fields.get(name, {}))
         server.connection = _host.Connection(resolved, on_tools_changed=server._refresh)
         servers[name] = server
+    redactor = Redactor()  # until a registry attaches its own, which knows these too
+    for secret in secrets:
+        redactor.add(secret)
+    for server in servers.values():
+        server.redactor = redactor
     now = _catalog.now()
     stale: list[MountedServer] = []
     for server in servers.values():
@@ -340,7 +358,7 @@ def _discover(servers: list[MountedServer]) -> None:
             key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
         )
         server.from_cache = False
-        _catalog.write_listing(server.cache_dir, server.name, server.listing)
+        server.store()
 
     async def ask_all() -> None:
         await asyncio.gather(*(ask(s) for s in servers))
@@ -362,10 +380,10 @@ def _failed(server: MountedServer, reason: str) -> None:
         stored=_catalog.now(),
         server=last.server if last else {},
         tools=last.tools if last else [],
-        problem=reason,
+        problem=server.redactor.redact(reason),  # it may quote the server's stderr
     )
     server.from_cache = False
-    _catalog.write_listing(server.cache_dir, server.name, server.listing)
+    server.store()
 
 
 async def _list_all(client: Any) -> list[dict[str, Any]]:

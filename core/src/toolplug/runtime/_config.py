@@ -85,6 +85,26 @@ class Redactor:
                 text = text.replace(secret, "***")
         return text
 
+    def redact_data(self, value: Any) -> Any:
+        """JSON-like data (a result's ``data``) with every string, keys included, redacted;
+        the same object when nothing in it holds a secret."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            items = [(self.redact_data(k), self.redact_data(v)) for k, v in value.items()]
+            pairs = zip(items, value.items(), strict=True)
+            if all(k is k0 and v is v0 for (k, v), (k0, v0) in pairs):
+                return value
+            return dict(items)
+        if isinstance(value, list | tuple):
+            redacted = [self.redact_data(v) for v in value]
+            if all(a is b for a, b in zip(redacted, value, strict=True)):
+                return value
+            return tuple(redacted) if isinstance(value, tuple) else redacted
+        return value
+
 
 @dataclass(frozen=True)
 class Toolset:

@@ -25,6 +25,7 @@ from toolplug.runtime._config import (
     resolve_tool_config,
 )
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
+from toolplug.runtime._logs import protect
 from toolplug.runtime._selection import Selection
 from toolplug.search._index import Embedder, Hit
 
@@ -169,6 +170,8 @@ class Registry:
         self._members: dict[Toolset, frozenset[str]] = {}
         self._selections: dict[tuple[Any, ...], Selection] = {}
         self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # the log records of toolplug and its plugins never carry this registry's secrets
+        protect(self.redactor)
 
     # -- what was loaded -------------------------------------------------------------
 

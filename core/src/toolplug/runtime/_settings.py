@@ -318,6 +318,19 @@ class ServeSettings(BaseModel):
     )
     """``approvals`` for some tools: an exact name first, else the longest matching glob."""
 
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description='a list of host names this server is reached by ("mcp.example.com", '
+        '"mcp.example.com:8443", "*.internal.example"; "*" turns the check off)',
+    )
+    """``Host`` values ``serve --http`` answers besides its own addresses and bind name."""
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description='a list of web origins allowed to call ("https://app.example.com"; '
+        '"*" allows every origin)',
+    )
+    """``Origin`` values ``serve --http`` answers besides its own hosts'."""
+
     def approvals_for(self, tool: str) -> ServeApprovals:
         """Who approves the served calls of ``tool``."""
         exact = self.approvals_by_tool.get(tool)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
+    from toolplug.runtime._settings import ServeSettings
 
 __all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]
 
@@ -101,7 +102,7 @@ def serve(
 
             received = anyio.run(serve_stdio, server, drain)
         else:
-            received = _serve_http(server, *address, drain)
+            received = _serve_http(server, *address, drain, settings=registry.config.serve)
     finally:
         registry.close()
     if received is not None:
@@ -636,9 +637,14 @@ def _redacted(registry: Registry, value: Any) -> Any:
 # -- transports ---------------------------------------------------------------------
 
 
-def _serve_http(server: Server[Any], host: str, port: int, drain: Drain) -> int | None:
+def _serve_http(
+    server: Server[Any], host: str, port: int, drain: Drain, *, settings: ServeSettings
+) -> int | None:
     """Serve until a signal ends serving; the signal's number."""
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from toolplug.serve._hosts import HostGuard, HostRules
 
     listener = _listen(host, port)
     bound = listener.getsockname()[1]
@@ -650,15 +656,23 @@ def _serve_http(server: Server[Any], host: str, port: int, drain: Drain) -> int 
             f"{host} can call these tools",
             file=sys.stderr,
         )
-    # Host and Origin checks against DNS rebinding are on when the host is a loopback name.
     from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
 
     app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES
+        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
+        # HostGuard checks Host and Origin on every bind address and path; the SDK's own
+        # check covers loopback names only, and would refuse [serve] allowed_hosts.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     screening = ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
+    rules = HostRules(
+        bound=listener.getsockname()[0],
+        name=None if _is_address(host) else host,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
     config = uvicorn.Config(
-        screening,
+        HostGuard(screening, rules),
         log_level="warning",
         # By the time uvicorn shuts down, every call is answered: what is left are idle
         # connections and the clients' notification streams.
@@ -718,6 +732,16 @@ def _draining_server(base: type[Any]) -> type[Any]:
                 self.should_exit = True
 
     return Draining
+
+
+def _is_address(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import selectors
 import signal
+import stat
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -57,7 +60,7 @@ async def serve_stdio(server: Server[Any], drain: Drain) -> int | None:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_stop_on_signal, drain, screened, received)
                     options = server.create_initialization_options()
-                    await server.run(read, _AnsweredWrites(write, drain), options)
+                    await server.run(read, _AnsweredWrites(write, drain, screened), options)
                     group.cancel_scope.cancel()
     finally:
         restore()
@@ -89,15 +92,27 @@ async def _stop_on_signal(drain: Drain, screened: _ScreenedLines, received: list
                 group.start_soon(end)
 
 
-def _claim_stdin() -> tuple[int, Callable[[], None]]:
-    """Protocol input from a private duplicate of descriptor 0, which reads nothing."""
+def _claim_stdin() -> tuple[int | None, Callable[[], None]]:
+    """Protocol input from a private duplicate of descriptor 0, which reads nothing.
+
+    None when there is no standard input at all: the input has ended. Python starts with
+    ``sys.stdin`` None when descriptor 0 was closed; the number 0 may since belong to
+    anything the process opened (the event loop's own epoll descriptor, for one), so it is
+    left alone.
+    """
+    if sys.stdin is None:
+        return None, _nothing
     try:
         private = os.dup(0)
+    except OSError:  # descriptor 0 is closed
+        return None, _nothing
+    try:
         quiet = os.open(os.devnull, os.O_RDONLY)
         os.dup2(quiet, 0)
         os.close(quiet)
-    except OSError:  # no descriptors to move: read standard input where it is
-        return sys.stdin.fileno(), _nothing
+    except OSError:  # no null device to put in its place: read standard input where it is
+        os.close(private)
+        return 0, _nothing
 
     def restore() -> None:
         with contextlib.suppress(OSError):
@@ -109,6 +124,22 @@ def _claim_stdin() -> tuple[int, Callable[[], None]]:
 
 def _nothing() -> None:
     return None
+
+
+def _pollable(fd: int) -> bool:
+    """True when the event loop can wait on ``fd``. asyncio's pipe transport accepts any
+    character device, but epoll refuses some of them (``/dev/null``) with EPERM, and only
+    once the loop registers the descriptor, where the error is out of reach: ask a selector
+    of our own first. Regular files are never pollable (and the transport refuses them)."""
+    try:
+        if not (stat.S_ISFIFO(mode := os.fstat(fd).st_mode) or stat.S_ISSOCK(mode)
+                or stat.S_ISCHR(mode)):
+            return False
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 class _LineReader:
@@ -125,21 +156,27 @@ class _LineReader:
         self._scanned = 0
 
     @classmethod
-    async def open(cls, fd: int) -> _LineReader:
+    async def open(cls, fd: int | None) -> _LineReader:
+        if fd is None:  # no standard input at all: an input that has ended
+
+            async def ended(size: int) -> bytes:
+                return b""
+
+            return cls(ended, _nothing)
         loop = asyncio.get_running_loop()
         source = os.fdopen(fd, "rb", buffering=0, closefd=False)
-        reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-        try:
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), source
-            )
-        except (ValueError, OSError, NotImplementedError):
+        if _pollable(fd):
+            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+            with contextlib.suppress(ValueError, OSError, NotImplementedError):
+                transport, _ = await loop.connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader, loop=loop), source
+                )
+                return cls(reader.read, transport.close)
 
-            async def read_in_thread(size: int) -> bytes:
-                return await anyio.to_thread.run_sync(source.read, size) or b""
+        async def read_in_thread(size: int) -> bytes:
+            return await anyio.to_thread.run_sync(source.read, size) or b""
 
-            return cls(read_in_thread, source.close)
-        return cls(reader.read, transport.close)
+        return cls(read_in_thread, source.close)
 
     async def line(self, limit: int) -> tuple[bytes, int] | None:
         """The next line without its newline and its length in bytes, or None at the end.
@@ -191,6 +228,8 @@ class _ScreenedLines:
     def __init__(self, reader: _LineReader, drain: Drain) -> None:
         self._reader, self._drain = reader, drain
         self.replies: Any = None  # the server's write stream, set once serving
+        self.unanswered: set[str | int] = set()
+        """The ids of requests passed to the SDK whose answer is not out yet."""
         self._ended = False
         self._reading: anyio.CancelScope | None = None
 
@@ -210,7 +249,13 @@ class _ScreenedLines:
         while not self._ended:
             with anyio.CancelScope() as self._reading:
                 got = await self._reader.line(MAX_BODY_BYTES)
-            if got is None or self._reading.cancelled_caught:
+            if self._reading.cancelled_caught:
+                return
+            if got is None:
+                # The input has ended (a host that closed it, a file read to its end, the
+                # null device): what was asked is still answered, within the grace period.
+                if self.unanswered:
+                    await self._drain.drain(idle=lambda: not self.unanswered)
                 return
             data, size = got
             if size > MAX_BODY_BYTES:
@@ -227,6 +272,9 @@ class _ScreenedLines:
                 continue
             answer = screen(line)
             if answer is None:
+                request_id = _request_id(line)
+                if request_id is not None:
+                    self.unanswered.add(request_id)
                 yield line
             elif answer:
                 await self._answer(answer)
@@ -241,17 +289,31 @@ class _ScreenedLines:
                 await self.replies.send(SessionMessage(message))
 
 
-class _AnsweredWrites:
-    """The server's write stream, telling the drain which requests have their answer out."""
+def _request_id(line: str) -> str | int | None:
+    """The id of a request (a message with a method and an id) the SDK will take, else None."""
+    with contextlib.suppress(ValueError, RecursionError):
+        message = json.loads(line)
+        if isinstance(message, dict) and "method" in message:
+            found = message.get("id")
+            if isinstance(found, str | int) and not isinstance(found, bool):
+                return found
+    return None
 
-    def __init__(self, inner: Any, drain: Drain) -> None:
-        self._inner, self._drain = inner, drain
+
+class _AnsweredWrites:
+    """The server's write stream, telling the drain (and the input, which waits for them at
+    its end) which requests have their answer out."""
+
+    def __init__(self, inner: Any, drain: Drain, screened: _ScreenedLines) -> None:
+        self._inner, self._drain, self._screened = inner, drain, screened
 
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
         message = getattr(item, "message", None)
         if message is not None and not hasattr(message, "method"):  # a response or error
-            self._drain.answered(("stdio", getattr(message, "id", None)))
+            answered = getattr(message, "id", None)
+            self._drain.answered(("stdio", answered))
+            self._screened.unanswered.discard(answered)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
