@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
 
+from tests.helpers.auth import READ, WRITE, auth_config
 from tests.helpers.redis import redis_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params
 
@@ -68,13 +71,17 @@ def test_over_stdio(tmp_path: Path) -> None:
 
 
 def test_over_streamable_http(tmp_path: Path) -> None:
-    env = {**os.environ, **child_env(tmp_path, config=SMALL_BUDGET)}
+    """A stateless client lists its spills when it has an owner: a verified principal."""
     port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    auth = auth_config("http://127.0.0.1:1", url, tokens={"alice": (READ, WRITE)})
+    env = {**os.environ, **child_env(tmp_path, config=SMALL_BUDGET + auth), "TOKEN_ALICE": "a-t"}
     with http_server(tmp_path, port, env=env):
 
         async def run() -> dict[str, Any]:
             with anyio.fail_after(TIMEOUT):
-                return await _session(f"http://127.0.0.1:{port}/mcp")
+                async with httpx2.AsyncClient(headers={"Authorization": "Bearer a-t"}) as http:
+                    return await _session(streamable_http_client(url, http_client=http))
 
         _check(anyio.run(run))
 

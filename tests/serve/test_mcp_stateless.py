@@ -1,7 +1,7 @@
 """``--max-tools`` for stateless (2026-07-28) clients over streamable HTTP: no
-``Mcp-Session-Id``, so a client's list is keyed by its credential, or not kept at all;
-changes reach a client on its ``subscriptions/listen`` stream. The real ``toolplug serve``
-and the official SDK client at its latest protocol version."""
+``Mcp-Session-Id``, so a client's list is kept for its verified principal (``[serve.auth]``),
+or not kept at all; changes reach a client on its ``subscriptions/listen`` stream. The real
+``toolplug serve`` and the official SDK client at its latest protocol version."""
 
 from __future__ import annotations
 
@@ -16,10 +16,17 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.helpers.auth import READ, WRITE, auth_config
 from tests.helpers.redis import redis_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, text_of
 
 OPTIONS = ("--max-tools", "1", "--task", "add two integers")
+# alice and bob hold static tokens (their names); the audience is the replicas' public URL
+AUTH = auth_config(
+    "http://127.0.0.1:1", "http://127.0.0.1:8000/mcp",
+    tokens={"alice": (READ, WRITE), "bob": (READ, WRITE)},
+)
+TOKENS = {"TOKEN_ALICE": "alice", "TOKEN_BOB": "bob"}
 
 
 @asynccontextmanager
@@ -58,9 +65,28 @@ def test_a_client_without_identity_is_served_statelessly(tmp_path: Path) -> None
     assert seen["echo"] == "found"  # and the tool it found can be called
 
 
-def test_a_credential_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> None:
+def test_a_credential_without_auth_is_nobody(tmp_path: Path) -> None:
+    """Without ``[serve.auth]`` nothing checks a bearer token: anyone could send alice's,
+    so it names no owner, and what one holder's search added nobody else is listed."""
     port = free_port()
     with http_server(tmp_path, port, *OPTIONS):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def run() -> list[str]:
+            with anyio.fail_after(TIMEOUT):
+                async with _as(url, "alice") as alice:
+                    await alice.call_tool("search_tools", {"query": "repeat the text"})
+                async with _as(url, "alice") as impostor:
+                    return await _names(impostor)
+
+        listed = anyio.run(run)
+    assert listed == ["add", "search_tools"]
+
+
+def test_a_principal_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, **child_env(tmp_path, config=CONFIG + AUTH), **TOKENS}
+    with http_server(tmp_path, port, *OPTIONS, env=env):
         url = f"http://127.0.0.1:{port}/mcp"
 
         async def run() -> dict[str, Any]:
@@ -73,7 +99,7 @@ def test_a_credential_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> No
                             break  # the list grew
                     seen["alice"], seen["bob"] = await _names(alice), await _names(bob)
                 async with _as(url, "alice") as again:
-                    seen["again"] = await _names(again)  # the same credential, later
+                    seen["again"] = await _names(again)  # the same principal, later
             return seen
 
         seen = anyio.run(run)
@@ -82,11 +108,12 @@ def test_a_credential_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> No
     assert seen["again"] == ["add", "echo", "search_tools"]
 
 
-def test_replicas_share_a_credential_list_and_its_changes_through_redis(
+def test_replicas_share_a_principal_list_and_its_changes_through_redis(
     tmp_path: Path,
 ) -> None:
     with redis_server(tmp_path) as store:
-        env = {**os.environ, **child_env(tmp_path, config=CONFIG + f'[calls]\nstore = "{store}"\n')}
+        config = CONFIG + AUTH + f'[calls]\nstore = "{store}"\n'
+        env = {**os.environ, **child_env(tmp_path, config=config), **TOKENS}
         ports = free_port(), free_port()
         for replica in ("one", "two"):
             (tmp_path / replica).mkdir()

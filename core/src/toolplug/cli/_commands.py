@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                        'the optional extra: pip install "toolplug[mcp]".')
     p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--no-auth", action="store_true",
+                   help="serve HTTP beyond loopback without [serve.auth], on purpose: anyone "
+                   "who reaches the address can call every tool")
     p.add_argument("--max-tools", metavar="N", type=_positive_int,
                    help="list at most N tools and a search_tools tool that adds the others "
                    "to the session's list as they are found")
@@ -921,6 +924,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_tools=args.max_tools,
         task=args.task,
         grace=args.shutdown_grace,
+        no_auth=args.no_auth,
     )
     return EXIT_OK
 

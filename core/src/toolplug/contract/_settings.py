@@ -8,11 +8,18 @@ The field descriptions are the "expected" text of the configuration's error mess
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["POLICY_KEYS", "RateLimit", "ToolSettings"]
+__all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings"]
+
+SCOPE_PATTERN: Final = r"^[\x21\x23-\x5b\x5d-\x7e]+$"
+"""An OAuth scope token (RFC 6749, section 3.3): printable ASCII, no space, quote or backslash."""
+
+Scope = Annotated[
+    str, Field(pattern=SCOPE_PATTERN, description="an OAuth scope: printable ASCII, no spaces")
+]
 
 
 class _Settings(BaseModel):
@@ -55,6 +62,10 @@ class ToolSettings(_Settings):
     )
     approval: Literal["auto", "always", "never"] = Field(
         default="auto", description='one of "auto", "always", "never"'
+    )
+    scopes: list[Scope] | None = Field(
+        default=None,
+        description="a list of OAuth scopes a client of serve --http needs to see and call it",
     )
 
 

@@ -485,14 +485,16 @@ def _pin(servers: Mapping[str, MountedServer], lock_file: Path) -> None:
 
 
 def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> Config:
-    """The configuration with each mounted tool's call settings: the server's approval,
+    """The configuration with each mounted tool's call settings: the server's approval and
+    scopes,
     then its ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
     settings = dict(config.settings)
     for server in servers.values():
         for final, remote in server.names.items():
             values: dict[str, Any] = {}
-            if "approval" in server.settings.model_fields_set:
-                values["approval"] = server.settings.approval
+            for key in ("approval", "scopes"):  # the server's defaults for its tools
+                if key in server.settings.model_fields_set:
+                    values[key] = getattr(server.settings, key)
             own = server.settings.settings_for(remote)
             if own is not None:
                 call = own.call_settings()

@@ -162,7 +162,8 @@ class Config:
     mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
     """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
     serve: ServeSettings = field(default_factory=ServeSettings)
-    """The ``[serve]`` table (``toolplug serve``), checked and typed."""
+    """The ``[serve]`` table (``toolplug serve``: approvals, hosts, authentication), checked
+    and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
 

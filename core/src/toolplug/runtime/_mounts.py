@@ -15,9 +15,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings
 from toolplug.runtime._scan import RULES, RuleId
-from toolplug.runtime._settings import _fail, _raiser
+from toolplug.runtime._settings import FromEnv, FromFile, _fail, _raiser
 
 __all__ = [
     "FromEnv",
@@ -34,18 +34,6 @@ _RULES_TEXT: Final = "a list of scan rule ids: " + ", ".join(f'"{r}"' for r in R
 
 class _Table(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
-
-
-class FromEnv(_Table):
-    """``{ env = "VAR" }``: the value of an environment variable (a secret, redacted)."""
-
-    env: str = Field(min_length=1, description="the name of an environment variable")
-
-
-class FromFile(_Table):
-    """``{ file = "PATH" }``: the stripped text of a file (a secret, redacted)."""
-
-    file: str = Field(min_length=1, description="a file path, relative to the configuration")
 
 
 Value = str | FromEnv | FromFile
@@ -123,6 +111,10 @@ class ServerSettings(_Table):
     approval: Literal["auto", "always", "never"] = Field(
         default="auto",
         description='one of "auto", "always", "never": the default of every tool of the server',
+    )
+    scopes: list[Scope] | None = Field(
+        default=None,
+        description="a list of OAuth scopes: the default of every tool of the server",
     )
     pin: Literal["first-use"] | bool = Field(
         default="first-use",

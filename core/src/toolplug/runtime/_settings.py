@@ -15,10 +15,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings
 
 __all__ = [
     "CALLS_KEYS",
@@ -26,11 +26,15 @@ __all__ = [
     "DEFAULT_OUTPUT_CHARS",
     "GUARD_KEYS",
     "SERVE_KEYS",
+    "AuthSettings",
     "CallsSettings",
     "CodeSettings",
+    "FromEnv",
+    "FromFile",
     "GuardSettings",
     "PolicyRule",
     "ServeSettings",
+    "StaticToken",
     "parse_calls",
     "parse_code",
     "parse_guard",
@@ -300,10 +304,107 @@ ServeApprovals = Literal["toolplug", "client"]
 """Who approves a served call: toolplug asks the client's user, or the MCP host did."""
 
 
-class ServeSettings(BaseModel):
-    """The ``[serve]`` table: how ``toolplug serve`` treats its MCP clients."""
+class _Table(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+class FromEnv(_Table):
+    """``{ env = "VAR" }``: the value of an environment variable (a secret, redacted)."""
+
+    env: str = Field(min_length=1, description="the name of an environment variable")
+
+
+class FromFile(_Table):
+    """``{ file = "PATH" }``: the stripped text of a file (a secret, redacted)."""
+
+    file: str = Field(min_length=1, description="a file path, relative to the configuration")
+
+
+_SECRET: Final = '{ env = "VAR" } or { file = "PATH" } (never the value itself)'
+_ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                      "ES512", "EdDSA")
+Algorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+]
+
+
+def _default_algorithms() -> list[Algorithm]:
+    return ["RS256", "PS256", "ES256", "EdDSA"]
+
+
+class StaticToken(_Table):
+    """``[serve.auth.tokens.NAME]``: a bearer token for development and tests; its holder is
+    the principal ``NAME`` (subject and client)."""
+
+    token: FromEnv | FromFile = Field(description=_SECRET)
+    """Where the token is: an environment variable or a file, never the file's own text."""
+    scopes: list[Scope] = Field(default_factory=list, description="a list of OAuth scopes")
+    """The scopes the token grants."""
+
+
+class AuthSettings(_Table):
+    """``[serve.auth]``: ``toolplug serve --http`` as an OAuth 2.1 resource server."""
+
+    issuer: str = Field(
+        pattern=r"^https?://", description="the authorization server's issuer URL"
+    )
+    """The authorization server whose tokens are accepted (the ``iss`` they carry); named in
+    the protected resource metadata."""
+    audience: str = Field(
+        pattern=r"^https?://", description="this server's resource URL: https://HOST/mcp"
+    )
+    """This server's resource URL: a token must be issued for it (``aud``, RFC 8707)."""
+    jwks_uri: str | None = Field(
+        default=None, pattern=r"^https?://", description="the URL of the issuer's JWKS"
+    )
+    """Where the signing keys are; found in the issuer's metadata when not set."""
+    introspection_url: str | None = Field(
+        default=None, pattern=r"^https?://", description="the RFC 7662 introspection endpoint"
+    )
+    """Ask the authorization server about each token (RFC 7662) instead of reading JWTs."""
+    client_id: str | None = Field(
+        default=None, min_length=1, description="this server's client id at the issuer"
+    )
+    """Who this server is when it introspects."""
+    client_secret: FromEnv | FromFile | None = Field(default=None, description=_SECRET)
+    """The secret it introspects with."""
+    algorithms: list[Algorithm] = Field(
+        default_factory=_default_algorithms,
+        min_length=1,
+        description="a list of JWT signature algorithms: " + ", ".join(_ALGORITHMS),
+    )
+    """The signature algorithms a JWT may use (never ``none``, never a shared-key HMAC)."""
+    leeway_seconds: float = Field(
+        default=30.0, ge=0, le=300, description="a number of seconds from 0 to 300"
+    )
+    """How far clocks may disagree when expiry and not-before are checked."""
+    required_scopes: list[Scope] = Field(
+        default_factory=list, description="a list of OAuth scopes every request needs"
+    )
+    """Scopes every request needs, whatever it asks for."""
+    read_scope: Scope = Field(default="tools:read", description="an OAuth scope")
+    """What a read-only tool needs when ``[tools.NAME] scopes`` does not say."""
+    write_scope: Scope = Field(default="tools:write", description="an OAuth scope")
+    """What every other tool needs when ``[tools.NAME] scopes`` does not say."""
+    tokens: dict[str, StaticToken] = Field(
+        default_factory=dict, description="a table of [serve.auth.tokens.NAME] tables"
+    )
+    """Static bearer tokens, for development and tests."""
+
+    @model_validator(mode="after")
+    def _introspection_needs_a_client(self) -> AuthSettings:
+        if self.introspection_url is not None and (
+            self.client_id is None or self.client_secret is None
+        ):
+            raise ValueError(
+                "introspection_url needs client_id and client_secret "
+                '(client_secret = { env = "VAR" })'
+            )
+        return self
+
+
+class ServeSettings(_Table):
+    """The ``[serve]`` table: how ``toolplug serve`` serves and treats its MCP clients."""
 
     approvals: ServeApprovals = Field(
         default="toolplug",
@@ -330,6 +431,13 @@ class ServeSettings(BaseModel):
         '"*" allows every origin)',
     )
     """``Origin`` values ``serve --http`` answers besides its own hosts'."""
+
+    auth: AuthSettings | None = Field(
+        default=None,
+        description="a table: issuer, audience, jwks_uri or introspection_url, "
+        "required_scopes, tokens",
+    )
+    """Authenticate HTTP clients (``[serve.auth]``); None serves without."""
 
     def approvals_for(self, tool: str) -> ServeApprovals:
         """Who approves the served calls of ``tool``."""
@@ -422,6 +530,13 @@ def parse_serve(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Ser
     try:
         return ServeSettings.model_validate(dict(table))
     except ValidationError as exc:
+        problems = exc.errors()
+        rule = [p for p in problems if p["type"] == "value_error"]
+        if rule:  # a model's own rule
+            raise ConfigError(
+                rule[0]["msg"].removeprefix("Value error, "), file=file,
+                key=prefix + "serve." + ".".join(map(str, rule[0]["loc"])),
+            ) from None
         raise _fail(exc, ServeSettings, prefix + "serve.", _raiser(file)) from None
 
 

@@ -4,14 +4,14 @@ A result cut to its output budget names where its whole output is kept
 (``toolplug.calls._spill``); the reply carries that URI as a ``resource_link``, and this
 module answers ``resources/list`` (the spills this client may read), ``resources/templates/
 list`` and ``resources/read`` with ``?offset=N&length=M``. A spill belongs to the client
-that made the call: its ``Mcp-Session-Id``, else a digest of its ``Authorization`` header,
-else (stdio) the process's one client; a client with neither reads by URI alone, whose ID
-is 128 random bits.
+that made the call (``owner_of``): its verified principal, else its ``Mcp-Session-Id``,
+else (stdio) the process's one client. A client with none of these has nothing listed,
+and its spills are listed to nobody: it reads one by its URI alone, whose ID is 128 random
+bits.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,25 +21,12 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
 
-__all__ = ["TEMPLATE", "client_key", "handlers", "links"]
+from toolplug.serve._auth import owner_of
+
+__all__ = ["TEMPLATE", "handlers", "links"]
 
 TEMPLATE: Final = "toolplug://results/{id}{?offset,length}"
 _MIME = {"output": "text/plain", "data": "application/json"}
-
-
-def client_key(ctx: ServerRequestContext[Any]) -> str | None:
-    """Who a spill belongs to: the session, the credential, or the stdio client."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return "stdio"
-    session = headers.get("mcp-session-id")
-    if session:
-        return f"session:{session}"
-    credential = headers.get("authorization")
-    if credential:
-        return "credential:" + hashlib.sha256(credential.encode()).hexdigest()[:32]
-    return None
 
 
 def links(result: ToolResult, tool: str) -> list[Any]:
@@ -74,8 +61,11 @@ def handlers(registry: Registry) -> dict[str, Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources = []
-        for entry in await registry.aspills(owner=client_key(ctx)):
+        resources: list[types.Resource] = []
+        owner = owner_of(ctx)
+        if owner is None:  # nobody to list for: what such clients keep is listed to none
+            return types.ListResourcesResult(resources=resources)
+        for entry in await registry.aspills(owner=owner):
             for part, size in sorted(entry.sizes.items()):
                 suffix = "" if part == "output" else f"/{part}"
                 resources.append(
@@ -113,7 +103,7 @@ def handlers(registry: Registry) -> dict[str, Any]:
                 types.INVALID_PARAMS, "offset and length are whole numbers of characters"
             ) from None
         page = await registry.aread(
-            uri.split("?", 1)[0], offset=offset, length=length, owner=client_key(ctx)
+            uri.split("?", 1)[0], offset=offset, length=length, owner=owner_of(ctx)
         )
         if page is None:
             raise MCPError(

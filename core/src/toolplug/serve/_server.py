@@ -16,7 +16,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
@@ -26,7 +26,7 @@ from toolplug.serve._approvals import (
     approved_by_host,
     install_request_state,
 )
-from toolplug.serve._resources import client_key
+from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._shared import RedisBus
 from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import ServeSettings
+    from toolplug.runtime._settings import AuthSettings, ServeSettings
 
 __all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]
 
@@ -60,6 +60,17 @@ HTTP_PATH: Final = "/mcp"
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost may resolve anywhere
+        return False
+
+
 def serve(
     registry: Registry,
     *,
@@ -68,6 +79,7 @@ def serve(
     max_tools: int | None = None,
     task: str | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
+    no_auth: bool = False,
 ) -> None:
     """Serve the registry's available tools over MCP until the client or a signal ends it.
 
@@ -84,16 +96,27 @@ def serve(
             it finds to the session's list (see ``build_server``).
         task: With ``max_tools``: list the tools most relevant to this task first.
         grace: Seconds the calls in flight may take to finish once shutdown begins.
+        no_auth: Serve HTTP beyond loopback without ``[serve.auth]``, on purpose.
 
     Raises:
         UsageError: the MCP SDK is not installed, the toolset is unknown, the address is
-            malformed, the port cannot be opened, or ``grace`` is negative.
+            malformed, the port cannot be opened, ``grace`` is negative, or the address is
+            beyond loopback with neither ``[serve.auth]`` nor ``no_auth``.
     """
     if not grace >= 0:
         raise UsageError(f"the shutdown grace is a number of seconds, 0 or more; got {grace}")
     address = parse_address(http) if http is not None else None
+    auth = registry.config.serve.auth if address is not None else None
+    if address is not None and auth is None and not no_auth and not _is_loopback(address[0]):
+        raise UsageError(
+            f"serving on {address[0]} lets anyone who reaches it call these tools: configure "
+            "[serve.auth] (docs/mcp.md, Running toolplug for others), bind 127.0.0.1, or "
+            "pass --no-auth to serve without authentication on purpose"
+        )
     drain = Drain(grace)
-    server = build_server(registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain)
+    server = build_server(
+        registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain, auth=auth
+    )
     try:
         if address is None:
             import anyio
@@ -102,7 +125,9 @@ def serve(
 
             received = anyio.run(serve_stdio, server, drain)
         else:
-            received = _serve_http(server, *address, drain, settings=registry.config.serve)
+            received = _serve_http(
+                server, *address, drain, settings=registry.config.serve, registry=registry
+            )
     finally:
         registry.close()
     if received is not None:
@@ -117,6 +142,7 @@ def build_server(
     max_tools: int | None = None,
     task: str | None = None,
     drain: Drain | None = None,
+    auth: AuthSettings | None = None,
 ) -> Server[Any]:
     """The MCP server for the registry's available tools (optionally one toolset's).
 
@@ -124,7 +150,8 @@ def build_server(
     most relevant to ``task`` and ``search_tools``; a search adds the tools it finds to that
     session's list and sends ``notifications/tools/list_changed``. Every available tool can
     be called at any time, listed or not. With ``drain``, each call is in flight there until
-    it is answered, and shutdown can refuse or cancel it.
+    it is answered, and shutdown can refuse or cancel it. With ``auth`` (``[serve.auth]``),
+    ``tools/list`` shows each principal only the tools its token's scopes let it call.
 
     Raises:
         UsageError: the MCP SDK is not installed, or the toolset is unknown.
@@ -154,12 +181,23 @@ def build_server(
         replied.content.extend(links(result, name))
         return replied
 
+    def allowed(ctx: ServerRequestContext[Any], tools: list[types.Tool]) -> list[types.Tool]:
+        if auth is None:
+            return tools
+        token = access_token(ctx)
+        assert needed is not None
+        return [t for t in tools if may_call(needed(t.name), token)]
+
+    needed = tool_scopes(registry, auth) if auth is not None else None
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: PageParams | None
     ) -> ListToolsResult:
         if deferred is not None:
-            return types.ListToolsResult(tools=await deferred.listed(ctx))
-        return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
+            return types.ListToolsResult(tools=allowed(ctx, await deferred.listed(ctx)))
+        return types.ListToolsResult(
+            tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
+        )
 
     conversations = _Conversations(registry)
 
@@ -182,12 +220,12 @@ def build_server(
                 result = _within_budget(_outside_toolset(name, toolset, served), params)
             else:
                 progress = _Progress.asked_by(ctx)
-                host: dict[str, Any] = {"transport": "mcp", "client": client_key(ctx)}
+                host: dict[str, Any] = {"transport": "mcp", "client": owner_of(ctx)}
                 if progress is not None:
                     host["progress"] = progress
                 approver = AskClient(ctx, params)
                 try:
-                    with conversations.of(host["client"]):
+                    with conversations.of(host["client"], _session_key(ctx)):
                         arguments = params.arguments or {}
                         # The host's own approval ([serve] approvals = "client") did not see
                         # what the flow guard sees: a call it would ask about is asked here.
@@ -241,6 +279,38 @@ def build_server(
     return server
 
 
+def tool_scopes(registry: Registry, auth: AuthSettings) -> Callable[[str], list[str]]:
+    """What a call of each tool needs (``scopes_for``); ``search_tools`` only reads, and
+    ``run_code`` needs, besides its own, the scopes of every tool a program may call (a
+    program must not reach a tool its caller could not call)."""
+    from toolplug.render._search import SEARCH_TOOLS
+    from toolplug.schema._python import CODE_TOOL
+
+    def own(name: str) -> list[str]:
+        tool = registry.tools.get(name)
+        if tool is None and name == SEARCH_TOOLS:
+            return sorted({*auth.required_scopes, auth.read_scope})
+        return scopes_for(name, tool.metadata if tool else None, registry, auth)
+
+    known: dict[str, list[str]] = {}  # the configuration does not change while serving
+
+    def needed(name: str) -> list[str]:
+        found = known.get(name)
+        if found is not None:
+            return found
+        if name != CODE_TOOL or name not in registry.tools:
+            found = own(name)
+        else:
+            toolset = registry.config.code.toolset
+            reachable = registry.members(toolset) if toolset is not None else registry.tools
+            found = sorted(set(own(name)).union(*(own(t) for t in reachable if t != CODE_TOOL)))
+        if len(known) < 10_000:  # names a client made up are not kept without bound
+            known[name] = found
+        return found
+
+    return needed
+
+
 def parse_address(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``[IPv6]:PORT`` or ``PORT`` (on 127.0.0.1) as ``(host, port)``.
 
@@ -271,9 +341,9 @@ def parse_address(text: str) -> tuple[str, int]:
 class _DeferredTools:
     """Each client's tool list under ``--max-tools``, and the ``search_tools`` that grows it.
 
-    A client is what ``client_key`` finds: the ``Mcp-Session-Id`` of a streamable HTTP
-    session, else the credential a stateless (2026-07-28) client sends, else over stdio the
-    one client of the process. A client with none of these is served statelessly: it is
+    A client is its owner (``owner_of``): the verified principal under ``[serve.auth]``,
+    else the ``Mcp-Session-Id`` of a streamable HTTP session, else over stdio the one client
+    of the process. A client with none of these is served statelessly: it is
     listed the short list each time, and ``search_tools`` answers with the definitions of
     what it found, which it may call (every served tool can be called, listed or not).
     A grown list is announced with ``notifications/tools/list_changed`` to a session, and
@@ -323,7 +393,7 @@ class _DeferredTools:
     def _search(self, ctx: ServerRequestContext[Any]) -> Any:
         from toolplug.render._search import ToolSearch
 
-        key = client_key(ctx)
+        key = owner_of(ctx)
         if key is None:  # nobody to keep a list for: the short list, every time
             return ToolSearch(self._registry, "mcp", **self._options)
         session = self._sessions.get(key)
@@ -339,24 +409,24 @@ class _DeferredTools:
         search = self._search(ctx)
         if isinstance(self.bus, RedisBus):
             await self.bus.started()
-        key = client_key(ctx)
-        if self._shared is not None and key is not None and key.startswith("credential:"):
+        key = owner_of(ctx)
+        if self._shared is not None and key is not None and key.startswith("principal:"):
             search.load(await self._shared.names(key))  # what other replicas' searches added
         return [types.Tool.model_validate(tool) for tool in search.definitions()]
 
     async def answer(self, ctx: ServerRequestContext[Any], arguments: Any) -> ToolResult:
         result: ToolResult = self._search(ctx).answer(arguments)
-        key = client_key(ctx)
+        key = owner_of(ctx)
         if key is None or not (result.ok and isinstance(result.data, dict)):
             return result
         if result.data.get("added"):
             from mcp.shared.subscriptions import ToolsListChanged
 
-            if self._shared is not None and key.startswith("credential:"):
+            if self._shared is not None and key.startswith("principal:"):
                 await self._shared.add(key, list(result.data["added"]))
 
             await self.bus.publish(ToolsListChanged())  # stateless clients that listen
-            if not key.startswith("credential:"):  # a session: it hears notifications
+            if not _stateless(ctx):  # a session: it hears notifications
                 try:
                     await ctx.session.send_tool_list_changed()
                 except Exception:  # the search still answers; the client can list again
@@ -365,6 +435,12 @@ class _DeferredTools:
 
 
 _MAX_SESSIONS: Final = 1024
+
+
+def _stateless(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the request came over HTTP without a session (it hears no notifications)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    return headers is not None and not headers.get("mcp-session-id")
 
 
 def _session_key(ctx: ServerRequestContext[Any]) -> str:
@@ -543,25 +619,28 @@ def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
 
 
 class _Conversations:
-    """One conversation per client (``client_key``: the session, the credential, or the
-    stdio client), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
-    client with no key is served without one. Not shared through Redis: a session that
+    """One conversation per owner (``owner_of``: the verified principal, the session, the
+    credential, or the stdio client) and session (one principal's two sessions are two
+    conversations), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
+    client with no owner is served without one. Not shared through Redis: a session that
     moves to another replica starts a new conversation there."""
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self._by_client: dict[str, Any] = {}
 
-    def of(self, client: str | None) -> Any:
+    def of(self, owner: str | None, session: str) -> Any:
         import contextlib
 
-        if client is None:
+        if owner is None:
             return contextlib.nullcontext()
-        found = self._by_client.get(client)
+        # a stateless request's key is the request itself: the owner's one conversation
+        key = owner if session.startswith("request:") else f"{owner}\n{session}"
+        found = self._by_client.get(key)
         if found is None:
             if len(self._by_client) >= _MAX_SESSIONS:
                 self._by_client.pop(next(iter(self._by_client)))  # the oldest
-            found = self._by_client[client] = self._registry.conversation()
+            found = self._by_client[key] = self._registry.conversation()
         return found
 
 
@@ -638,7 +717,8 @@ def _redacted(registry: Registry, value: Any) -> Any:
 
 
 def _serve_http(
-    server: Server[Any], host: str, port: int, drain: Drain, *, settings: ServeSettings
+    server: Server[Any], host: str, port: int, drain: Drain, *,
+    settings: ServeSettings, registry: Registry,
 ) -> int | None:
     """Serve until a signal ends serving; the signal's number."""
     import uvicorn
@@ -650,20 +730,25 @@ def _serve_http(
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"toolplug: MCP server at http://{shown}:{bound}{HTTP_PATH}", file=sys.stderr)
-    if host not in _LOOPBACK:
+    auth = settings.auth
+    if auth is None and not _is_loopback(host):
         print(
-            "toolplug: warning: the server has no authentication; anyone who can reach "
-            f"{host} can call these tools",
+            "toolplug: warning: the server has no authentication (--no-auth); anyone who "
+            f"can reach {host} can call these tools",
             file=sys.stderr,
         )
     from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
 
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
-        # HostGuard checks Host and Origin on every bind address and path; the SDK's own
-        # check covers loopback names only, and would refuse [serve] allowed_hosts.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
+    # HostGuard checks Host and Origin on every bind address and path; the SDK's own check
+    # covers loopback names only, and would refuse [serve] allowed_hosts.
+    unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    if auth is None:
+        app = server.streamable_http_app(
+            streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
+            transport_security=unguarded,
+        )
+    else:
+        app = _authenticating_app(server, host, auth, registry, unguarded)
     screening = ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     rules = HostRules(
         bound=listener.getsockname()[0],
@@ -685,6 +770,68 @@ def _serve_http(
     finally:
         listener.close()
     return runner.received[0] if runner.received else None
+
+
+def _authenticating_app(
+    server: Server[Any], host: str, auth: AuthSettings, registry: Registry, security: Any
+) -> Any:
+    """The streamable HTTP app as an OAuth 2.1 resource server: the SDK's bearer middleware
+    with our ``Verifier`` (401 and its ``WWW-Authenticate``), the scope gate inside it (403),
+    and the protected resource metadata at both its paths."""
+    from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+    from mcp.server.auth.routes import cors_middleware
+    from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
+    from mcp.shared.auth import ProtectedResourceMetadata
+    from starlette.middleware import Middleware
+    from starlette.routing import Route
+
+    from toolplug.serve._auth import METADATA_PATH, ScopeGate, Verifier, metadata_url
+    from toolplug.serve._screen import MAX_BODY_BYTES
+
+    base = registry.config.path.parent if registry.config.path else None
+    verifier = Verifier(auth, base=base)
+    for secret in verifier.secrets:  # never shown in a result, an error or a log line
+        registry.redactor.add(secret)
+    sdk_auth = SdkAuthSettings.model_validate({
+        "issuer_url": auth.issuer,
+        "resource_server_url": auth.audience,
+        "validate_token_resource": True,  # the verifier has checked aud; this checks it again
+    })
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
+        auth=sdk_auth, token_verifier=verifier, transport_security=security,
+    )
+    needed = tool_scopes(registry, auth)
+    served = [tool.name for tool in registry.select()]
+    supported = sorted(
+        {*auth.required_scopes, auth.read_scope, auth.write_scope}.union(
+            *(needed(name) for name in served)
+        )
+    )
+    # The SDK publishes the metadata at the path-suffixed URL without scopes_supported:
+    # ours says which scopes there are, at that URL and at the bare one.
+    app.router.routes = [
+        route for route in app.router.routes
+        if not str(getattr(route, "path", "")).startswith(METADATA_PATH)
+    ]
+    metadata = ProtectedResourceMetadata.model_validate({  # URLs exactly as configured
+        "resource": auth.audience,
+        "authorization_servers": [auth.issuer],
+        "scopes_supported": supported,
+        "resource_name": "toolplug tools",
+    })
+    handler = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+    suffixed = metadata_url(auth.audience).split("://", 1)[1].partition("/")[2]
+    for path in sorted({METADATA_PATH, "/" + suffixed}):
+        app.router.routes.append(Route(path, handler, methods=["GET", "OPTIONS"]))
+    # Innermost, so it sees the user the SDK's middleware verified.
+    app.user_middleware.append(
+        Middleware(
+            ScopeGate, needed=needed, required=list(auth.required_scopes),
+            resource_metadata=metadata_url(auth.audience),
+        )
+    )
+    return app
 
 
 def _draining_server(base: type[Any]) -> type[Any]:
@@ -745,12 +892,20 @@ def _is_address(host: str) -> bool:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket bound here, so a busy port is our error to report, not uvicorn's."""
+    """A listening socket bound here, so a busy port is our error to report, not uvicorn's.
+
+    With TCP_NODELAY, which each accepted connection inherits: asyncio sets it only on
+    sockets whose ``proto`` says TCP, and ``create_server`` leaves ``proto`` 0, so without
+    it every answer waited on Nagle's algorithm and the client's delayed ACK (~40 ms a
+    request instead of ~4).
+    """
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
+        listener = socket.create_server((host, port), family=family)
     except OSError as exc:
         raise UsageError(f"cannot serve MCP on {host}:{port}: {exc.strerror or exc}") from None
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return listener
 
 
 # -- helpers ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What replicas of ``toolplug serve --http`` share through the call store's Redis.
 
 A stateless (2026-07-28) client may reach any replica behind a load balancer with each
-request. Under ``--max-tools`` its list (keyed by its credential, ``client_key``) is kept
+request. Under ``--max-tools`` its list (keyed by its verified principal, ``owner_of``) is kept
 in Redis, so every replica lists what a search on another added; and list changes travel
 over Redis pub/sub, so a client listening on one replica (``subscriptions/listen``) hears
 of a search made on another. The key that seals the ``requestState`` of approval questions
@@ -50,7 +50,7 @@ async def shared_secret(url: str, name: str) -> bytes:
 
 
 class SharedLists:
-    """The tool names each credential's search added, in Redis."""
+    """The tool names each principal's search added, in Redis."""
 
     def __init__(self, url: str, prefix: str = "toolplug:listed:") -> None:
         self._url, self._prefix = url, prefix

@@ -14,7 +14,9 @@ replica answers for every task.
 
 Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
 the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
-whose process ended before the tool did. Tasks never ask for input (``input_required``):
+whose process ended before the tool did. A task belongs to the client that started it
+(``owner_of``): the id it is given binds the task to that owner, and to any other owner the
+id names no task (-32602, as an unknown one). Tasks never ask for input (``input_required``):
 ``tasks/update`` is acknowledged and changes nothing. A call that needs approval is therefore
 not made a task: it is answered as a plain call, which asks the client (an input request),
 unless ``[serve] approvals = "client"`` says the host approved it already.
@@ -40,7 +42,7 @@ from pydantic import ConfigDict, Field
 
 from toolplug.calls._tasks import TaskStatus
 from toolplug.serve._approvals import approved_by_host
-from toolplug.serve._resources import client_key
+from toolplug.serve._auth import bind, owner_of, unbind
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -115,9 +117,10 @@ class TasksExtension(Extension):
         approved = approved_by_host(self._registry, params.name)
         if not approved and self._registry.needs_approval(params.name, params.arguments):
             return await call_next(ctx)  # a plain call, which can ask (serve/_approvals.py)
+        owner = owner_of(ctx)
         task = await self._registry.astart(
             params.name, params.arguments or {},
-            context={"transport": "mcp", "client": client_key(ctx)},  # owns a spilled output
+            context={"transport": "mcp", "client": owner},  # owns a spilled output
             approved=approved,
         )
         metadata = self._served[params.name]
@@ -126,7 +129,7 @@ class TasksExtension(Extension):
             if answer is not None:
                 return answer
         status = await task.astatus()
-        return {"resultType": "task", **self._fields(status)}
+        return {"resultType": "task", **self._fields(status, bind(status.id, owner))}
 
     async def _soon(
         self, task: Task, metadata: ToolMetadata, name: str
@@ -150,10 +153,10 @@ class TasksExtension(Extension):
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
         _require(ctx)
-        task = self._registry.task(params.task_id)
+        task = self._registry.task(_own(ctx, params.task_id))
         status = await task.astatus()
-        _known(status)
-        body = self._fields(status)
+        _known(status, params.task_id)
+        body = self._fields(status, params.task_id)
         if not status.ended:
             return body
         result = await task.aresult(wait=0)
@@ -167,20 +170,21 @@ class TasksExtension(Extension):
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
         _require(ctx)
-        _known(await self._registry.task(params.task_id).acancel())
+        _known(await self._registry.task(_own(ctx, params.task_id)).acancel(), params.task_id)
         return {}
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> Any:
         _require(ctx)
-        _known(await self._registry.task(params.task_id).astatus())
+        _known(await self._registry.task(_own(ctx, params.task_id)).astatus(), params.task_id)
         return {}  # these tasks never wait for input: answers change nothing
 
-    def _fields(self, status: TaskStatus) -> dict[str, Any]:
-        """The task as the extension shows it (SEP-2663's flat ``Task``)."""
+    def _fields(self, status: TaskStatus, shown: str) -> dict[str, Any]:
+        """The task as the extension shows it (SEP-2663's flat ``Task``), under the id its
+        owner was given."""
         lost = status.state == "failed" and status.lost
         wire = status.state if status.state != "failed" or lost else "completed"
         fields: dict[str, Any] = {
-            "taskId": status.id,
+            "taskId": shown,
             "status": wire,
             "createdAt": _iso(status.created_at),
             "lastUpdatedAt": _iso(status.updated_at),
@@ -245,12 +249,19 @@ def _require(ctx: ServerRequestContext[Any, Any]) -> None:
     )
 
 
-def _known(status: TaskStatus) -> None:
+def _own(ctx: ServerRequestContext[Any, Any], shown: str) -> str:
+    """The engine's id of a task this client owns; for another owner's task (or a made-up
+    id) an id no task has, so the answer is the unknown task's."""
+    return unbind(shown, owner_of(ctx)) or "-"
+
+
+def _known(status: TaskStatus, shown: str) -> None:
     """An unknown task is the caller's error: -32602 (-32603 when the store is down)."""
     if status.state != "unknown":
         return
     code = types.INTERNAL_ERROR if "store" in (status.message or "") else types.INVALID_PARAMS
-    raise MCPError(code, f"task {status.id}: {status.message}")
+    message = (status.message or "unknown").replace(status.id, shown)
+    raise MCPError(code, f"task {shown}: {message}")
 
 
 def _message(status: TaskStatus) -> str | None:

@@ -1,0 +1,408 @@
+"""``[serve.auth]``: ``toolplug serve --http`` as an OAuth 2.1 resource server.
+
+The verifier against a real issuer on 127.0.0.1 (tests/helpers/auth.py: its metadata, its
+JWKS, JWTs signed with its keys), then the real ``toolplug serve`` in a subprocess: the
+protected resource metadata, 401 and its challenge, tokens for another audience, expired
+or badly signed, the static tokens, and the refusal to serve beyond loopback without auth.
+The end-to-end OAuth flow with a real authorization server is tests/serve/test_oauth.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import jwt
+import pytest
+from mcp import Client
+
+import toolplug
+from tests.helpers.auth import READ, WRITE, Issuer, Key, auth_config, issuer_server
+from tests.helpers.mcp_servers import http_server as mcp_http_server
+from tests.helpers.mcp_servers import stdio_table, write_server
+from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
+from toolplug.runtime._settings import AuthSettings
+from toolplug.serve._auth import Verifier, scopes_for
+
+AUDIENCE = "http://127.0.0.1:8000/mcp"
+
+
+def settings(issuer: Issuer, **extra: Any) -> AuthSettings:
+    return AuthSettings.model_validate({"issuer": issuer.url, "audience": AUDIENCE, **extra})
+
+
+async def verify(verifier: Verifier, *tokens: str) -> list[Any]:
+    try:
+        return [await verifier.verify_token(token) for token in tokens]
+    finally:
+        await verifier.aclose()
+
+
+# -- the verifier ------------------------------------------------------------------
+
+
+def test_a_jwt_for_this_server_names_its_principal_and_scopes() -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        token = issuer.token(AUDIENCE, subject="alice", client_id="cli", scopes=(READ,))
+        [found] = asyncio.run(verify(Verifier(settings(issuer)), token))
+        paths = list(issuer.requests)
+    assert found is not None
+    assert (found.subject, found.client_id, found.scopes) == ("alice", "cli", [READ])
+    assert found.resource == AUDIENCE
+    assert found.claims == {"iss": issuer.url}
+    # no jwks_uri configured: found in the issuer's metadata, then fetched once
+    assert paths == ["/.well-known/oauth-authorization-server", "/jwks"]
+
+
+@pytest.mark.parametrize(
+    ("case", "make"),
+    [
+        # issued for another resource (RFC 8707): refused
+        ("another audience", lambda i, k: i.token("http://127.0.0.1:9999/mcp")),
+        # an audience list that does not name this server
+        ("no audience of ours", lambda i, k: i.token(["https://other.example/mcp"])),
+        # expired an hour ago (well past the 30 s leeway)
+        ("expired", lambda i, k: i.token(AUDIENCE, lifetime=-3600)),
+        # not valid for another hour
+        ("not yet valid", lambda i, k: i.token(AUDIENCE, not_before=time.time() + 3600)),
+        # signed by a key that is not the issuer's, under the issuer's kid
+        ("badly signed", lambda i, k: i.token(AUDIENCE, key=Key("one", k.private))),
+        # issued by someone else
+        ("another issuer", lambda i, k: i.token(AUDIENCE, issuer="http://127.0.0.1:1")),
+        # an algorithm off the allow-list, by a key the issuer does publish
+        ("algorithm not allowed", lambda i, k: i.token(AUDIENCE, key=i.keys[1])),
+        # not a JWT at all
+        ("not a jwt", lambda i, k: "made-up"),
+    ],
+)
+def test_a_token_not_for_this_server_is_refused(case: str, make: Any) -> None:
+    stranger = Key.rsa("stranger")
+    with issuer_server(Key.rsa("one"), Key.ec("es384", "ES384")) as issuer:
+        good, bad = issuer.token(AUDIENCE), make(issuer, stranger)
+        accepted, refused = asyncio.run(verify(Verifier(settings(issuer)), good, bad))
+    assert accepted is not None
+    assert refused is None, case
+
+
+def test_an_unknown_kid_fetches_the_keys_again() -> None:
+    with issuer_server(Key.rsa("old")) as issuer:
+        verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
+        verifier.refresh_seconds = 0  # a rotation right after the first fetch
+
+        async def run() -> list[Any]:
+            first = await verifier.verify_token(issuer.token(AUDIENCE))
+            issuer.keys.append(Key.rsa("new"))  # the issuer rotates its keys
+            second = await verifier.verify_token(issuer.token(AUDIENCE, key=issuer.keys[1]))
+            again = await verifier.verify_token(issuer.token(AUDIENCE, key=issuer.keys[1]))
+            return await verify(verifier) + [first, second, again]
+
+        first, second, again = asyncio.run(run())
+    assert None not in (first, second, again)
+    assert issuer.requests == ["/jwks", "/jwks"]  # fetched again once, then cached
+
+
+def test_a_verified_token_is_kept_only_until_it_expires() -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        verifier = Verifier(settings(issuer, leeway_seconds=0))
+        token = issuer.token(AUDIENCE, lifetime=1)
+        expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+
+        async def run() -> list[Any]:
+            first = await verifier.verify_token(token)
+            while time.time() <= expires + 1:  # until it has expired
+                await asyncio.sleep(0.2)
+            return [first, *await verify(verifier, token)]
+
+        first, later = asyncio.run(run())
+    assert first is not None
+    assert later is None  # the kept verification went with the token's expiry
+
+
+def test_made_up_kids_do_not_flood_the_issuer() -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
+        forged = [issuer.token(AUDIENCE, header={"kid": f"kid{n}"}) for n in range(5)]
+        found = asyncio.run(verify(verifier, issuer.token(AUDIENCE), *forged))
+    assert found[0] is not None
+    assert found[1:] == [None] * 5
+    assert issuer.requests == ["/jwks"]
+
+
+def test_static_tokens_come_from_the_environment_only(tmp_path: Path) -> None:
+    (tmp_path / "bob.token").write_text("bob-secret\n", encoding="utf-8")
+    auth = AuthSettings.model_validate({
+        "issuer": "http://127.0.0.1:1", "audience": AUDIENCE,
+        "tokens": {
+            "alice": {"token": {"env": "ALICE"}, "scopes": [READ]},
+            "bob": {"token": {"file": "bob.token"}, "scopes": [READ, WRITE]},
+        },
+    })
+    verifier = Verifier(auth, env={"ALICE": "alice-secret"}, base=tmp_path)
+    alice, bob, nobody = asyncio.run(verify(verifier, "alice-secret", "bob-secret", "carol"))
+    assert (alice.subject, alice.scopes) == ("alice", [READ])
+    assert (bob.subject, bob.scopes) == ("bob", [READ, WRITE])
+    assert nobody is None
+    with pytest.raises(Exception, match="ALICE is not set"):
+        Verifier(auth, env={}, base=tmp_path)
+
+
+# -- the server --------------------------------------------------------------------
+
+
+def _env(tmp_path: Path, config: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, **child_env(tmp_path, config=CONFIG + config), **extra}
+
+
+def _post(url: str, token: str | None, body: dict[str, Any]) -> httpx.Response:
+    headers = {"accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return httpx.post(url, json=body, headers=headers, timeout=TIMEOUT)
+
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+def test_the_server_publishes_its_metadata_and_refuses_without_a_valid_token(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with issuer_server(Key.rsa("one")) as issuer:
+        env = _env(tmp_path, auth_config(issuer.url, audience))
+        with http_server(tmp_path, port, env=env):
+            base = f"http://127.0.0.1:{port}"
+            bare = httpx.get(f"{base}/.well-known/oauth-protected-resource").json()
+            suffixed = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp").json()
+            without = _post(audience, None, LIST)
+            made_up = _post(audience, "alice", LIST)
+            expired = _post(audience, issuer.token(audience, lifetime=-3600), LIST)
+            elsewhere = _post(audience, issuer.token("http://127.0.0.1:1/mcp"), LIST)
+            good = issuer.token(audience, scopes=(READ, WRITE))
+
+            async def call() -> Any:
+                async with (
+                    httpx2.AsyncClient(headers={"Authorization": f"Bearer {good}"}) as http,
+                    Client(_transport(audience, http)) as client,
+                ):
+                    return await client.call_tool("add", {"a": 2, "b": 3})
+
+            added = asyncio.run(asyncio.wait_for(call(), TIMEOUT))
+    assert bare == suffixed
+    assert bare["resource"] == audience
+    assert bare["authorization_servers"] == [issuer.url]
+    assert bare["scopes_supported"] == [READ, WRITE]
+    challenge = f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+    for refused in (without, made_up, expired, elsewhere):
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer ")
+        assert challenge in refused.headers["www-authenticate"]
+    assert added.structured_content == {"sum": 5}
+
+
+def test_static_tokens_serve_their_holders(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    config = auth_config("http://127.0.0.1:1", audience, tokens={"alice": (READ, WRITE)})
+    env = _env(tmp_path, config, TOKEN_ALICE="alice-secret-token")
+    with http_server(tmp_path, port, env=env):
+        listed = asyncio.run(asyncio.wait_for(names(audience, "alice-secret-token"), TIMEOUT))
+        refused = _post(audience, "alice", LIST)
+
+        async def echo() -> Any:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "Bearer alice-secret-token"}) as h,
+                Client(_transport(audience, h)) as client,
+            ):
+                return await client.call_tool("echo", {"text": "alice-secret-token"})
+
+        echoed = asyncio.run(asyncio.wait_for(echo(), TIMEOUT))
+    assert listed == ["add", "echo", "liar", "static_links"]
+    assert refused.status_code == 401
+    assert echoed.content[0].text == "***"  # a configured token is a secret: redacted
+
+
+def test_beyond_loopback_without_auth_it_refuses_to_start(tmp_path: Path) -> None:
+    env = _env(tmp_path, "")
+    command = [sys.executable, "-m", "toolplug", "serve", "--http", "0.0.0.0:0"]
+    ran = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert ran.returncode != 0
+    assert "--no-auth" in ran.stderr
+    assert "[serve.auth]" in ran.stderr
+
+
+async def names(url: str, token: str) -> list[str]:
+    """The tools the holder of ``token`` is listed, through the official SDK client."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(_transport(url, http)) as client,
+    ):
+        return sorted(tool.name for tool in (await client.list_tools()).tools)
+
+
+def _transport(url: str, http: httpx2.AsyncClient) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(url, http_client=http)
+
+
+# -- scopes per tool ---------------------------------------------------------------
+
+SCOPED = '[tools.echo]\nscopes = ["echo:run"]\n'
+
+
+def _call(name: str) -> dict[str, Any]:
+    arguments = {"text": "hi"} if name == "echo" else {"a": 1, "b": 2}
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+
+
+def test_a_principal_is_listed_and_may_call_only_what_its_scopes_allow(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"reader": (READ,), "writer": (READ, WRITE), "echoer": (READ, "echo:run")}
+    config = SCOPED + auth_config("http://127.0.0.1:1", audience, tokens=tokens)
+    env = _env(
+        tmp_path, config, TOKEN_READER="r-token", TOKEN_WRITER="w-token", TOKEN_ECHOER="e-token"
+    )
+    with http_server(tmp_path, port, env=env):
+        listed = {
+            who: asyncio.run(asyncio.wait_for(names(audience, token), TIMEOUT))
+            for who, token in (("reader", "r-token"), ("writer", "w-token"), ("echoer", "e-token"))
+        }
+        reader_echo = _post(audience, "r-token", _call("echo"))
+        writer_echo = _post(audience, "w-token", _call("echo"))
+        reader_liar = _post(audience, "r-token", _call("liar"))
+        reader_add = _post(audience, "r-token", _call("add"))
+        metadata = httpx.get(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource")
+    # add and static_links are read-only (tools:read); liar is not (tools:write); echo
+    # needs what [tools.echo] scopes says
+    assert listed == {
+        "reader": ["add", "static_links"],
+        "writer": ["add", "liar", "static_links"],
+        "echoer": ["add", "echo", "static_links"],
+    }
+    for refused, scope in ((reader_echo, "echo:run"), (writer_echo, "echo:run"),
+                           (reader_liar, WRITE)):
+        assert refused.status_code == 403
+        challenge = refused.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge
+        assert f'scope="{scope}"' in challenge
+        assert "resource_metadata=" in challenge
+        assert refused.json()["error"] == "insufficient_scope"
+    assert reader_add.status_code != 403  # the gate lets it through to the server
+    assert metadata.json()["scopes_supported"] == ["echo:run", READ, WRITE]
+
+
+def test_required_scopes_are_needed_for_every_request(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"member": ("mcp", READ), "outsider": (READ, WRITE)}
+    extra = 'required_scopes = ["mcp"]'
+    config = auth_config("http://127.0.0.1:1", audience, extra=extra, tokens=tokens)
+    env = _env(tmp_path, config, TOKEN_MEMBER="m-token", TOKEN_OUTSIDER="o-token")
+    with http_server(tmp_path, port, env=env):
+        member = asyncio.run(asyncio.wait_for(names(audience, "m-token"), TIMEOUT))
+        outsider = _post(audience, "o-token", LIST)
+    assert member == ["add", "static_links"]
+    assert outsider.status_code == 403
+    assert 'scope="mcp"' in outsider.headers["www-authenticate"]
+
+
+# -- a client's token is not passed on ---------------------------------------------
+
+
+def test_a_clients_token_never_reaches_a_mounted_server(tmp_path: Path) -> None:
+    """Both mounts reach a server that takes only alice's own token: the one configured
+    with it works, the one without is refused, though alice's calls carry that token."""
+    script = write_server(tmp_path)
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with mcp_http_server(script, "--token", "alice-token") as mounted:
+        config = auth_config("http://127.0.0.1:1", audience, tokens={"alice": (READ, WRITE)})
+        config += (
+            f'[mcp_servers.own]\nurl = "{mounted}"\n'
+            'headers = { Authorization = { env = "MOUNT_AUTH" } }\n'
+            f'[mcp_servers.bare]\nurl = "{mounted}"\n'
+        )
+        env = _env(tmp_path, config, TOKEN_ALICE="alice-token", MOUNT_AUTH="Bearer alice-token")
+        with http_server(tmp_path, port, env=env):
+
+            async def run() -> tuple[list[str], Any, Any]:
+                async with (
+                    httpx2.AsyncClient(headers={"Authorization": "Bearer alice-token"}) as http,
+                    Client(_transport(audience, http)) as client,
+                ):
+                    listed = sorted(t.name for t in (await client.list_tools()).tools)
+                    own = await client.call_tool("own_add", {"a": 1, "b": 2})
+                    bare = await client.call_tool("bare_add", {"a": 1, "b": 2})
+                    return listed, own, bare
+
+            listed, own, bare = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert "own_add" in listed
+    assert "bare_add" not in listed  # its server refused toolplug, which sent no token
+    assert not own.is_error
+    assert bare.is_error
+
+
+def test_run_code_needs_the_scopes_of_every_tool_a_program_may_call(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    tokens = {"writer": (READ, WRITE), "all": (READ, WRITE, "echo:run")}
+    config = SCOPED + "[code]\nenabled = true\n" + auth_config(
+        "http://127.0.0.1:1", audience, tokens=tokens
+    )
+    env = _env(tmp_path, config, TOKEN_WRITER="w-token", TOKEN_ALL="a-token")
+    program = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "run_code", "arguments": {"code": "echo(text='hi')"}}}
+    with http_server(tmp_path, port, env=env):
+        writer = asyncio.run(asyncio.wait_for(names(audience, "w-token"), TIMEOUT))
+        everything = asyncio.run(asyncio.wait_for(names(audience, "a-token"), TIMEOUT))
+        refused = _post(audience, "w-token", program)
+    # the writer may call every tool but echo; a program could call echo, so no run_code
+    assert "run_code" not in writer
+    assert "run_code" in everything
+    assert refused.status_code == 403
+    assert "echo:run" in refused.headers["www-authenticate"]
+
+
+def test_the_scope_gate_reads_any_body_without_failing() -> None:
+    from toolplug.serve._auth import _called_tools
+
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}},'
+    batch += b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}]'
+    assert _called_tools(batch) == ["echo"]  # a batch: each call is gated
+    assert _called_tools(b"[" * 100_000 + b"]" * 100_000) == []  # too deep to parse
+    assert _called_tools(b"not json") == []
+
+
+def test_a_mounted_servers_scopes_are_its_tools_default(tmp_path: Path) -> None:
+    script = write_server(tmp_path)
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table("calc", script, extra='scopes = ["calc:use"]')
+        + '[tools.calc_erase]\nscopes = ["calc:admin"]\n',
+        encoding="utf-8",
+    )
+    registry = toolplug.load(config)
+    try:
+        auth = AuthSettings.model_validate({"issuer": "http://127.0.0.1:1", "audience": AUDIENCE})
+        needed = {
+            name: scopes_for(name, registry.tools[name].metadata, registry, auth)
+            for name in ("calc_add", "calc_erase")
+        }
+    finally:
+        registry.close()
+    assert needed == {"calc_add": ["calc:use"], "calc_erase": ["calc:admin"]}
