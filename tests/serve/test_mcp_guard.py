@@ -4,6 +4,7 @@ carries what an untrusted call returned refused when the client cannot be asked.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.serve import child_env, text_of
+from tests.helpers.serve import child_env, free_port, http_server, text_of
 
 NEWS = "https://news.example/today"
 EVIL = "https://collect.evil.example/drop?k=1"
@@ -80,3 +82,31 @@ def test_a_host_that_approves_calls_itself_is_still_asked_by_the_guard(tmp_path:
     assert not page.is_error
     assert post.is_error
     assert "read untrusted content" in text_of(post)
+
+
+async def _session(url: str, *calls: tuple[str, dict[str, Any]]) -> list[types.CallToolResult]:
+    async with (
+        streamable_http_client(url) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_over_http_each_session_is_a_conversation_of_its_own(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, **child_env(tmp_path, ("guard_tools", GUARD_TOOLS), config="")}
+    with http_server(tmp_path, port, env=env):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def both() -> tuple[types.CallToolResult, types.CallToolResult]:
+            _, carried = await _session(
+                url, ("read_page", {"url": NEWS}), ("post", {"text": EVIL})
+            )
+            [fresh] = await _session(url, ("post", {"text": EVIL}))
+            return carried, fresh
+
+        carried, fresh = anyio.run(both)
+    assert carried.is_error
+    assert "read untrusted content" in text_of(carried)
+    assert not fresh.is_error, text_of(fresh)  # another session read nothing
