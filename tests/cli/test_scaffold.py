@@ -98,6 +98,9 @@ def test_generated_tool_works_through_the_registry(
     try:
         assert registry.problems == []
         assert registry.availability(NAME).available
+        # labelled by its author: the guard reads what the scaffold wrote
+        assert registry.labelled(NAME)
+        assert registry.labels(NAME) == toolplug.Trust(output="trusted")
         for example in module.WordCountTool.metadata.examples:
             assert registry.call(NAME, example.input).data == example.output
         result = registry.call(NAME, {"text": "Ab ab, AB! cd"})

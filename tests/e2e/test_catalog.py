@@ -11,11 +11,64 @@ from typing import Any
 
 import pytest
 
+import toolplug
 from tests.helpers.cli import Run
 from tests.helpers.venv import clean_env, run, uv_command
+from toolplug.render._search import search_tools_metadata
 
 WORKSPACE = Path(__file__).resolve().parents[2]
 CORE = WORKSPACE / "core"
+
+
+# What each catalog tool's trust labels say (issue #33), and the reason in a few words.
+LABELS = {
+    # search results are written by anyone; the query is sent out
+    "web_search": ("untrusted", False, ("query",)),
+    # feeds are written by their publishers; the url is requested
+    "rss_feed": ("untrusted", False, ("url",)),
+    # what remote servers answered; every URL is requested
+    "link_validator": ("untrusted", False, ("urls",)),
+    # pages say anything; url, headers and body go out, download_path writes a file
+    "url_fetch": ("untrusted", False, ("url", "headers", "body", "download_path")),
+    # issues and code are written by anyone; private repositories; the request goes to GitHub
+    "github_api": ("untrusted", True, ("owner", "repo", "path", "ref", "query")),
+    # the user's own calendar, with invitations anyone can send
+    "calendar": ("untrusted", True, ()),
+    # the user's own files, which may hold downloads
+    "read_file": ("untrusted", True, ()),
+    # reports only what it wrote; the path and content change the world
+    "write_file": ("trusted", False, ("path", "content")),
+    # titles and authors kept from pages; a local store
+    "citations": ("untrusted", False, ()),
+    # the author's own configured links
+    "static_links": ("trusted", False, ()),
+    # scores computed here
+    "readability": ("trusted", False, ()),
+    # the account's own status; text and ids publish, answer or delete
+    "mastodon": ("trusted", False, ("text", "content_warning", "in_reply_to_id", "status_id")),
+    # prints what the tools it called returned; each call is checked on its own
+    "run_code": ("untrusted", True, ()),
+}
+
+
+def test_every_catalog_tool_declares_its_trust_labels() -> None:
+    registry = toolplug.load({"code": {"enabled": True}}, env={})
+    try:
+        unlabelled = sorted(n for n, t in registry.tools.items() if t.metadata.trust is None)
+        assert unlabelled == [], "declare trust=Trust(...) in the metadata of each"
+        found = {
+            name: (labels.output, labels.private, labels.sinks)
+            for name in registry.tools
+            for labels in [registry.labels(name)]
+        }
+        assert found == LABELS
+    finally:
+        registry.close()
+
+
+def test_search_tools_is_labelled_trusted() -> None:
+    # it answers with the installed tools' own definitions, from the local index
+    assert search_tools_metadata().trust == toolplug.Trust(output="trusted")
 
 
 def test_every_adr_category_has_a_tool(cli: Any) -> None:

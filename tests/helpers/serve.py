@@ -100,6 +100,9 @@ CONFIG = """
 [tools.static_links]
 links = [{ name = "github", url = "https://github.com/example" }]
 
+[tools.add]
+trust = { output = "trusted", private = false, sinks = [] }
+
 [toolsets.math]
 include = ["add"]
 """

@@ -29,7 +29,7 @@ from pydantic import TypeAdapter
 
 import toolplug
 from tests.helpers.schemas import meta, obj, parameter_schemas
-from toolplug import Annotations, Example, ToolMetadata
+from toolplug import Annotations, Example, ToolMetadata, Trust
 from toolplug.render._export import FORMATS, dumps, export_tool, export_tools
 from toolplug.render._mcp import RESULT_EXTRAS, mcp_output_schema, structured_content
 from toolplug.schema import (
@@ -706,7 +706,44 @@ def test_mcp_tool_definition() -> None:
             "idempotentHint": True,
             "openWorldHint": True,
         },
+        # the tool declares no labels: the cautious default, every parameter a sink
+        "_meta": {
+            "toolplug/trust": {
+                "output": "untrusted",
+                "private": True,
+                "sinks": sorted(SEARCH["properties"]),
+                "returnMetadata": {"source": "untrustedPublic", "sensitivity": "user"},
+            }
+        },
     }
+
+
+@pytest.mark.parametrize(
+    ("labels", "source", "sensitivity"),
+    [
+        # a page anyone wrote, sent to nobody private
+        (Trust(output="untrusted", sinks=("query",)), "untrustedPublic", "none"),
+        # the user's calendar, with invitations anyone sends
+        (Trust(output="untrusted", private=True), "untrustedPublic", "user"),
+        # the author's configured links
+        (Trust(output="trusted", private=True), "user", "user"),
+        # a score the tool computed
+        (Trust(output="trusted"), "system", "none"),
+    ],
+)
+def test_mcp_tool_carries_its_labels_in_meta(labels: Trust, source: str, sensitivity: str) -> None:
+    declared = export_tool(meta(SEARCH, trust=labels), "mcp")
+    check_mcp(declared)
+    assert declared["_meta"]["toolplug/trust"] == {
+        "output": labels.output,
+        "private": labels.private,
+        "sinks": list(labels.sinks),
+        "returnMetadata": {"source": source, "sensitivity": sensitivity},
+    }
+    # the labels in force (an overlay from the configuration) win over the declared ones
+    given = export_tool(meta(SEARCH, trust=labels), "mcp", labels=Trust(output="trusted"))
+    assert given["_meta"]["toolplug/trust"]["output"] == "trusted"
+    assert given["_meta"]["toolplug/trust"]["sinks"] == []
 
 
 def test_mcp_without_returns_has_no_output_schema() -> None:

@@ -35,6 +35,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     hookimpl,
 )
 from toolplug.render._docs import (
@@ -240,6 +241,7 @@ class Measure(Tool):
         required_packages=("ruler-sdk",),
         setup_instructions="Buy a ruler.",
         timeout_seconds=7.5,
+        trust=Trust(output="untrusted", private=True, sinks=("items", "tags")),
     )
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -387,6 +389,7 @@ def test_page_sections_in_the_seeds_order(registry: toolplug.Registry) -> None:
         "## Errors",
         "## Examples",
         "## Constraints",
+        "## Trust labels",
         "## Capabilities and setup",
     ]
     assert page.startswith(GENERATED_MARKER + "\n\n# measure: Measure | things\n")
@@ -414,6 +417,12 @@ def test_guidance_errors_examples_and_setup(registry: toolplug.Registry) -> None
     assert "- Destructive: no" in constraints
     assert "- Time limit: 7.5 s per call" in constraints
     assert "- Produces: `measurements`" in constraints
+    trust = section(page, "Trust labels")
+    assert "- Output: untrusted, anyone outside could have written it\n" in trust
+    assert "- Private: yes, it returns the user's own data\n" in trust
+    assert "- Sinks: `items`, `tags` (their values leave the machine" in trust
+    assert "set `[tools.measure] trust` to change them" in trust
+    assert "cautious default" not in trust
     setup = section(page, "Capabilities and setup")
     assert "- `ruler`: A ruler is at hand." in setup
     assert "  ```text\n  Export the token:\n  export RULER_TOKEN=...\n  ```" in setup
@@ -432,6 +441,10 @@ def test_bare_tool_says_what_is_missing(registry: toolplug.Registry) -> None:
     assert "## Examples" not in page
     assert "Requires no capability" in page
     assert "The tool has no settings of its own." in page
+    trust = section(page, "Trust labels")
+    assert "declares no trust labels, so it gets the cautious default" in trust
+    assert "- Output: untrusted" in trust
+    assert "- Sinks: none" in trust  # it takes no parameters
 
 
 def test_returns_table_and_variants() -> None:

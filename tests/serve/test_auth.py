@@ -329,12 +329,15 @@ def test_a_clients_token_never_reaches_a_mounted_server(tmp_path: Path) -> None:
     script = write_server(tmp_path)
     port = free_port()
     audience = f"http://127.0.0.1:{port}/mcp"
+    accepted = 'accept_findings = ["shadowing"]\ntrust_annotations = true\n'
     with mcp_http_server(script, "--token", "alice-token") as mounted:
         config = auth_config("http://127.0.0.1:1", audience, tokens={"alice": (READ, WRITE)})
         config += (
-            f'[mcp_servers.own]\nurl = "{mounted}"\n'
+            # the mounted add has an installed tool's name (a scan finding, accepted here), and
+            # its annotations are trusted, so neither hides what this test is about
+            f'[mcp_servers.own]\nurl = "{mounted}"\n{accepted}'
             'headers = { Authorization = { env = "MOUNT_AUTH" } }\n'
-            f'[mcp_servers.bare]\nurl = "{mounted}"\n'
+            f'[mcp_servers.bare]\nurl = "{mounted}"\n{accepted}'
         )
         env = _env(tmp_path, config, TOKEN_ALICE="alice-token", MOUNT_AUTH="Bearer alice-token")
         with http_server(tmp_path, port, env=env):

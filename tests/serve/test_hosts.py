@@ -97,7 +97,8 @@ def server(tmp_path: Path, bind: str, config: str = CONFIG) -> Iterator[str]:
     errors = tmp_path / "http-stderr.txt"
     with errors.open("wb") as errlog:
         process = subprocess.Popen(
-            [sys.executable, "-m", "toolplug", "serve", "--http", f"{shown}:{port}"],
+            # beyond loopback without [serve.auth] only on purpose: this test is about Host
+            [sys.executable, "-m", "toolplug", "serve", "--http", f"{shown}:{port}", "--no-auth"],
             stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog,
             env={**os.environ, **child_env(tmp_path, config=config)}, cwd=tmp_path,
         )

@@ -112,6 +112,19 @@ def check_round_trip(seen: Seen) -> None:
         **RESULT_EXTRAS,
     }
     assert by_name["static_links"].title == "Configured links"
+    # Trust labels in each tool's _meta: the configuration's overlay (add), the cautious
+    # default of a tool that declares none (echo), the plugin's own (static_links).
+    trust = {name: (tool.meta or {}).get("toolplug/trust") for name, tool in by_name.items()}
+    assert trust["add"] == {
+        "output": "trusted", "private": False, "sinks": [],
+        "returnMetadata": {"source": "system", "sensitivity": "none"},
+    }
+    assert trust["echo"] == {
+        "output": "untrusted", "private": True, "sinks": ["text"],
+        "returnMetadata": {"source": "untrustedPublic", "sensitivity": "user"},
+    }
+    assert trust["static_links"] is not None
+    assert (trust["static_links"]["output"], trust["static_links"]["sinks"]) == ("trusted", [])
 
     calls = seen.calls
     assert not calls["add"].is_error

@@ -30,6 +30,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
 )
 from toolplug.testing import ContractError, LoopbackService, check_tool, concurrent_calls
 
@@ -51,10 +52,12 @@ def metadata(name: str, **extra: Any) -> ToolMetadata:
         "examples": (Example(description="the usual call", input={}),),
         "parameters": {"type": "object", "properties": {}},
         "annotations": Annotations(read_only=True, idempotent=True, open_world=False),
+        "trust": Trust(output="trusted"),
         **extra,
     }
-    if fields["annotations"] is None:  # a tool that declares none
-        del fields["annotations"]
+    for key in ("annotations", "trust"):
+        if fields[key] is None:  # a tool that declares none
+            del fields[key]
     return ToolMetadata(**fields)
 
 
@@ -235,6 +238,42 @@ def test_missing_annotations_are_listed_with_the_other_problems() -> None:
     assert len(found) == 2
     assert found[0] == "declares no errors (metadata.errors)"
     assert found[1].startswith("declares no annotations")
+
+
+# -- trust labels: what the flow guard reads --------------------------------------------------
+
+
+class Unlabelled(Tool):
+    """Declares no trust labels: the flow guard would have to assume the worst."""
+
+    metadata = metadata("unlabelled", trust=None)
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("done")
+
+
+def test_a_tool_without_trust_labels_fails_the_kit() -> None:
+    assert Unlabelled.metadata.trust is None
+    found = problems(Unlabelled)
+    assert len(found) == 1
+    assert found[0].startswith("declares no trust labels")
+    # the message says how to declare them
+    assert "trust=Trust(output=" in found[0]
+    assert "sinks=" in found[0]
+    assert "private=True" in found[0]
+
+
+def test_declared_trust_labels_pass_the_kit() -> None:
+    # untrusted, private, with no sink: a labelled tool, whatever the labels say
+    labelled = metadata("labelled", trust=Trust(output="untrusted", private=True))
+
+    class Labelled(Tool):
+        metadata = labelled
+
+        def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            return ToolResult.success("done")
+
+    assert problems(Labelled) == []
 
 
 # -- async tools under load --------------------------------------------------------------------

@@ -142,6 +142,10 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=False
         ),
+        # What a program prints carries what the tools it called returned: outside text and
+        # the user's data alike. The code itself reaches nothing (the sandbox refuses files
+        # and network); each call it makes is checked with that tool's own labels.
+        trust=Trust(output="untrusted", private=True),
         requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
         # The program's own calls carry their labels and are guarded one by one.

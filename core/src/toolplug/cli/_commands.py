@@ -15,9 +15,10 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 if TYPE_CHECKING:
+    from toolplug.contract._metadata import Trust
     from toolplug.runtime._registry import Registry
 
 __all__ = ["RecordingEnv", "build_parser", "run"]
@@ -473,6 +474,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     tool = registry.get(args.name)
     meta = tool.metadata
     record = _tool_record(registry, args.name)
+    labels = registry.labels(args.name)
+    record["trust"] = {
+        "output": labels.output,
+        "private": labels.private,
+        "sinks": list(labels.sinks),
+        "source": _trust_source(registry, args.name),
+    }
     if args.json:
         record["metadata"] = meta.model_dump(mode="json")
         record["config"] = _shown_config(registry, args.name)
@@ -493,6 +501,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
         out.append(f"    why not: {reason}")
     for step in record["setup"]:
         out.append("    to enable: " + step.strip().replace("\n", "\n      "))
+    out.append(
+        f"  trust         {_trust_words(registry.labels(args.name))} ("
+        + _TRUST_SOURCES[_trust_source(registry, args.name)].format(name=args.name)
+        + ")"
+    )
     if meta.usage_hint:
         out += ["", "When to use:", _indent(meta.usage_hint.strip())]
     g = meta.guidelines
@@ -530,6 +543,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
             out.append(f"  {ex.description}: {json.dumps(ex.input, sort_keys=True)}")
     _emit(registry, "\n".join(out))
     return EXIT_OK
+
+
+_TRUST_SOURCES: Final = {
+    "declared": "declared by the tool",
+    "configured": "the configuration's trust table over the tool's own",
+    "default": "the cautious default: nobody labelled {name}; see 'toolplug doctor'",
+}
 
 
 def _shown_config(registry: Registry, name: str) -> dict[str, Any]:
@@ -680,6 +700,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     mounts = mount.mounted(registry) if mount is not None else None
     if mounts is not None and mount is not None:
         out += ["", "MCP servers:", *mount.report(mounts)]
+    out += ["", "Trust labels:", *_trust_report(registry)]
     from toolplug.mount._screen import findings
 
     reported = findings(registry, mounts)
@@ -701,6 +722,51 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if strict and problems:
         raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
     return EXIT_OK
+
+
+def _trust_words(labels: Trust) -> str:
+    """Labels in a few words: ``untrusted output, private, sinks: url, body``."""
+    sinks = ", ".join(labels.sinks) or "none"
+    private = "private" if labels.private else "not private"
+    return f"{labels.output} output, {private}, sinks: {sinks}"
+
+
+def _trust_source(registry: Registry, name: str) -> str:
+    """Who set the labels in force: ``declared``, ``configured`` or ``default``."""
+    if registry.config.tool_settings(name).trust is not None:
+        return "configured"
+    return "declared" if registry.labelled(name) else "default"
+
+
+def _trust_report(registry: Registry) -> list[str]:
+    """Doctor's lines on trust labels: every tool nobody labelled, and what it gets (a
+    mounted server's tools together, since one table labels them all)."""
+    lines: list[str] = []
+    servers: dict[str, list[str]] = {}
+    for name in registry.tools:
+        if registry.labelled(name):
+            continue
+        distribution = registry.get(name).distribution or ""
+        if distribution.startswith("mcp:"):
+            servers.setdefault(distribution.removeprefix("mcp:"), []).append(name)
+            continue
+        lines += [
+            f"  {name}: unlabelled, so it gets the cautious default: "
+            + _trust_words(registry.labels(name)),
+            "    to label it: its author declares trust=Trust(...) in its metadata; until "
+            f"then, set [tools.{name}] trust = {{ output = ..., private = ..., sinks = [...] }}",
+        ]
+    for server, names in sorted(servers.items()):
+        lines += [
+            f"  {', '.join(names)} (MCP server {server}): unlabelled, so they get the cautious "
+            "default: untrusted output, private, every parameter a sink",
+            f"    to label them: set [mcp_servers.{server}] trust = {{ output = ..., private = "
+            f"... }} for all of them, and [mcp_servers.{server}.tools.TOOL] trust = "
+            "{ sinks = [...] } for each",
+        ]
+    if not lines:
+        return ["  every tool is labelled ('toolplug info NAME' shows its labels)"]
+    return lines
 
 
 # What a provider should enforce and an export may lose: doctor warns about these.

@@ -142,6 +142,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     hookimpl,
 )
 
@@ -248,6 +249,12 @@ class __CLASS__(Tool):
         annotations=Annotations(
             read_only=True, destructive=False, idempotent=True, open_world=False
         ),
+        # Trust labels, for the flow guard: output "untrusted" when anyone outside could
+        # have written what the tool returns (pages, mail, issues), private=True when it
+        # returns the user's own data, and as sinks the parameters whose values leave the
+        # machine or change the world. This tool counts here what it is given: its
+        # counts are its own words, and nothing goes anywhere.
+        trust=Trust(output="trusted", private=False, sinks=()),
         timeout_seconds=5,
     )
 

@@ -8,11 +8,14 @@ The field descriptions are the "expected" text of the configuration's error mess
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings"]
+if TYPE_CHECKING:
+    from toolplug.contract._metadata import Trust
+
+__all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings", "TrustOverlay"]
 
 SCOPE_PATTERN: Final = r"^[\x21\x23-\x5b\x5d-\x7e]+$"
 """An OAuth scope token (RFC 6749, section 3.3): printable ASCII, no space, quote or backslash."""
@@ -33,6 +36,43 @@ class RateLimit(_Settings):
     calls: int = Field(default=1, ge=1, description="a whole number of calls, 1 or more")
     per_seconds: float = Field(default=1.0, gt=0, description="a positive number of seconds")
     wait: bool = Field(default=True, description="a boolean")
+
+
+class TrustOverlay(_Settings):
+    """``trust = { output = "untrusted", private = true, sinks = ["url"] }``: the operator's
+    word over a tool's own trust labels; a key left out keeps what the tool says."""
+
+    output: Literal["trusted", "untrusted"] | None = Field(
+        default=None, description='"trusted" or "untrusted"'
+    )
+    private: bool | None = Field(default=None, description="a boolean")
+    sinks: tuple[str, ...] | None = Field(
+        default=None, description="a list of the tool's top-level parameter names"
+    )
+
+    @field_validator("sinks", mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        # TOML has arrays, not tuples; strict mode would refuse a list as a tuple
+        return tuple(value) if isinstance(value, list) else value
+
+    def then(self, later: TrustOverlay | None) -> TrustOverlay:
+        """This overlay with ``later`` on top: each key ``later`` sets wins."""
+        if later is None:
+            return self
+        return TrustOverlay(
+            output=later.output if later.output is not None else self.output,
+            private=later.private if later.private is not None else self.private,
+            sinks=later.sinks if later.sinks is not None else self.sinks,
+        )
+
+    def over(self, labels: Trust) -> Trust:
+        """``labels`` with what this overlay sets put in their place."""
+        return type(labels)(
+            output=self.output if self.output is not None else labels.output,
+            private=self.private if self.private is not None else labels.private,
+            sinks=self.sinks if self.sinks is not None else labels.sinks,
+        )
 
 
 class ToolSettings(_Settings):
@@ -62,6 +102,11 @@ class ToolSettings(_Settings):
     )
     approval: Literal["auto", "always", "never"] = Field(
         default="auto", description='one of "auto", "always", "never"'
+    )
+    trust: TrustOverlay | None = Field(
+        default=None,
+        description='a table: output = "trusted" or "untrusted", private = true or false, '
+        "sinks = [the tool's parameter names]",
     )
     scopes: list[Scope] | None = Field(
         default=None,

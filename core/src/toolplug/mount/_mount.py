@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
-from toolplug.contract._settings import ToolSettings
+from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.runtime._config import Redactor
-from toolplug.runtime._mounts import ServerSettings, resolve_value
+from toolplug.runtime._mounts import MountedToolSettings, ServerSettings, resolve_value
 from toolplug.runtime._scan import Finding
 
 if TYPE_CHECKING:
@@ -502,9 +502,30 @@ def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> Conf
             written = config.settings.get(final)
             if written is not None:
                 values.update({k: getattr(written, k) for k in written.model_fields_set})
+            trust = _trust(server, own, written)
+            if trust is not None:
+                values["trust"] = trust
             if values:
                 settings[final] = ToolSettings.model_validate(values)
     return replace(config, settings=settings)
+
+
+def _trust(
+    server: MountedServer, own: MountedToolSettings | None, written: ToolSettings | None
+) -> TrustOverlay | None:
+    """A mounted tool's trust labels from the configuration, key by key: the server's
+    table, then the tool's table under it, then a ``[tools.NAME]`` table; None when none
+    sets any (the tool is unlabelled: untrusted, private, every parameter a sink)."""
+    layers = [
+        server.settings.trust.overlay() if server.settings.trust is not None else None,
+        own.trust if own is not None else None,
+        written.trust if written is not None else None,
+    ]
+    found: TrustOverlay | None = None
+    for layer in layers:
+        if layer is not None:
+            found = layer if found is None else found.then(layer)
+    return found
 
 
 def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> ToolMetadata:
@@ -576,6 +597,17 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
         where = ".".join(map(str, first["loc"]))
         return f"the definition of {tool['name']!r} cannot be mounted: {where}: {first['msg']}"
     remote = str(tool["name"])
+    own = server.settings.settings_for(remote)
+    if own is not None and own.trust is not None and own.trust.sinks is not None:
+        parameters = sorted((metadata.parameters.get("properties") or {}).keys())
+        unknown = sorted(set(own.trust.sinks) - set(parameters))
+        if unknown:  # refused, not guessed: the server may have renamed what goes out
+            return (
+                f"[mcp_servers.{server.name}.tools.{remote}] trust.sinks names "
+                f"{', '.join(map(repr, unknown))}, not a parameter of the server's "
+                f"{remote!r} (its parameters: {', '.join(parameters) or 'none'}); "
+                "fix the list, then run 'toolplug doctor' again"
+            )
 
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await server.call(remote, arguments, context)

@@ -339,6 +339,7 @@ def render_page(
     lines += _errors_section(meta)
     lines += _examples_section(meta)
     lines += _constraints_section(meta)
+    lines += _trust_section(meta)
     lines += _setup_section(meta, capabilities)
     while lines and lines[-1] == "":
         lines.pop()
@@ -541,6 +542,46 @@ def _constraints_section(meta: ToolMetadata) -> list[str]:
     return lines
 
 
+def _trust_section(meta: ToolMetadata) -> list[str]:
+    """The tool's own trust labels (an overlay in the configuration is not shown: pages do
+    not depend on it; ``toolplug info`` shows the labels in force)."""
+    labels = meta.labels
+    lines = ["## Trust labels", ""]
+    if meta.trust is None:
+        lines += [
+            "The tool declares no trust labels, so it gets the cautious default: its "
+            "output is treated as untrusted and private, and every parameter as a sink.",
+            "",
+        ]
+    lines.append(
+        "- Output: "
+        + (
+            "untrusted, anyone outside could have written it"
+            if labels.untrusted
+            else "trusted, its own words or the user's configuration"
+        )
+    )
+    lines.append(
+        "- Private: " + ("yes, it returns the user's own data" if labels.private else "no")
+    )
+    lines.append(
+        "- Sinks: "
+        + (
+            ", ".join(_code(s) for s in labels.sinks)
+            + " (their values leave the machine or change the world)"
+            if labels.sinks
+            else "none, no argument leaves the machine or changes the world"
+        )
+    )
+    lines += [
+        "",
+        f"The flow guard reads these before each call; set `[tools.{meta.name}] trust` to "
+        "change them here.",
+        "",
+    ]
+    return lines
+
+
 def _setup_section(meta: ToolMetadata, capabilities: Mapping[str, Capability] | None) -> list[str]:
     lines = ["## Capabilities and setup", ""]
     if meta.requires_capabilities:
@@ -619,7 +660,7 @@ def _index(tools: Sequence[tuple[ToolMetadata, str | None]], categories: Sequenc
     lines += [
         f"{count} tool{'s' if count != 1 else ''} from the installed plugins, grouped by "
         "category. Each page gives the tool's purpose, when to use it and when not, its "
-        "parameters, what it returns, its errors, examples, constraints and setup. "
+        "parameters, what it returns, its errors, examples, constraints, trust labels and setup. "
         "Regenerate these pages with `toolplug docs`.",
         "",
     ]

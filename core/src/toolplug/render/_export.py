@@ -104,6 +104,7 @@ def export_tools(
         )
         return callable_from_code(plain, fmt)
     chosen = metadata_of(registry, "export_tools")
+    chosen_from_registry = chosen is None
     if chosen is None:
         real: Registry = registry  # type: ignore[assignment]
         chosen = select_tools(real, toolset=toolset, include_unavailable=include_unavailable)
@@ -119,7 +120,11 @@ def export_tools(
                 task=task,
                 max_tools=max_tools,
             )
-    return [export_tool(meta, fmt, strict=strict) for meta in sorted(chosen, key=lambda m: m.name)]
+    labels = real.labels if chosen_from_registry else None
+    return [
+        export_tool(meta, fmt, strict=strict, labels=labels(meta.name) if labels else None)
+        for meta in sorted(chosen, key=lambda m: m.name)
+    ]
 
 
 def explain_tool(

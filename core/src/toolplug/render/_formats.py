@@ -16,7 +16,7 @@ from toolplug.render._mcp import mcp_tool
 from toolplug.render._openai import openai_responses_tool, openai_tool
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import ToolMetadata, Trust
 
 __all__ = ["FORMATS", "STRICT_DEFAULTS", "check_format", "dumps", "export_tool", "is_strict"]
 
@@ -27,7 +27,12 @@ STRICT_DEFAULTS: Final = {"openai": False, "openai-responses": True, "anthropic"
 
 
 def export_tool(
-    metadata: ToolMetadata, fmt: str, *, strict: bool | None = None, defer_loading: bool = False
+    metadata: ToolMetadata,
+    fmt: str,
+    *,
+    strict: bool | None = None,
+    defer_loading: bool = False,
+    labels: Trust | None = None,
 ) -> dict[str, Any]:
     """One tool's definition in a provider's format.
 
@@ -40,6 +45,8 @@ def export_tool(
             ``openai-responses`` only.
         defer_loading: Mark the tool for the provider's own tool search (``anthropic`` and
             ``openai-responses``); ``export_tools`` sets it for you with ``max_tools``.
+        labels: The trust labels in force (``Registry.labels``), which ``mcp`` carries in
+            the tool's ``_meta``; None: the tool's own (``metadata.labels``).
 
     Raises:
         ValueError: an unknown format, ``strict`` with a format that has no strict mode, or
@@ -59,7 +66,7 @@ def export_tool(
         return gemini_tool(metadata)
     if fmt == "gemini-openapi":
         return gemini_openapi_tool(metadata)
-    return mcp_tool(metadata)
+    return mcp_tool(metadata, labels)
 
 
 def dumps(obj: Any) -> str:

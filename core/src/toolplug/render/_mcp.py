@@ -7,13 +7,43 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import ToolMetadata, Trust
 
-__all__ = ["RESULT_EXTRAS", "mcp_output_schema", "mcp_tool", "structured_content"]
+__all__ = [
+    "RESULT_EXTRAS",
+    "TRUST_META",
+    "mcp_output_schema",
+    "mcp_tool",
+    "structured_content",
+    "trust_meta",
+]
+
+TRUST_META: Final = "toolplug/trust"
+"""The key of a tool's ``_meta`` that carries its trust labels."""
 
 
-def mcp_tool(metadata: ToolMetadata) -> dict[str, Any]:
-    """An MCP ``Tool``: input schema, annotations, and ``outputSchema`` from ``returns``."""
+def trust_meta(labels: Trust) -> dict[str, Any]:
+    """Trust labels as the ``_meta`` of an MCP tool carries them (``TRUST_META``).
+
+    ``output``, ``private`` and ``sinks`` are toolplug's labels. ``returnMetadata`` says
+    the same of the output in the names of MCP's draft trust and sensitivity annotations
+    (SEP-1913), for a client that reads those: ``source`` ``untrustedPublic`` for
+    untrusted output, else ``user`` (private) or ``system``; ``sensitivity`` ``user`` when
+    private, else ``none``. The draft's ``inputMetadata`` says where a tool's inputs go as
+    a whole, which sinks (named parameters) do not map onto, so it is left out.
+    """
+    source = "untrustedPublic" if labels.untrusted else "user" if labels.private else "system"
+    return {
+        "output": labels.output,
+        "private": labels.private,
+        "sinks": list(labels.sinks),
+        "returnMetadata": {"source": source, "sensitivity": "user" if labels.private else "none"},
+    }
+
+
+def mcp_tool(metadata: ToolMetadata, labels: Trust | None = None) -> dict[str, Any]:
+    """An MCP ``Tool``: input schema, annotations, ``outputSchema`` from ``returns``, and
+    the trust labels in ``_meta`` (``labels``, the ones in force, else the tool's own)."""
     title = metadata.title or metadata.name
     description = metadata.description
     if metadata.usage_hint.strip():
@@ -36,6 +66,7 @@ def mcp_tool(metadata: ToolMetadata) -> dict[str, Any]:
     output = mcp_output_schema(metadata)
     if output is not None:
         tool["outputSchema"] = output
+    tool["_meta"] = {TRUST_META: trust_meta(labels if labels is not None else metadata.labels)}
     return tool
 
 

@@ -30,6 +30,7 @@ from toolplug.contract._metadata import (
     Category,
     Guidelines,
     ToolMetadata,
+    Trust,
 )
 from toolplug.render._formats import check_format, export_tool
 from toolplug.render._select import rank, search
@@ -102,6 +103,9 @@ def search_tools_metadata() -> ToolMetadata:
             "additionalProperties": False,
         },
         annotations=Annotations(read_only=True, idempotent=True, open_world=False),
+        # It answers with the installed tools' own definitions (what the prompt and the
+        # schemas carry) from the local index; the query goes nowhere.
+        trust=Trust(output="trusted"),
     )
 
 
@@ -223,7 +227,9 @@ class ToolSearch:
         return await self._registry.acall(name, arguments)
 
     def _definition(self, metadata: ToolMetadata) -> dict[str, Any]:
-        return self._export(metadata, self.fmt, strict=self.strict)
+        # search_tools is no tool of the registry: its own labels
+        labels = self._registry.labels(metadata.name) if metadata.name in self._pool else None
+        return self._export(metadata, self.fmt, strict=self.strict, labels=labels)
 
 
 def _parse(arguments: Mapping[str, Any] | str | None) -> tuple[str, int] | str:

@@ -416,6 +416,17 @@ def resolve_tool_config(
         if key not in fields and key not in POLICY_KEYS:
             known = sorted(fields) + sorted(POLICY_KEYS)
             raise err(key, "unknown key", "one of " + ", ".join(known))
+    overlay = config.tool_settings(metadata.name).trust
+    if overlay is not None and overlay.sinks is not None:
+        parameters = sorted((metadata.parameters.get("properties") or {}).keys())
+        unknown = sorted(set(overlay.sinks) - set(parameters))
+        if unknown:
+            raise err(
+                "trust.sinks",
+                f"names {', '.join(map(repr, unknown))}, not a parameter of {metadata.name}",
+                f"a list of {metadata.name}'s top-level parameters: "
+                + (", ".join(parameters) or "it has none, so []"),
+            )
     resolved: dict[str, Any] = {}
     missing: list[tuple[str, str]] = []
     for name, spec in sorted(fields.items()):

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings, TrustOverlay
 from toolplug.runtime._scan import RULES, RuleId
 from toolplug.runtime._settings import FromEnv, FromFile, _fail, _raiser
 
@@ -24,6 +24,7 @@ __all__ = [
     "FromFile",
     "MountedToolSettings",
     "ServerSettings",
+    "ServerTrust",
     "parse_mcp_servers",
     "resolve_value",
 ]
@@ -45,6 +46,20 @@ class GuidelinesTable(_Table):
     do: list[str] = Field(default_factory=list, description="a list of strings")
     do_not: list[str] = Field(default_factory=list, description="a list of strings")
     common_mistakes: list[str] = Field(default_factory=list, description="a list of strings")
+
+
+class ServerTrust(_Table):
+    """``[mcp_servers.NAME] trust = { output = "trusted", private = false }``: labels for
+    every tool of the server (sinks name one tool's parameters: its ``tools.TOOL`` table)."""
+
+    output: Literal["trusted", "untrusted"] | None = Field(
+        default=None, description='"trusted" or "untrusted"'
+    )
+    private: bool | None = Field(default=None, description="a boolean")
+
+    def overlay(self) -> TrustOverlay:
+        """The same labels as a tool's ``trust`` table."""
+        return TrustOverlay(output=self.output, private=self.private)
 
 
 class MountedToolSettings(ToolSettings):
@@ -111,6 +126,11 @@ class ServerSettings(_Table):
     approval: Literal["auto", "always", "never"] = Field(
         default="auto",
         description='one of "auto", "always", "never": the default of every tool of the server',
+    )
+    trust: ServerTrust | None = Field(
+        default=None,
+        description='a table: output = "trusted" or "untrusted", private = true or false, for '
+        "every tool of the server (sinks go in [mcp_servers.NAME.tools.TOOL] trust)",
     )
     scopes: list[Scope] | None = Field(
         default=None,

@@ -167,6 +167,7 @@ class Registry:
         )
         self._availability: dict[str, Availability] = {}
         self._approvals: dict[str, object] = {}
+        self._labels: dict[str, Trust] = {}
         self._members: dict[Toolset, frozenset[str]] = {}
         self._selections: dict[tuple[Any, ...], Selection] = {}
         self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -564,12 +565,32 @@ class Registry:
 
     def labels(self, name: str) -> Trust:
         """The trust labels in force for ``name``: what the tool declares, else the cautious
-        default (untrusted output, private, every parameter a sink).
+        default (untrusted output, private, every parameter a sink), with what the
+        configuration's ``trust`` table for it sets on top (``[tools.NAME]``, and for a
+        mounted tool ``[mcp_servers.SERVER]`` and its ``tools.TOOL`` table before that).
 
         Raises:
             UsageError: no installed tool has that name.
         """
-        return self.get(name).metadata.labels
+        found = self._labels.get(name)
+        if found is None:
+            labels = self.get(name).metadata.labels
+            overlay = self.config.tool_settings(name).trust
+            found = self._labels[name] = overlay.over(labels) if overlay else labels
+        return found
+
+    def labelled(self, name: str) -> bool:
+        """Whether anyone labelled ``name``: its author (``trust``) or the configuration.
+
+        An unlabelled tool gets the cautious default, which ``toolplug doctor`` states.
+
+        Raises:
+            UsageError: no installed tool has that name.
+        """
+        return (
+            self.get(name).metadata.trust is not None
+            or self.config.tool_settings(name).trust is not None
+        )
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Have ``close`` call ``closer`` too (what ``load()`` opened for this registry)."""

@@ -168,7 +168,10 @@ def build_server(
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
     in_toolset = registry.members(toolset) if toolset is not None else frozenset(registry.tools)
-    listed = [types.Tool.model_validate(export_tool(meta, "mcp")) for meta in served.values()]
+    listed = [
+        types.Tool.model_validate(export_tool(meta, "mcp", labels=registry.labels(name)))
+        for name, meta in served.items()
+    ]
     checker = _OutputCheck()
     deferred = (
         _DeferredTools(registry, toolset, task, max_tools, served)

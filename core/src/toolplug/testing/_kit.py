@@ -99,7 +99,8 @@ def check_tool(
     validates; every example's declared ``output`` matches ``returns``; the parameters
     export to every provider format; an optional tool has a usage hint and DO / DO NOT
     guidance; the errors it returns are declared; it declares ``annotations`` (without
-    them the approval policy never gates it).
+    them the approval policy never gates it) and ``trust`` labels (without them the flow
+    guard assumes the worst).
 
     With ``run_examples``, each example is called the way a host calls the tool: through
     ``Registry.call`` (arguments validated, defaults filled, the tool's settings resolved
@@ -158,6 +159,15 @@ def check_tool(
             "declares no annotations, so the approval policy never asks before a call of it, "
             "whatever it does: declare annotations=Annotations(read_only=..., "
             "destructive=..., idempotent=..., open_world=...) so that approvals can be decided"
+        )
+    if meta.trust is None:
+        problems.append(
+            "declares no trust labels, so a flow guard must treat it as the worst case "
+            "(untrusted, private, every parameter a sink): declare trust=Trust("
+            'output="untrusted" if anyone outside could have written its output else '
+            '"trusted", private=True if it returns the user\'s own data, sinks=(the '
+            "parameters whose values leave the machine or change the world)); see "
+            "guidelines/README.md, Trust labels"
         )
     if not meta.examples:
         problems.append("has no examples")

@@ -16,6 +16,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -148,6 +149,9 @@ class WeatherForecastTool(Tool):
             ),
         ),
         setup_instructions="pip install toolplug-weather, then set WEATHER_API_KEY.",
+        # A forecast from the configured service, not text anyone could write; the
+        # location is sent to that service, so it leaves the machine.
+        trust=Trust(output="trusted", sinks=("location",)),
         annotations=Annotations(
             read_only=True, destructive=False, idempotent=True, open_world=True
         ),

@@ -35,6 +35,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -363,6 +364,9 @@ class CalendarTool(Tool):
             "sources also need the network: not offline = true, and for addresses on a "
             "private network an entry in [network] allow."
         ),
+        # The user's own calendar, whose event titles and descriptions anyone who sends an
+        # invitation writes. The arguments filter configured sources here: none leaves.
+        trust=Trust(output="untrusted", private=True),
         annotations=Annotations(read_only=True, idempotent=True, open_world=True),
         timeout_seconds=30,
     )

@@ -29,6 +29,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     hookimpl,
     provides,
 )
@@ -213,6 +214,10 @@ class CitationsTool(Tool):
         ),
         setup_instructions="pip install toolplug-citations",
         required_packages=("toolplug-citations",),
+        # Titles, authors and URLs kept here came from pages and search results. The store
+        # is local to the project and recording what the research tools found is its
+        # purpose: no argument leaves the machine.
+        trust=Trust(output="untrusted"),
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=False
         ),

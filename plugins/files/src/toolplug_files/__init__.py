@@ -34,6 +34,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -236,6 +237,9 @@ class ReadFileTool(Tool):
                 json_schema={"type": "integer", "minimum": 1},
             ),
         ),
+        # The user's own files, which may hold what a page said (downloads, notes copied from
+        # the web): untrusted and private. Reading sends nothing anywhere.
+        trust=Trust(output="untrusted", private=True),
         annotations=Annotations(read_only=True, idempotent=True, open_world=False),
         timeout_seconds=10,
     )
@@ -356,6 +360,9 @@ class WriteFileTool(Tool):
                 json_schema={"type": "integer", "minimum": 1},
             ),
         ),
+        # The result only reports the path and size this tool wrote. The path and content
+        # change the world: a file appears or is overwritten.
+        trust=Trust(output="trusted", sinks=("path", "content")),
         annotations=Annotations(
             read_only=False, destructive=True, idempotent=False, open_world=False
         ),

@@ -22,6 +22,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -412,6 +413,12 @@ METADATA: Final = ToolMetadata(
     setup_instructions=(
         "For GitHub Enterprise Server set api_url under [tools.github_api] "
         '(api_url = "https://HOST/api/v3") and create the token on that server.'
+    ),
+    # Issues, pull requests, READMEs and code are written by anyone with an account, and
+    # the token reaches the user's private repositories. Owner, repo, path, ref and query
+    # are sent to GitHub's API: values placed in them leave the machine.
+    trust=Trust(
+        output="untrusted", private=True, sinks=("owner", "repo", "path", "ref", "query")
     ),
     annotations=Annotations(read_only=True, destructive=False, idempotent=True, open_world=True),
     timeout_seconds=60.0,

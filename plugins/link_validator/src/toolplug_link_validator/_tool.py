@@ -20,6 +20,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
 )
 
 if TYPE_CHECKING:
@@ -261,6 +262,9 @@ class LinkValidator(Tool):
         required_packages=("toolplug-link-validator",),
         setup_instructions="pip install toolplug-link-validator; the network must not be "
         "turned off (offline = true) or denied by the host.",
+        # Statuses, reasons, redirect targets and content types are what remote servers
+        # answered. Every URL is requested: a value placed in one leaves the machine.
+        trust=Trust(output="untrusted", sinks=("urls",)),
         annotations=Annotations(
             read_only=True, destructive=False, idempotent=True, open_world=True
         ),

@@ -34,6 +34,7 @@ from toolplug import (
     ToolFailure,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -236,6 +237,13 @@ class MastodonTool(Tool):
         setup_instructions=_SETUP,
         required_packages=("toolplug-mastodon",),
         # destructive: delete removes a status for good (MCP hosts get destructiveHint).
+        # The result describes the account's own status. The text and content warning are
+        # published; in_reply_to_id and status_id choose which status is answered or
+        # deleted: all four change the world.
+        trust=Trust(
+            output="trusted",
+            sinks=("text", "content_warning", "in_reply_to_id", "status_id"),
+        ),
         annotations=Annotations(
             read_only=False, destructive=True, idempotent=False, open_world=True
         ),

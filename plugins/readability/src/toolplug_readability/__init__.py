@@ -20,6 +20,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -172,6 +173,9 @@ class ReadabilityTool(Tool):
         ),
         setup_instructions="pip install toolplug-readability",
         required_packages=("toolplug-readability",),
+        # Scores computed here from the text it is given; it adds no outside text and
+        # sends nothing anywhere.
+        trust=Trust(output="trusted"),
         annotations=Annotations(read_only=True, idempotent=True, open_world=False),
         timeout_seconds=20,
     )

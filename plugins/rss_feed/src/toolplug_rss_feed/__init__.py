@@ -23,6 +23,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -214,6 +215,9 @@ class RssFeedTool(Tool):
             'List the author\'s feeds under [tools.rss_feed] feeds = ["https://..."] to use '
             "get_configured; fetch works with any feed URL."
         ),
+        # Feed titles and summaries are written by whoever publishes the feed. The url is
+        # requested from its server: a value placed in it leaves the machine.
+        trust=Trust(output="untrusted", sinks=("url",)),
         annotations=Annotations(read_only=True, idempotent=True, open_world=True),
         timeout_seconds=45,
     )

@@ -25,6 +25,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -140,6 +141,8 @@ class StaticLinksTool(Tool):
             ),
         ),
         setup_instructions="Configure the links under [tools.static_links] links = [...].",
+        # The links the author configured: trusted, public, and nothing leaves.
+        trust=Trust(output="trusted"),
         annotations=Annotations(read_only=True, idempotent=True, open_world=False),
         timeout_seconds=5,
     )

@@ -24,6 +24,7 @@ from toolplug import (
     ToolFailure,
     ToolMetadata,
     ToolResult,
+    Trust,
 )
 from toolplug_url_fetch._rules import (
     BODY_METHODS,
@@ -393,6 +394,13 @@ class UrlFetch(Tool):
         required_packages=("toolplug-url-fetch",),
         setup_instructions="pip install toolplug-url-fetch; the network must not be turned "
         "off (offline = true) or denied by the host.",
+        # A response is whatever the server (or a page's author) wrote. The url, headers and
+        # body leave the machine; download_path writes a file. Not private: most fetches
+        # are public pages. A host whose auth profiles reach private APIs says so with
+        # [tools.url_fetch] trust = { private = true } (docs/configuration.md).
+        trust=Trust(
+            output="untrusted", sinks=("url", "headers", "body", "download_path")
+        ),
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=True
         ),

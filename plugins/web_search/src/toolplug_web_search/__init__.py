@@ -27,6 +27,7 @@ from toolplug import (
     ToolContext,
     ToolMetadata,
     ToolResult,
+    Trust,
     provides,
 )
 
@@ -247,6 +248,9 @@ class WebSearchTool(Tool):
             'For SearXNG set backend = "searxng" and searxng_url under [tools.web_search]; '
             "the instance must list json in search.formats of its settings.yml."
         ),
+        # Results are titles, snippets and URLs anyone on the web could have written. The
+        # query goes to the search backend: a value placed there leaves the machine.
+        trust=Trust(output="untrusted", sinks=("query",)),
         annotations=Annotations(read_only=True, idempotent=True, open_world=True),
         timeout_seconds=30,
     )
