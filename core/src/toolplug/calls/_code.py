@@ -148,8 +148,6 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         trust=Trust(output="untrusted", private=True),
         requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
-        # The program's own calls carry their labels and are guarded one by one.
-        trust=Trust(output="trusted"),
         timeout_seconds=settings.wall_seconds,
     )
 
