@@ -39,6 +39,7 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from toolplug.calls._guard import Conversation, current
 from toolplug.contract._call import ToolCall
 from toolplug.contract._capabilities import Capability, Package
 from toolplug.contract._errors import ConfigError
@@ -192,7 +193,11 @@ class RunCode(Tool):
                 functions=self._functions, host=context.host,
                 caller=_CALLER.get() or _Caller(),
             )
-            return await program.run(arguments["code"])
+            # The program's calls are recorded and guarded in a conversation of its own,
+            # inside the current one: what one call returned is remembered at the next.
+            outer = current()
+            with outer.child() if outer is not None else Conversation(exact=True):
+                return await program.run(arguments["code"])
         finally:
             self._owners.leave(owner)
 

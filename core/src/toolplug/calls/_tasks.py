@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from toolplug.calls._guard import Conversation, current
 from toolplug.calls._store import RedisStore, Store, decode_result, encode_result
 from toolplug.contract._tool import ErrorType, ToolResult
 
@@ -302,6 +303,9 @@ class _Call:
     host: Mapping[str, Any] | None
     approver: Approver | None
     approved: bool
+    conversation: Conversation | None = None
+    """The conversation current where it was started: the task is recorded and guarded in
+    it, though it runs on the registry's loop thread."""
 
 
 @dataclass(slots=True)
@@ -372,14 +376,14 @@ class Tasks:
         self, name: str, arguments: Any, host: Mapping[str, Any] | None,
         approver: Approver | None, *, approved: bool,
     ) -> Task:
-        call = _Call(name, arguments, host, approver, approved)
+        call = _Call(name, arguments, host, approver, approved, current())
         return self._loop_thread().run(self._begin(call))
 
     async def astart(
         self, name: str, arguments: Any, host: Mapping[str, Any] | None,
         approver: Approver | None, *, approved: bool,
     ) -> Task:
-        call = _Call(name, arguments, host, approver, approved)
+        call = _Call(name, arguments, host, approver, approved, current())
         task: Task = await self._at_home(self._begin(call))
         return task
 
@@ -413,10 +417,11 @@ class Tasks:
         record = running.record
         host = {**(call.host or {}), "task": record.id, "progress": _reporter(record, call.host)}
         try:
-            result = await self._invoker().acall(
-                call.name, call.arguments, host, call.approver, approved=call.approved,
-                passthrough=(),
-            )
+            with call.conversation or contextlib.nullcontext():
+                result = await self._invoker().acall(
+                    call.name, call.arguments, host, call.approver, approved=call.approved,
+                    passthrough=(),
+                )
         except asyncio.CancelledError:
             if running.why is not None:
                 failed = ToolResult.failure(ErrorType.EXECUTION, running.why, retry_possible=True)

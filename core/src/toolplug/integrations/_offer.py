@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Offer",
+    "approval_reason",
     "describe_call",
     "error_text",
+    "guard_may_ask",
     "missing",
     "offer",
     "refines_per_call",
@@ -77,6 +79,29 @@ def refines_per_call(registry: Registry, name: str) -> bool:
 
     refine = getattr(registry.get(name).cls.annotations_for, "__func__", None)
     return refine is not getattr(Tool.annotations_for, "__func__", None)
+
+
+def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
+    """Why the framework must ask its person about this call: the flow guard or a policy
+    (in the current conversation), else toolplug's approval rule; None when it need not."""
+    guarded = registry.guard_reason(name, arguments)
+    reason = registry.needs_approval(name, arguments)
+    if guarded is None or reason is None:
+        return guarded if guarded is not None else reason
+    return f"{guarded}; and {reason}"
+
+
+def guard_may_ask(registry: Registry, name: str) -> bool:
+    """Whether the flow guard or a policy may ask about a call of ``name``: a policy names
+    it, or its labels (declared or configured, not the cautious default) name sinks."""
+    from toolplug import Trust
+
+    config = registry.config
+    if name in config.policies:
+        return True
+    labels = registry.labels(name)
+    cautious = Trust.cautious(registry.get(name).metadata.parameters)
+    return config.guard.enabled and bool(labels.sinks) and labels != cautious
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:

@@ -202,6 +202,8 @@ def build_server(
             tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
         )
 
+    conversations = _Conversations(registry)
+
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
@@ -226,10 +228,17 @@ def build_server(
                     host["progress"] = progress
                 approver = AskClient(ctx, params)
                 try:
-                    result = await registry.acall(
-                        name, params.arguments or {}, context=host, approver=approver,
-                        approved=approved_by_host(registry, name), passthrough=(InputRequired,),
-                    )
+                    with conversations.of(host["client"], _session_key(ctx)):
+                        arguments = params.arguments or {}
+                        # The host's own approval ([serve] approvals = "client") did not see
+                        # what the flow guard sees: a call it would ask about is asked here.
+                        approved = approved_by_host(registry, name) and (
+                            registry.guard_reason(name, arguments) is None
+                        )
+                        result = await registry.acall(
+                            name, arguments, context=host, approver=approver,
+                            approved=approved, passthrough=(InputRequired,),
+                        )
                 except InputRequired as asking:  # a modern client: ask, the retry answers
                     return asking.result()
                 finally:
@@ -593,9 +602,49 @@ def _answer(
     if result.error is not None:
         return _failed(result)
     text = types.TextContent(type="text", text=result.for_model())
+    meta = _trust_meta(result)
     if structured is not None:
-        return types.CallToolResult(content=[text], structured_content=structured)
-    return types.CallToolResult(content=[text])
+        return types.CallToolResult(content=[text], structured_content=structured, _meta=meta)
+    return types.CallToolResult(content=[text], _meta=meta)
+
+
+TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
+"""The ``_meta`` key of MCP's experimental trust annotations extension."""
+
+
+def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
+    """The result's labels as the trust annotations extension writes them: ``untrusted``
+    (anyone outside could have written it) and ``sensitive`` (the user's private data)."""
+    trust = result.trust
+    if trust is None:
+        return None
+    return {TRUST_ANNOTATIONS: {"untrusted": trust.untrusted, "sensitive": trust.private}}
+
+
+class _Conversations:
+    """One conversation per owner (``owner_of``: the verified principal, the session, the
+    credential, or the stdio client) and session (one principal's two sessions are two
+    conversations), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
+    client with no owner is served without one. Not shared through Redis: a session that
+    moves to another replica starts a new conversation there."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._by_client: dict[str, Any] = {}
+
+    def of(self, owner: str | None, session: str) -> Any:
+        import contextlib
+
+        if owner is None:
+            return contextlib.nullcontext()
+        # a stateless request's key is the request itself: the owner's one conversation
+        key = owner if session.startswith("request:") else f"{owner}\n{session}"
+        found = self._by_client.get(key)
+        if found is None:
+            if len(self._by_client) >= _MAX_SESSIONS:
+                self._by_client.pop(next(iter(self._by_client)))  # the oldest
+            found = self._by_client[key] = self._registry.conversation()
+        return found
 
 
 ERROR_META: Final = "toolplug/error"
@@ -617,7 +666,7 @@ def _failed(result: ToolResult) -> CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=error_text(result))],
         is_error=True,
-        _meta={ERROR_META: result.to_dict()},
+        _meta={ERROR_META: result.to_dict(), **(_trust_meta(result) or {})},
     )
 
 

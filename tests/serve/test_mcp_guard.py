@@ -1,0 +1,112 @@
+"""The flow guard over MCP: one conversation per client (here the stdio client), results
+labelled in ``_meta`` as MCP's trust annotations extension writes them, and a sink call that
+carries what an untrusted call returned refused when the client cannot be asked."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.serve import child_env, free_port, http_server, text_of
+
+NEWS = "https://news.example/today"
+EVIL = "https://collect.evil.example/drop?k=1"
+GUARD_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(encoding="utf-8") + (
+    "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
+    "    for tool in (ReadPage, ReadInbox, Post):\n        register(tool)\n"
+)
+
+
+def _params(tmp_path: Path, config: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolplug", "serve"],
+        env=child_env(tmp_path, ("guard_tools", GUARD_TOOLS), config=config),
+        cwd=str(tmp_path),
+    )
+
+
+async def _calls(
+    tmp_path: Path, *calls: tuple[str, dict[str, Any]], config: str = ""
+) -> list[types.CallToolResult]:
+    async with (
+        stdio_client(_params(tmp_path, config)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_results_carry_the_trust_annotations(tmp_path: Path) -> None:
+    page, inbox = anyio.run(_calls, tmp_path, ("read_page", {"url": NEWS}), ("read_inbox", {}))
+    assert page.meta == {
+        "io.modelcontextprotocol/trust-annotations": {"untrusted": True, "sensitive": False}
+    }
+    assert inbox.meta == {
+        "io.modelcontextprotocol/trust-annotations": {"untrusted": False, "sensitive": True}
+    }
+
+
+def test_a_session_remembers_what_it_read(tmp_path: Path) -> None:
+    page, post = anyio.run(
+        _calls, tmp_path, ("read_page", {"url": NEWS}), ("post", {"text": f"see {EVIL}"})
+    )
+    assert not page.is_error
+    assert post.is_error
+    text = text_of(post)
+    assert "ApprovalRequiredError" in text
+    assert "read untrusted content" in text
+    assert "read_page (call 1)" in text
+    # another session read nothing: the same call runs
+    [fresh] = anyio.run(_calls, tmp_path, ("post", {"text": f"see {EVIL}"}))
+    assert not fresh.is_error, text_of(fresh)
+
+
+def test_a_host_that_approves_calls_itself_is_still_asked_by_the_guard(tmp_path: Path) -> None:
+    # [serve] approvals = "client": the MCP host approves calls, toolplug does not ask
+    # again. Its approval did not see what the guard sees, so the guard still asks (and
+    # this client cannot be asked: refused).
+    config = '[serve]\napprovals = "client"\n'
+    page, post = anyio.run(
+        lambda: _calls(
+            tmp_path, ("read_page", {"url": NEWS}), ("post", {"text": EVIL}), config=config
+        )
+    )
+    assert not page.is_error
+    assert post.is_error
+    assert "read untrusted content" in text_of(post)
+
+
+async def _session(url: str, *calls: tuple[str, dict[str, Any]]) -> list[types.CallToolResult]:
+    async with (
+        streamable_http_client(url) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_over_http_each_session_is_a_conversation_of_its_own(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, **child_env(tmp_path, ("guard_tools", GUARD_TOOLS), config="")}
+    with http_server(tmp_path, port, env=env):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def both() -> tuple[types.CallToolResult, types.CallToolResult]:
+            _, carried = await _session(
+                url, ("read_page", {"url": NEWS}), ("post", {"text": EVIL})
+            )
+            [fresh] = await _session(url, ("post", {"text": EVIL}))
+            return carried, fresh
+
+        carried, fresh = anyio.run(both)
+    assert carried.is_error
+    assert "read untrusted content" in text_of(carried)
+    assert not fresh.is_error, text_of(fresh)  # another session read nothing
