@@ -140,6 +140,8 @@ class Step:
     """The error message when the call did not run (the guard's reason, when it asked)."""
     injected: bool = False
     """The call is the injection task's."""
+    output: str = ""
+    """What the call returned (what a model would have read)."""
 
 
 @dataclass
@@ -213,7 +215,9 @@ class Replayer:
             else:
                 outcome = "refused"
             reason = "" if result.error is None else result.error.message
-            replay.steps.append(Step(call.function, arguments, outcome, reason, injected))
+            replay.steps.append(
+                Step(call.function, arguments, outcome, reason, injected, result.output)
+            )
 
     def _environment(self, injections: dict[str, str]) -> Any:
         """AgentDojo's ``load_and_inject_default_environment``, parsed with libyaml.
