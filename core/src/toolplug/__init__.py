@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from toolplug.calls._guard import Conversation
     from toolplug.calls._load import load
     from toolplug.calls._plan import Plan
     from toolplug.calls._plan import PlanError
@@ -88,6 +89,7 @@ __all__ = [
     "ConfigError",
     "ConfigField",
     "ConfigKey",
+    "Conversation",
     "DetectContext",
     "EnvVar",
     "ErrorSpec",
@@ -148,6 +150,7 @@ _HOME = {
     "runtime._config": "Config Toolset load_config",
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
+    "calls._guard": "Conversation",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
     "calls._tasks": "Task TaskStatus",

@@ -39,11 +39,12 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from toolplug.calls._guard import Conversation, current
 from toolplug.contract._call import ToolCall
 from toolplug.contract._capabilities import Capability, Package
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
-from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
+from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime._settings import CodeSettings
 from toolplug.schema._python import (
@@ -142,6 +143,8 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         ),
         requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
+        # The program's own calls carry their labels and are guarded one by one.
+        trust=Trust(output="trusted"),
         timeout_seconds=_WALL_SECONDS,
     )
 
@@ -175,7 +178,11 @@ class RunCode(Tool):
             monty=pydantic_monty, registry=registry, settings=self._settings,
             functions=self._functions, host=context.host, caller=_CALLER.get() or _Caller(),
         )
-        return await program.run(arguments["code"])
+        # The program's calls are recorded and guarded in a conversation of its own, inside
+        # the current one: what one call returned is remembered when the next is made.
+        outer = current()
+        with outer.child() if outer is not None else Conversation(exact=True):
+            return await program.run(arguments["code"])
 
 
 class _CodePlugin:

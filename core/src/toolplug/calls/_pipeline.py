@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.calls._bridge import QueueTimeout, Workers, await_elsewhere, limited, pause
+from toolplug.calls._guard import Guard, Verdict
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key
 from toolplug.contract._approval import Approval, ApprovalRequest, Approver
@@ -55,6 +56,8 @@ class Pipeline:
         self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
         self._lock = threading.Lock()
+        self.guard = Guard(registry)
+        """The flow guard and the ``[policies]`` rules (``toolplug.calls._guard``)."""
 
     def instance(self, name: str) -> tuple[Tool, bool]:
         """The tool's one instance, and whether its ``run`` is a coroutine function."""
@@ -73,7 +76,7 @@ class Pipeline:
         if self._all_slots is not None or not self.store.local:
             return False
         _tool, is_async = self.instance(call.tool)
-        if is_async or call.settings.max_concurrency:
+        if is_async or call.settings.max_concurrency or self.guard.active(call.tool):
             return False
         return call.approved or self.registry.needs_approval(call.tool, call.arguments) is None
 
@@ -84,7 +87,19 @@ class Pipeline:
         meta, settings = call.metadata, call.settings
         assert meta is not None
         assert settings is not None
-        if not call.approved:
+        asked = call.approved
+        guard = self.guard
+        if guard.active(call.tool):  # the policies, then the flow guard
+            verdict = guard.check(call.tool, call.arguments, meta)
+            if verdict is not None:
+                if verdict.action == "deny":
+                    return _refused(call.tool, verdict)
+                if not asked:
+                    refused = await self._ask(call, verdict.reason, verdict.details)
+                    if refused is not None:
+                        return refused
+                    asked = True
+        if not asked:
             reason = self.registry.needs_approval(call.tool, call.arguments)
             if reason is not None:  # asked before any limit: a person's pause holds no slot
                 refused = await self._ask(call, reason)
@@ -109,7 +124,9 @@ class Pipeline:
 
     # -- approve ---------------------------------------------------------------------
 
-    async def _ask(self, call: ToolCall, reason: str) -> ToolResult | None:
+    async def _ask(
+        self, call: ToolCall, reason: str, details: Mapping[str, Any] | None = None
+    ) -> ToolResult | None:
         """None when the call may run, else the result that says why it may not."""
         assert call.metadata is not None
         registry = self.registry
@@ -144,7 +161,7 @@ class Pipeline:
                 f"the approver of {call.tool} failed: {type(exc).__name__}: {exc}",
             )
         if decision is None:
-            return _required(request)
+            return _required(request, details)
         if isinstance(decision, bool):
             decision = Approval(decision)
         if not isinstance(decision, Approval):
@@ -339,8 +356,25 @@ def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
     return value
 
 
-def _required(request: ApprovalRequest) -> ToolResult:
+def _refused(tool: str, verdict: Verdict) -> ToolResult:
+    return ToolResult.failure(
+        ErrorType.PERMISSION,
+        f"{tool} was refused: {verdict.reason}. Do not retry it with these arguments; tell "
+        "the user.",
+        details={"denied": True, **verdict.details},
+    )
+
+
+def _required(request: ApprovalRequest, extra: Mapping[str, Any] | None = None) -> ToolResult:
     tool = request.tool
+    if extra:  # the flow guard or a policy asked: setting approval would not help
+        return ToolResult.failure(
+            ErrorType.APPROVAL_REQUIRED,
+            f"{request.describe()}. Nobody was asked: run it where a person can answer, or "
+            "give toolplug.load() or the call an approver",
+            details={"tool": tool, "arguments": dict(request.arguments),
+                     "reason": request.reason, **extra},
+        )
     return ToolResult.failure(
         ErrorType.APPROVAL_REQUIRED,
         f"{request.describe()}. Nobody was asked: run it where a person can answer "

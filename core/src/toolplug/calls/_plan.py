@@ -15,6 +15,10 @@ parameter whose whole value is ``$stepN.field`` (or ``$stepN.field.sub``, ``$ste
 of it) is replaced by that part of step N's ``data``; inside a list, a reference to a list
 is flattened into it. A step that references step N must list N in ``dependencies``.
 
+A plan runs in a conversation of its own, inside the current one when there is one
+(``toolplug.calls._guard``): a sink argument passed by ``$stepN`` reference from a step
+whose output is untrusted is sent for approval, however it was shaped.
+
 Everything is checked before anything runs. While running, a step starts when its
 dependencies have succeeded; a failed or skipped step skips its dependents.
 """
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.calls._guard import Conversation, Source, current, derived_from
 from toolplug.contract._errors import UsageError
 from toolplug.contract._tool import ToolResult
 
@@ -271,6 +276,20 @@ def _resolve(value: Any, results: Mapping[int, ToolResult]) -> Any:
     return value
 
 
+def _untrusted_references(
+    step: Step, results: Mapping[int, ToolResult], actions: Mapping[int, str]
+) -> dict[str, Source]:
+    """The step's top-level parameters that reference an untrusted step's result."""
+    found: dict[str, Source] = {}
+    for key, value in step.parameters.items():
+        for ref, _path in _references(value):
+            trust = results[ref].trust if ref in results else None
+            if trust is not None and trust.untrusted:
+                found[key] = Source(ref, actions[ref], f"$step{ref}", trust, "")
+                break
+    return found
+
+
 async def run_plan(
     registry: Registry,
     plan: Plan | Any,
@@ -312,6 +331,7 @@ async def run_plan(
                 outcome.result = ToolResult.failure("ValidationError", str(exc))
                 return
             outcome.started_ms = (time.monotonic() - started) * 1000
+            derived_from(_untrusted_references(step, results, actions))  # this step's task
             result = await registry.acall(
                 step.action, arguments, context=context, approver=approver
             )
@@ -323,5 +343,8 @@ async def run_plan(
         finally:
             done[step.id].set()
 
-    await asyncio.gather(*(run_step(s) for s in plan.steps))
+    actions = {s.id: s.action for s in plan.steps}
+    outer = current()
+    with outer.child() if outer is not None else Conversation(exact=True):
+        await asyncio.gather(*(run_step(s) for s in plan.steps))
     return PlanResult([outcomes[s.id] for s in plan.steps], (time.monotonic() - started) * 1000)

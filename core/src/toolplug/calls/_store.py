@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import dataclasses
 import hashlib
 import json
 import logging
@@ -40,6 +41,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from cachetools import TLRUCache
 
+from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Citation, ToolError, ToolResult
 
 __all__ = ["MemoryStore", "RedisStore", "Store", "decode_result", "encode_result", "open_store"]
@@ -381,7 +383,10 @@ def _safe_url(url: str) -> str:
 def encode_result(result: ToolResult) -> str | None:
     """The result as JSON text, or None when its data cannot be JSON."""
     try:
-        return json.dumps(asdict(result), sort_keys=True, separators=(",", ":"))
+        body = asdict(dataclasses.replace(result, trust=None))
+        if result.trust is not None:  # a pydantic model: asdict leaves it as it is
+            body["trust"] = result.trust.model_dump(mode="json")
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
 
@@ -397,6 +402,7 @@ def decode_result(raw: bytes | str) -> ToolResult | None:
             citations=tuple(Citation(**c) for c in body.get("citations", ())),
             warnings=tuple(body.get("warnings", ())),
             error=ToolError(**error) if error else None,
+            trust=Trust.model_validate(body["trust"]) if body.get("trust") else None,
         )
     except (ValueError, TypeError):  # written by another version: a miss, not a failure
         return None

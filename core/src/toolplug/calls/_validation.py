@@ -21,7 +21,7 @@ from toolplug.contract._metadata import ToolMetadata
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.schema import restore_strict_arguments
 
-__all__ = ["Validation", "shown", "validation_problems"]
+__all__ = ["Validation", "compile_schema", "shown", "validation_problems"]
 
 # Keywords that fastjsonschema (draft 7) and 2020-12 read the same way. A schema that uses
 # anything else ($ref, $defs, prefixItems, unevaluated*, dependent*) is checked by
@@ -212,6 +212,36 @@ class Validation:
             )
             self._checkers[meta.name] = checker
         return checker
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """``value -> matches?`` for a schema, compiled the way tool schemas are: fastjsonschema
+    where it reads every keyword as 2020-12 does, else jsonschema's 2020-12 validator."""
+    from jsonschema import Draft202012Validator
+
+    if _portable(schema):
+        import fastjsonschema
+
+        try:
+            fast = fastjsonschema.compile(dict(schema), use_default=False)
+        except Exception:  # an exotic pattern or format: jsonschema still checks
+            pass
+        else:
+
+            slow = Draft202012Validator(dict(schema))
+            invalid = fastjsonschema.JsonSchemaValueException
+
+            def matches(value: Any) -> bool:
+                try:
+                    fast(value)
+                except invalid:
+                    return False
+                except Exception:  # too deep for the generated code: the full validator
+                    return bool(slow.is_valid(value))
+                return True
+
+            return matches
+    return Draft202012Validator(dict(schema)).is_valid
 
 
 def _as_object(name: str, arguments: Any) -> dict[str, Any] | ToolResult:

@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from toolplug.contract._metadata import Annotations, ToolMetadata
+from toolplug.contract._metadata import Annotations, ToolMetadata, Trust
 from toolplug.contract._network import NetworkPolicy
 
 __all__ = [
@@ -92,6 +92,9 @@ class ToolResult:
     spill: str | None = None
     """Where the whole output is, when the output budget cut it: a ``toolplug://results/ID``
     URI to read on from (``Registry.read``; a resource over MCP; ``ID/data`` for the data)."""
+    trust: Trust | None = None
+    """The labels of the tool that produced it (``Registry.labels``), set by the engine: an
+    ``untrusted`` result's text could have been written by anyone outside."""
 
     @property
     def ok(self) -> bool:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Offer",
+    "approval_reason",
     "describe_call",
     "error_text",
     "missing",
@@ -80,6 +81,13 @@ def refines_per_call(registry: Registry, name: str) -> bool:
 
     refine = getattr(registry.get(name).cls.annotations_for, "__func__", None)
     return refine is not getattr(Tool.annotations_for, "__func__", None)
+
+
+def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
+    """Why the framework must ask its person about this call: the flow guard or a policy
+    (in the current conversation), else toolplug's approval rule; None when it need not."""
+    reason = registry.guard_reason(name, arguments)
+    return reason if reason is not None else registry.needs_approval(name, arguments)
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:

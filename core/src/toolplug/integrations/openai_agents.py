@@ -9,7 +9,13 @@ How toolplug's concepts map to the SDK's::
                                               properties, maps as key/value lists) are
                                               restored by toolplug before the tool runs
     the optional-tools section                instructions(), for Agent(instructions=...)
-    a call that needs approval                needs_approval, answered per call by toolplug:
+    an agent run                              a conversation (toolplug.Conversation) carrying
+                                              the user's input as trusted text and the
+                                              calls' results with their labels; one opened
+                                              around the run is used instead (and is the
+                                              way to carry it across a resumed RunState)
+    a call that needs approval, or that the   needs_approval, answered per call by toolplug:
+    flow guard or a policy asks about
                                               the run stops with interruptions; the person's
                                               state.approve() runs the call once, unasked by
                                               toolplug; state.reject() never runs it
@@ -26,10 +32,19 @@ Install with ``pip install "toolplug[openai-agents]"``.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.integrations._offer import missing, offer, refines_per_call, run, success_body
+from toolplug.calls._guard import Conversation, current
+from toolplug.integrations._offer import (
+    approval_reason,
+    missing,
+    offer,
+    refines_per_call,
+    run,
+    success_body,
+)
 
 try:
     from agents import FunctionTool, RunContextWrapper, Tool
@@ -73,7 +88,7 @@ def function_tools(
     tools: list[Tool] = []
     for metadata in chosen.tools:
         exported = export_tool(metadata, "openai-responses", strict=True)
-        per_call = refines_per_call(registry, metadata.name)
+        per_call = refines_per_call(registry, metadata.name) or _guarded(registry, metadata.name)
         gated = per_call or registry.needs_approval(metadata.name) is not None
         tools.append(
             FunctionTool(
@@ -112,7 +127,8 @@ def _invoker(
         # Only a call the person approved in this run is run as approved: a tool whose
         # needs_approval was turned off by the host still meets toolplug's own gate.
         approved = gated and context.is_tool_approved(name, call_id) is True
-        result = await run(registry, name, arguments, approved=approved, call_id=call_id)
+        with _conversation(registry, context):
+            result = await run(registry, name, arguments, approved=approved, call_id=call_id)
         if result.error is not None:
             return result.for_model()
         return json.dumps(success_body(result), ensure_ascii=False)
@@ -138,9 +154,67 @@ def _approval(
     ) -> bool:
         # Asked about the call the tool would run: strict shapes back to the declared ones.
         declared = restore_strict_arguments(parameters, arguments)
-        return registry.needs_approval(metadata.name, declared) is not None
+        with _conversation(registry, context):
+            return approval_reason(registry, metadata.name, declared) is not None
 
     return needs_approval
+
+
+def _guarded(registry: Registry, name: str) -> bool:
+    """Whether the flow guard or a policy may ask about a call of ``name``: then toolplug
+    answers ``needs_approval`` per call.
+
+    A tool under the cautious default (no labels declared or configured) is not: the SDK
+    pauses a callable's call whose arguments it cannot parse, and such a tool's guard asks
+    reach the model as an ``ApprovalRequiredError`` instead (docs/security.md).
+    """
+    from toolplug import Trust
+
+    config = registry.config
+    if name in config.policies:
+        return True
+    labels = registry.labels(name)
+    cautious = Trust.cautious(registry.get(name).metadata.parameters)
+    return config.guard.enabled and bool(labels.sinks) and labels != cautious
+
+
+_RUNS: dict[int, tuple[weakref.ref[Any], Conversation]] = {}
+"""The conversation of each run in progress, by its ``Usage`` (one object per run)."""
+
+
+def _conversation(registry: Registry, context: RunContextWrapper[Any]) -> Conversation:
+    """The run's conversation: the one opened around it, else one per run, begun with the
+    user's input."""
+    opened = current()
+    if opened is not None:
+        return opened
+    usage = context.usage
+    key = id(usage)
+    found = _RUNS.get(key)
+    if found is not None and found[0]() is usage:
+        return found[1]
+    conversation = registry.conversation(_request(context.turn_input))
+    _RUNS[key] = (weakref.ref(usage), conversation)
+    weakref.finalize(usage, _RUNS.pop, key, None)
+    return conversation
+
+
+def _request(items: Any) -> str:
+    """The text of the user's messages in the run's input."""
+    if isinstance(items, str):
+        return items
+    texts: list[str] = []
+    for item in items or ():
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(
+                str(part.get("text", "")) for part in content if isinstance(part, dict)
+            )
+    return "\n".join(texts)
 
 
 def _time_limit(registry: Registry, metadata: ToolMetadata) -> float:

@@ -6,7 +6,13 @@ How toolplug's concepts map to pydantic-ai's::
                                               are marked defer_loading, for pydantic-ai's
                                               own tool search
     the optional-tools section                get_instructions (the agent's instructions)
-    a call that needs approval                ApprovalRequired: the run ends with
+    an agent run                              a conversation (toolplug.Conversation) carrying
+                                              the user's prompt as trusted text, the calls'
+                                              results with their labels (a resumed run
+                                              picks them up from the message history); one
+                                              opened around the run is used instead
+    a call that needs approval, or that the   ApprovalRequired: the run ends with
+    flow guard or a policy asks about
                                               DeferredToolRequests; resumed with the person's
                                               DeferredToolResults, the approved call runs
                                               once, unasked by toolplug
@@ -26,9 +32,11 @@ Install with ``pip install "toolplug[pydantic-ai]"``.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.integrations._offer import (
+    approval_reason,
     describe_call,
     error_text,
     missing,
@@ -42,10 +50,14 @@ try:
         ApprovalRequired,
         CallDeferred,
         InstructionPart,
+        ModelRequest,
+        ModelResponse,
         ModelRetry,
         RunContext,
         ToolFailed,
         ToolReturn,
+        ToolReturnPart,
+        UserPromptPart,
     )
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
@@ -54,6 +66,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
+    from toolplug.calls._guard import Conversation
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
@@ -66,6 +79,9 @@ _ANY_OBJECT = SchemaValidator(
     core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
 )
 
+
+_RUNS_KEPT: Final = 256
+"""Conversations of runs a toolset remembers (the oldest are dropped)."""
 
 _PAUSES: tuple[type[BaseException], ...] = (ApprovalRequired, CallDeferred)
 """pydantic-ai's exceptions that pause a run: a ``tool_call`` hook (or a tool) may raise one
@@ -107,6 +123,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         self._id = id
         self._max_retries = max_retries
         self._instructions = instructions
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._definitions = [
             *(_definition(m, deferred=False) for m in self.offer.tools),
             *(_definition(m, deferred=True) for m in self.offer.deferred),
@@ -155,28 +172,83 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
             ToolFailed: the call failed otherwise; the model reads why.
         """
         approved = ctx.tool_call_approved
-        if not approved:
-            reason = self.registry.needs_approval(name, tool_args)
-            if reason is not None:
-                raise ApprovalRequired(
-                    metadata={
-                        "reason": reason,
-                        "description": describe_call(self.registry, name, tool_args, reason),
-                    }
-                )
-        result = await run(
-            self.registry,
-            name,
-            tool_args,
-            approved=approved,
-            call_id=ctx.tool_call_id,
-            passthrough=_PAUSES,
-        )
+        with self._conversation(ctx):
+            if not approved:
+                reason = approval_reason(self.registry, name, tool_args)
+                if reason is not None:
+                    raise ApprovalRequired(
+                        metadata={
+                            "reason": reason,
+                            "description": describe_call(self.registry, name, tool_args, reason),
+                        }
+                    )
+            result = await run(
+                self.registry,
+                name,
+                tool_args,
+                approved=approved,
+                call_id=ctx.tool_call_id,
+                passthrough=_PAUSES,
+            )
         if result.error is None:
             return ToolReturn(return_value=success_body(result), metadata=result)
         if result.error.retry_possible:
             raise ModelRetry(error_text(result))
         raise ToolFailed(error_text(result))
+
+
+    def _conversation(self, ctx: RunContext[AgentDepsT]) -> Conversation:
+        """The run's conversation: the one opened around it, else one per run id, begun with
+        the user's prompts and the labelled results already in the message history."""
+        from toolplug.calls._guard import current
+
+        opened = current()
+        if opened is not None:
+            return opened
+        key = ctx.run_id or str(id(ctx.messages))
+        found = self._conversations.get(key)
+        if found is not None:
+            self._conversations.move_to_end(key)
+            return found
+        conversation = self.registry.conversation()
+        _replay(conversation, ctx)
+        self._conversations[key] = conversation
+        while len(self._conversations) > _RUNS_KEPT:
+            self._conversations.popitem(last=False)
+        return conversation
+
+
+def _replay(conversation: Conversation, ctx: RunContext[Any]) -> None:
+    """What the run's messages hold: the user's words, and the results toolplug labelled."""
+    from toolplug import ToolResult, Trust
+
+    prompt_seen = False
+    for message in ctx.messages:
+        if isinstance(message, ModelResponse) or not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                conversation.trust(_text(part.content))
+                prompt_seen = True
+            elif isinstance(part, ToolReturnPart):
+                result = part.metadata
+                if isinstance(result, dict) and isinstance(result.get("trust"), dict):
+                    # a history kept as JSON: the ToolResult came back as a dict
+                    result = ToolResult(
+                        output=str(result.get("output") or ""), data=result.get("data"),
+                        trust=Trust.model_validate(result["trust"]),
+                    )
+                if isinstance(result, ToolResult) and result.trust is not None:
+                    conversation.record(part.tool_name, result.trust, result, part.tool_call_id)
+    if not prompt_seen and ctx.prompt is not None:
+        conversation.trust(_text(ctx.prompt))
+
+
+def _text(content: Any) -> str:
+    """The text parts of a user prompt."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(item for item in content if isinstance(item, str))
 
 
 def _definition(metadata: ToolMetadata, *, deferred: bool) -> ToolDefinition:

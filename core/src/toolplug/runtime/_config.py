@@ -24,10 +24,15 @@ from toolplug.runtime._mounts import ServerSettings, parse_mcp_servers
 from toolplug.runtime._settings import (
     CALLS_KEYS,
     CODE_KEYS,
+    GUARD_KEYS,
     CallsSettings,
     CodeSettings,
+    GuardSettings,
+    PolicyRule,
     parse_calls,
     parse_code,
+    parse_guard,
+    parse_policies,
     parse_tool_settings,
 )
 
@@ -47,6 +52,9 @@ _TOP_KEYS: Final = {
     "toolsets": "a table of named toolsets: [toolsets.<name>]",
     "calls": "a table: " + ", ".join(CALLS_KEYS),
     "code": "a table: " + ", ".join(CODE_KEYS),
+    "guard": "a table: " + ", ".join(GUARD_KEYS),
+    "policies": "a table of rule lists: [[policies.<tool>]] with action, argument, schema, "
+    "reason",
     "mcp_servers": "a table of MCP servers to mount: [mcp_servers.<name>]",
 }
 _MIN_SECRET_LEN: Final = 4
@@ -123,6 +131,10 @@ class Config:
     """The ``[calls]`` table, checked and typed."""
     code: CodeSettings = field(default_factory=CodeSettings)
     """The ``[code]`` table (code mode), checked and typed."""
+    guard: GuardSettings = field(default_factory=GuardSettings)
+    """The ``[guard]`` table (the flow guard), checked and typed."""
+    policies: Mapping[str, tuple[PolicyRule, ...]] = field(default_factory=dict)
+    """The ``[[policies.TOOL]]`` rules per tool, checked (their schemas too) and typed."""
     mcp_servers: Mapping[str, ServerSettings] = field(default_factory=dict)
     """The ``[mcp_servers.NAME]`` tables (``toolplug.mount``), checked and typed."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
@@ -311,10 +323,19 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         toolsets=toolsets,
         calls=parse_calls(calls, file=where, prefix=prefix),
         code=parse_code(code, file=where, prefix=prefix),
+        guard=parse_guard(_table(table, "guard", err), file=where, prefix=prefix),
+        policies=parse_policies(table.get("policies", {}), file=where, prefix=prefix),
         mcp_servers=parse_mcp_servers(table.get("mcp_servers", {}), file=where, prefix=prefix),
         settings=settings,
         **dirs,
     )
+
+
+def _table(table: Mapping[str, Any], key: str, err: Any) -> Mapping[str, Any]:
+    raw = table.get(key, {})
+    if not isinstance(raw, Mapping):
+        raise err(key, "must be a table", _TOP_KEYS[key])
+    return raw
 
 
 def _names(value: Any, fail: Any) -> frozenset[str]:

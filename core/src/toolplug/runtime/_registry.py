@@ -29,6 +29,7 @@ from toolplug.runtime._selection import Selection
 from toolplug.search._index import Embedder, Hit
 
 if TYPE_CHECKING:
+    from toolplug.calls._guard import Conversation
     from toolplug.calls._spill import Entry, Page
     from toolplug.calls._tasks import Task
 
@@ -66,6 +67,12 @@ class CallEngine(Protocol):
 
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller in this thread."""
+
+    def conversation(self, request: str | None) -> Conversation:
+        """A new conversation carrying ``request`` as trusted text."""
+
+    def guard_reason(self, name: str, arguments: Any) -> str | None:
+        """Why the flow guard or a policy would ask about this call now, or None."""
 
     def start(
         self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
@@ -536,6 +543,21 @@ class Registry:
         except Exception:  # arguments the tool cannot read: judge by what it declares
             hints = tool.metadata.annotations
         return approval_reason(tool.metadata, policy, hints)
+
+    def conversation(self, request: str | None = None) -> Conversation:
+        """A conversation: use it as ``with`` (or ``async with``) around an agent's run.
+
+        Calls made inside it are recorded with their tools' labels, and the flow guard asks
+        before a sink argument carries text that came from untrusted output and not from
+        ``request``, the user's own words (docs/security.md).
+        """
+        return self._engine.conversation(request)
+
+    def guard_reason(self, name: str, arguments: Any = None) -> str | None:
+        """Why the flow guard or a ``[policies]`` rule would ask about this call in the
+        current conversation, or None: what a framework's own approval flow asks on, beside
+        ``needs_approval``. A policy's ``deny`` is not a question: the engine refuses."""
+        return self._engine.guard_reason(name, arguments)
 
     def labels(self, name: str) -> Trust:
         """The trust labels in force for ``name``: what the tool declares, else the cautious

@@ -1,4 +1,5 @@
-"""Settings parsed once: the ``[calls]`` and ``[code]`` tables and each tool's call settings.
+"""Settings parsed once: ``[calls]``, ``[code]``, ``[guard]``, ``[policies]`` and each tool's
+call settings.
 
 The configuration (``toolplug.runtime._config``) hands every raw table here once, when it
 loads; everything above runtime reads the typed models' attributes, never a raw table. A
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,10 +23,15 @@ __all__ = [
     "CALLS_KEYS",
     "CODE_KEYS",
     "DEFAULT_OUTPUT_CHARS",
+    "GUARD_KEYS",
     "CallsSettings",
     "CodeSettings",
+    "GuardSettings",
+    "PolicyRule",
     "parse_calls",
     "parse_code",
+    "parse_guard",
+    "parse_policies",
     "parse_tool_settings",
 ]
 
@@ -134,6 +140,129 @@ class CodeSettings(BaseModel):
 CODE_KEYS: Final[dict[str, str]] = {
     name: field.description or "" for name, field in CodeSettings.model_fields.items()
 }
+
+
+class GuardSettings(BaseModel):
+    """The ``[guard]`` table: the flow guard (docs/security.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    enabled: bool = Field(
+        default=True, description="a boolean: false turns the flow guard off (policies still hold)"
+    )
+    """Check sink arguments against what the conversation read (``toolplug.calls._guard``)."""
+    min_token_chars: int = Field(
+        default=8, ge=4, description="a whole number of characters, 4 or more"
+    )
+    """A token of a sink value (no spaces, not only letters) this long, found in untrusted
+    output, taints the value; a token with ``@`` or ``://`` does at any length."""
+    min_phrase_words: int = Field(
+        default=6, ge=2, description="a whole number of words, 2 or more"
+    )
+    """This many consecutive words of a sink value, found in untrusted output, taint it."""
+    trifecta: Literal["private", "always", "off"] = Field(
+        default="private",
+        description='"private" (a sink carries private data after untrusted content was '
+        'read), "always" (any sink after both were read) or "off"',
+    )
+    """When untrusted content, private data and a sink in one conversation ask."""
+    delimit_untrusted: bool = Field(
+        default=False,
+        description="a boolean: true wraps untrusted output in markers in what the model reads",
+    )
+    """Wrap untrusted text in ``<untrusted source="...">`` markers for the model."""
+
+
+GUARD_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in GuardSettings.model_fields.items()
+}
+
+
+class PolicyRule(BaseModel):
+    """One rule of ``[[policies.TOOL]]``: when the value matches the schema, the action."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    action: Literal["allow", "ask", "deny"] = Field(
+        description='"allow", "ask" or "deny": what happens to a call the rule matches'
+    )
+    """What a matching call meets: ``allow`` stops looking at later rules, ``ask`` sends the
+    call for approval, ``deny`` refuses it."""
+    argument: str | None = Field(
+        default=None, description="the name of a top-level parameter of the tool"
+    )
+    """The argument the schema checks; the whole arguments object when None."""
+    json_schema: dict[str, Any] = Field(
+        default_factory=dict,
+        alias="schema",
+        description="a JSON Schema (2020-12) the value matches",
+    )
+    """The schema (``schema`` in the file); ``{}`` matches every value."""
+    reason: str = Field(default="", description="a text saying why, shown when the rule refuses")
+    """Shown to the person asked and to the model when the rule refuses."""
+
+
+def parse_guard(table: Mapping[str, Any], *, file: str, prefix: str = "") -> GuardSettings:
+    """The ``[guard]`` table, checked.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return GuardSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, GuardSettings, prefix + "guard.", _raiser(file)) from None
+
+
+def parse_policies(
+    table: Any, *, file: str, prefix: str = ""
+) -> dict[str, tuple[PolicyRule, ...]]:
+    """The ``[policies]`` table: per tool name, a list of rules (``[[policies.TOOL]]``).
+
+    Each rule's schema is meta-validated as JSON Schema 2020-12 here, once.
+
+    Raises:
+        ConfigError: naming the rule's key (``policies.TOOL[INDEX].FIELD``).
+    """
+    raise_as = _raiser(file)
+    if not isinstance(table, Mapping):
+        raise raise_as("must be a table", key=prefix + "policies",
+                       expected="a table of rule lists: [[policies.TOOL]]")
+    rules: dict[str, tuple[PolicyRule, ...]] = {}
+    for tool in sorted(table):
+        raw = table[tool]
+        where = f"{prefix}policies.{tool}"
+        if isinstance(raw, Mapping):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise raise_as(f"got {raw!r}", key=where,
+                           expected="a list of rules: [[policies.TOOL]] tables")
+        parsed: list[PolicyRule] = []
+        for index, item in enumerate(raw):
+            at = f"{where}[{index}]."
+            if not isinstance(item, Mapping):
+                raise raise_as(f"got {item!r}", key=at.rstrip("."), expected="a table")
+            try:
+                rule = PolicyRule.model_validate(dict(item))
+            except ValidationError as exc:
+                raise _fail(exc, PolicyRule, at, raise_as) from None
+            problem = _schema_problem(rule.json_schema)
+            if problem is not None:
+                raise raise_as(problem, key=at + "schema", expected="a valid JSON Schema (2020-12)")
+            parsed.append(rule)
+        rules[str(tool)] = tuple(parsed)
+    return rules
+
+
+def _schema_problem(schema: dict[str, Any]) -> str | None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    return None
 
 
 def _fail(

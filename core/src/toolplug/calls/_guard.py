@@ -1,0 +1,546 @@
+"""The flow guard: what entered a conversation, and whether a call's sinks carry it.
+
+A ``Conversation`` (``registry.conversation(request)``, an agent run, an MCP session, a
+plan, a code-mode program) is made current through a context variable; every call made
+inside it is recorded with its tool's labels (``Registry.labels``). Before a call runs,
+``Guard.check`` looks at
+
+1. the ``[policies]`` rules of the tool (JSON Schema per argument; allow, ask, deny);
+2. the flow rule: a sink argument whose value carries text from an untrusted output of
+   this conversation that is not in the user's request asks. "Carries" means, after
+   case folding: a *token* of the value (no spaces, surrounding punctuation stripped) of
+   ``min_token_chars`` or more that is not only letters (a URL, an address, an account
+   number, a path), or any token with ``@`` or ``://``, found inside the output; or
+   ``min_phrase_words`` consecutive words found in it. Inside a plan or a program the
+   tracking is exact as well: a value passed by ``$stepN`` reference from an untrusted
+   step, or equal to a value the program received from an untrusted call;
+3. the trifecta rule: once the conversation has read untrusted content, a sink of a tool
+   that leaves the machine or changes something (not read-only, or open-world) asks when
+   its value carries private data (``trifecta = "private"``), or always
+   (``"always"``).
+
+The pipeline (``toolplug.calls._pipeline``) turns an ``ask`` into the approval it already
+knows and a ``deny`` into a refusal.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from toolplug.calls._validation import compile_schema
+from toolplug.contract._metadata import Trust
+from toolplug.contract._tool import ToolResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.runtime._registry import Registry
+    from toolplug.runtime._settings import GuardSettings, PolicyRule
+
+__all__ = ["Conversation", "Guard", "Source", "Verdict", "current", "derived_from"]
+
+_CURRENT: Final[contextvars.ContextVar[Conversation | None]] = contextvars.ContextVar(
+    "toolplug_conversation", default=None
+)
+_ENTERED: Final[contextvars.ContextVar[tuple[contextvars.Token[Any], ...]]] = (
+    contextvars.ContextVar("toolplug_conversations_entered", default=())
+)
+"""The tokens of the conversations entered in this context, innermost last: one
+conversation may be entered by several tasks at once (parallel tool calls)."""
+_DERIVED: Final[contextvars.ContextVar[Mapping[str, Source] | None]] = contextvars.ContextVar(
+    "toolplug_derived", default=None
+)
+"""The top-level arguments of the call about to be made that a plan passed by ``$stepN``
+reference from an untrusted step, and that step's source."""
+
+_WORD: Final = re.compile(r"\w+")
+_STRIP: Final = "\"'`.,;:!?()[]{}<>*"
+_SHOWN: Final = 60
+
+
+def current() -> Conversation | None:
+    """The conversation calls are recorded in here, or None."""
+    return _CURRENT.get()
+
+
+def derived_from(references: Mapping[str, Source]) -> contextvars.Token[Any]:
+    """Mark arguments of the next call in this context as passed from ``references``."""
+    return _DERIVED.set(references or None)
+
+
+@dataclass(eq=False)
+class Source:
+    """One thing that entered a conversation: the user's request or a call's result."""
+
+    index: int
+    """Which call of the conversation it came from, from 1 (0 for the user's request)."""
+    tool: str | None
+    """The tool whose result it is; None for the user's request."""
+    call_id: str | None
+    """The host's id for the call, when it gave one."""
+    trust: Trust
+    """The labels of the tool (``Registry.labels``)."""
+    text: str
+    """Every string of the result (output, data, error), case folded, one per line."""
+    values: frozenset[Any] = frozenset()
+    """The whole strings and numbers of its data and output (exact tracking)."""
+    given: str = ""
+    """The call's own arguments, case folded: what the output repeats of them came from
+    whoever made the call, not from outside."""
+    _phrases: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def describe(self) -> str:
+        """``url_fetch (call 2, id c1)``: what names the source in a reason."""
+        if self.tool is None:
+            return "the user's request"
+        call = f"call {self.index}" + (f", id {self.call_id}" if self.call_id else "")
+        return f"{self.tool} ({call})"
+
+    def phrases(self, words: int) -> frozenset[str]:
+        """Every run of ``words`` consecutive words of the text, joined by one space."""
+        found = self._phrases.get(words)
+        if found is None:
+            tokens = _WORD.findall(self.text)
+            found = frozenset(
+                " ".join(tokens[i : i + words]) for i in range(len(tokens) - words + 1)
+            )
+            self._phrases[words] = found
+        return found
+
+    @property
+    def given_words(self) -> str:
+        """The call's arguments as words joined by one space."""
+        return " ".join(_WORD.findall(self.given))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source as JSON data (for ``details``)."""
+        return {
+            "index": self.index,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "untrusted": self.trust.untrusted,
+            "private": self.trust.private,
+        }
+
+
+class Conversation:
+    """What entered one conversation, with which labels; the flow guard reads it.
+
+    Use as ``with registry.conversation(request):`` (or ``async with``): calls made inside
+    are recorded and guarded. A conversation opened inside another (a plan, a program)
+    records into the outer one too, and tracks its own values exactly.
+    """
+
+    def __init__(
+        self, request: str | None = None, *, parent: Conversation | None = None, exact: bool = False
+    ) -> None:
+        self.parent = parent
+        """The conversation this one runs inside, or None."""
+        self.exact = exact
+        """Track whole values too (plans and programs: what they pass on, they pass as is)."""
+        self.sources: list[Source] = []
+        """Everything recorded, in order (the outermost conversation holds them all)."""
+        self._requests: list[str] = []
+        self._exact_values: dict[Any, Source] = {}
+        self.calls = 0
+        """How many calls were recorded (in the outermost conversation: all of them)."""
+        self.untrusted = False
+        """Whether any untrusted output entered."""
+        self.private = False
+        """Whether any private output entered."""
+        if request:
+            self.trust(request)
+
+    # -- entering --------------------------------------------------------------------
+
+    def trust(self, text: str) -> None:
+        """Add trusted text: the user's request, or a later message of theirs."""
+        root = self.root
+        root._requests.append(_fold(text))
+        root.sources.append(Source(0, None, None, Trust(output="trusted"), _fold(text)))
+
+    @property
+    def root(self) -> Conversation:
+        """The outermost conversation."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    @property
+    def request(self) -> str:
+        """The user's trusted text, case folded (every request, one per line)."""
+        return "\n".join(self.root._requests)
+
+    def record(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> Source:
+        """Record a call's result (made with ``arguments``); the source it became."""
+        root = self.root
+        strings: list[str] = []
+        values: set[Any] = set()
+        if result.output:
+            strings.append(result.output)
+            if self.exact and len(result.output.strip()) >= 2:
+                values.add(result.output.strip())
+        _leaves(result.data, strings, values)
+        if result.error is not None:
+            strings.append(result.error.message)
+        given: list[str] = []
+        if arguments:
+            mine: set[Any] = set()
+            _leaves(arguments, given, mine)
+            values -= mine
+        text = "\n".join(_fold(s) for s in strings)
+        root.calls += 1
+        source = Source(
+            root.calls,
+            tool,
+            call_id,
+            trust,
+            text,
+            frozenset(values) if self.exact else frozenset(),
+            "\n".join(_fold(s) for s in given),
+        )
+        root.sources.append(source)
+        node: Conversation | None = self
+        while node is not None:
+            if trust.untrusted:
+                node.untrusted = True
+                if node.exact:
+                    for value in values:
+                        node._exact_values.setdefault(value, source)
+            if trust.private:
+                node.private = True
+            node = node.parent
+        return source
+
+    def __enter__(self) -> Conversation:
+        _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        entered = _ENTERED.get()
+        _ENTERED.set(entered[:-1])
+        _CURRENT.reset(entered[-1])
+
+    async def __aenter__(self) -> Conversation:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__(*exc)
+
+    def child(self, *, exact: bool = True) -> Conversation:
+        """A conversation inside this one (a plan's, a program's)."""
+        return Conversation(parent=self, exact=exact)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def carried(
+        self, value: Any, settings: GuardSettings, *, untrusted: bool = True
+    ) -> tuple[Source, str, str] | None:
+        """The first source ``value`` carries text of (untrusted ones, else private ones),
+        the text, and the rule that found it; None when it carries none."""
+        root = self.root
+        wanted = [
+            s
+            for s in root.sources
+            if s.tool is not None and (s.trust.untrusted if untrusted else s.trust.private)
+        ]
+        request = self.request
+        for text in _strings(value):
+            if untrusted:
+                node: Conversation | None = self
+                while node is not None:
+                    if node._exact_values:
+                        found = node._exact_values.get(text.strip())
+                        if found is not None and _fold(text) not in request:
+                            return found, text.strip(), "exact"
+                    node = node.parent
+            if not wanted:
+                continue
+            folded = _fold(text)
+            for word in folded.split():
+                token = word.strip(_STRIP)
+                if not _distinctive(token, settings.min_token_chars) or token in request:
+                    continue
+                for source in reversed(wanted):
+                    if token in source.text and token not in source.given:
+                        return source, token, "token"
+            words = _WORD.findall(folded)
+            size = settings.min_phrase_words
+            if len(words) < size:
+                continue
+            request_words = " ".join(_WORD.findall(request))
+            for i in range(len(words) - size + 1):
+                phrase = " ".join(words[i : i + size])
+                if phrase in request_words:
+                    continue
+                for source in reversed(wanted):
+                    if phrase in source.phrases(size) and phrase not in source.given_words:
+                        return source, phrase, "phrase"
+        return None
+
+    def exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
+        """A number of ``value`` that a program received from an untrusted call."""
+        for number in _numbers(value):
+            node: Conversation | None = self
+            while node is not None:
+                found = node._exact_values.get(number)
+                if found is not None:
+                    return found, number
+                node = node.parent
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the guard or a policy decided about one call."""
+
+    action: Literal["ask", "deny"]
+    reason: str
+    """Why, for the person asked (``ApprovalRequest.reason``) and the model."""
+    details: Mapping[str, Any]
+    """The rule, the argument and the source call, for hosts."""
+
+
+class Guard:
+    """The flow guard and the ``[policies]`` rules of one registry."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        config = registry.config
+        self.settings = config.guard
+        self._rules: dict[str, tuple[tuple[PolicyRule, Callable[[Any], bool]], ...]] = {
+            tool: tuple((rule, compile_schema(rule.json_schema)) for rule in rules)
+            for tool, rules in config.policies.items()
+        }
+        self._labels: dict[str, Trust] = {}
+
+    def labels(self, name: str) -> Trust:
+        """``Registry.labels(name)``, read once per tool."""
+        found = self._labels.get(name)
+        if found is None:
+            found = self._labels[name] = self.registry.labels(name)
+        return found
+
+    def active(self, tool: str) -> bool:
+        """Whether ``check`` may have something to say about a call of ``tool`` here."""
+        return tool in self._rules or (self.settings.enabled and _CURRENT.get() is not None)
+
+    def check(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> Verdict | None:
+        """The policies' and the flow guard's verdict on a call; None lets it go on."""
+        asked: Verdict | None = None
+        rules = self._rules.get(name)
+        if rules:
+            asked = self._policy(name, rules, arguments)
+            if asked is not None and asked.action == "deny":
+                return asked
+        conversation = _CURRENT.get()
+        if conversation is None or not self.settings.enabled:
+            return asked
+        flow = self._flow(name, arguments, metadata, conversation)
+        return flow if flow is not None else asked
+
+    # -- policies --------------------------------------------------------------------
+
+    def _policy(
+        self,
+        name: str,
+        rules: tuple[tuple[PolicyRule, Callable[[Any], bool]], ...],
+        arguments: Mapping[str, Any],
+    ) -> Verdict | None:
+        for index, (rule, matches) in enumerate(rules):
+            if rule.argument is None:
+                value: Any = dict(arguments)
+            elif rule.argument in arguments:
+                value = arguments[rule.argument]
+            else:
+                continue
+            if not matches(value):
+                continue
+            if rule.action == "allow":
+                return None
+            where = f"policies.{name}[{index}]"
+            about = f" on {rule.argument}" if rule.argument else ""
+            because = f": {rule.reason}" if rule.reason else ""
+            verb = "refuses" if rule.action == "deny" else "asks about"
+            return Verdict(
+                rule.action,
+                f"the policy {where}{about} {verb} this call{because}",
+                {
+                    "rule": where,
+                    "policy": rule.action,
+                    "argument": rule.argument,
+                    "reason": rule.reason,
+                },
+            )
+        return None
+
+    # -- the flow guard --------------------------------------------------------------
+
+    def _flow(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        metadata: ToolMetadata | None,
+        conversation: Conversation,
+    ) -> Verdict | None:
+        if not conversation.untrusted:
+            return None
+        labels = self.labels(name)
+        settings = self.settings
+        derived = _DERIVED.get()
+        for sink in labels.sinks:
+            value = arguments.get(sink)
+            if value is None or value in ("", [], {}):
+                continue
+            if derived is not None and sink in derived:
+                source = derived[sink]
+                return self._tainted(name, sink, source, "", "reference")
+            hit = conversation.carried(value, settings)
+            if hit is None and conversation.exact:
+                number = conversation.exact_numbers(value)
+                if number is not None:
+                    hit = (number[0], str(number[1]), "exact")
+            if hit is not None:
+                return self._tainted(name, sink, *hit)
+        if settings.trifecta == "off" or not conversation.root.private:
+            return None
+        hints = metadata.annotations if metadata is not None else None
+        if hints is not None and hints.read_only and not hints.open_world:
+            return None  # stays on this machine and changes nothing
+        for sink in labels.sinks:
+            value = arguments.get(sink)
+            if value is None or value in ("", [], {}):
+                continue
+            if settings.trifecta == "always":
+                return self._trifecta(name, sink, None, "")
+            hit = conversation.carried(value, settings, untrusted=False)
+            if hit is not None:
+                return self._trifecta(name, sink, hit[0], hit[1])
+        return None
+
+    def _tainted(self, tool: str, sink: str, source: Source, text: str, rule: str) -> Verdict:
+        what = {
+            "token": f"the text {_quoted(text)}",
+            "phrase": f"the words {_quoted(text)}",
+            "exact": f"the value {_quoted(text)}",
+            "reference": "a value passed by reference",
+        }[rule]
+        reason = (
+            f"this session read untrusted content: {tool}'s {sink} carries {what} from "
+            f"{source.describe()}, whose output anyone outside could have written, and not "
+            f"from the user's request (flow rule: {self._rule(rule)})"
+        )
+        return Verdict(
+            "ask",
+            reason,
+            {
+                "rule": f"flow.{rule}",
+                "argument": sink,
+                "fragment": text,
+                "source": source.to_dict(),
+            },
+        )
+
+    def _rule(self, rule: str) -> str:
+        settings = self.settings
+        return {
+            "token": f"a token of {settings.min_token_chars}+ characters, not only letters, "
+            "or one with @ or ://",
+            "phrase": f"{settings.min_phrase_words} consecutive words",
+            "exact": "a whole value received from that call",
+            "reference": "a $step reference to that step",
+        }[rule]
+
+    def _trifecta(self, tool: str, sink: str, source: Source | None, text: str) -> Verdict:
+        carried = (
+            f" and carries {_quoted(text)} from {source.describe()}, whose output is private"
+            if source is not None
+            else ""
+        )
+        reason = (
+            f"this session read untrusted content and private data, and {tool}'s {sink} "
+            f"leaves the machine or changes something{carried} (trifecta rule)"
+        )
+        return Verdict(
+            "ask",
+            reason,
+            {
+                "rule": "trifecta",
+                "argument": sink,
+                "fragment": text,
+                "source": None if source is None else source.to_dict(),
+            },
+        )
+
+
+def _fold(text: str) -> str:
+    return text.casefold()
+
+
+def _distinctive(token: str, min_chars: int) -> bool:
+    """A token that names something: long and not only letters, or an address."""
+    if "@" in token or "://" in token:
+        return len(token) >= 3
+    return len(token) >= min_chars and not token.isalpha()
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _numbers(value: Any) -> Iterator[int | float]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _numbers(item)
+
+
+def _leaves(value: Any, strings: list[str], values: set[Any], depth: int = 0) -> None:
+    if depth > 64:
+        return
+    if isinstance(value, str):
+        strings.append(value)
+        if len(value.strip()) >= 2:
+            values.add(value.strip())
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        values.add(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _leaves(item, strings, values, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _leaves(item, strings, values, depth + 1)
+
+
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")

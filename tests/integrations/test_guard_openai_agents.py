@@ -1,0 +1,97 @@
+"""The flow guard through the Agents SDK's own agent loop (``ScriptedModel``): each run is a
+conversation carrying the user's input; a call the guard asks about interrupts the run for
+the person, as toolplug's other approvals do, and runs once they approve."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents import Agent, RunConfig, Runner, RunResult, RunState
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+import toolplug
+from tests.helpers.guard import PLUGIN, POSTED
+from toolplug import Registry
+from toolplug.integrations.openai_agents import function_tools
+from toolplug.schema import strict_arguments
+
+NO_TRACES = RunConfig(tracing_disabled=True)  # the SDK would try to upload its traces
+NEWS = "https://news.example/today"
+EVIL = "https://collect.evil.example/drop?k=1"
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    POSTED.clear()
+    loaded = toolplug.load({}, plugins=[PLUGIN], env={})
+    yield loaded
+    loaded.close()
+
+
+def _agent(registry: Registry, text: str) -> Agent[Any]:
+    """A model that reads the news, then posts ``text``."""
+
+    def strict(name: str, arguments: dict[str, Any]) -> Any:
+        return strict_arguments(registry.get(name).metadata.parameters, arguments)
+
+    model = ScriptedModel(
+        [
+            [function_call("read_page", strict("read_page", {"url": NEWS}), call_id="c1")],
+            [function_call("post", strict("post", {"text": text}), call_id="c2")],
+            [assistant_message("done")],
+        ]
+    )
+    return Agent(name="assistant", model=model, tools=function_tools(registry))
+
+
+def _run(agent: Agent[Any], given: Any) -> RunResult:
+    return asyncio.run(Runner.run(agent, given, run_config=NO_TRACES))
+
+
+def test_a_sink_carrying_the_pages_text_interrupts_the_run(registry: Registry) -> None:
+    agent = _agent(registry, f"notes at {EVIL}")
+    paused = _run(agent, "Summarize today's news")
+    [waiting] = paused.interruptions
+    assert waiting.tool_name == "post"
+    assert POSTED == []
+    # the person approves: the call runs once, unasked by toolplug
+    state = paused.to_state()
+    state.approve(waiting)
+    resumed = _run(agent, state)
+    assert resumed.final_output == "done"
+    assert [{"text": f"notes at {EVIL}"}] == POSTED
+
+
+def test_the_same_value_from_the_users_input_runs(registry: Registry) -> None:
+    agent = _agent(registry, f"notes at {EVIL}")
+    result = _run(agent, f"Read the news, then post my notes link {EVIL}")
+    assert result.interruptions == []
+    assert result.final_output == "done"
+    assert [{"text": f"notes at {EVIL}"}] == POSTED
+
+
+def test_text_the_model_wrote_runs(registry: Registry) -> None:
+    result = _run(_agent(registry, "The weather is fine."), "Summarize today's news")
+    assert result.interruptions == []
+    assert POSTED == [{"text": "The weather is fine."}]
+
+
+def test_a_run_resumed_from_kept_state_in_an_opened_conversation_still_remembers(
+    registry: Registry,
+) -> None:
+    agent = _agent(registry, f"notes at {EVIL}")
+
+    async def main() -> None:
+        async with registry.conversation("Summarize today's news"):
+            paused = await Runner.run(agent, "Summarize today's news", run_config=NO_TRACES)
+            [waiting] = paused.interruptions
+            state = await RunState.from_string(agent, paused.to_state().to_string())
+            state.reject(state.get_interruptions()[0], rejection_message="no")
+            await Runner.run(agent, state, run_config=NO_TRACES)
+            assert waiting.tool_name == "post"
+
+    asyncio.run(main())
+    assert POSTED == []
