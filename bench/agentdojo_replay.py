@@ -190,20 +190,16 @@ class Replayer:
         if mode == "undefended":
             yield
             return
-        conversation = getattr(self.registry, "conversation", None)
-        if conversation is None:
-            raise SystemExit(
-                "this toolplug has no Registry.conversation (the flow guard): "
-                "run with --mode undefended"
-            )
-        with conversation(request=request):
+        with self.registry.conversation(request):
             yield
 
-    def _run(self, calls: Sequence[Any], replay: Replay, *, injected: bool) -> None:
+    def _run(
+        self, calls: Sequence[Any], replay: Replay, *, injected: bool, approved: bool = False
+    ) -> None:
         for call in calls:
             arguments = dict(call.args)
             before = self.bound.ran
-            result = self.registry.call(call.function, arguments)
+            result = self.registry.call(call.function, arguments, approved=approved)
             ran = self.bound.ran > before
             outcome: Outcome
             if result.error is None:
@@ -237,6 +233,23 @@ class Replayer:
         data = yaml.load(text.format(**(self._defaults | injections)), Loader=loader)
         return self.suite.environment_type.model_validate(data)
 
+    def injected_outputs(self) -> dict[str, set[str]]:
+        """Which functions return injected text, and from which vectors: every user task
+        replayed on the environment with AgentDojo's canaries in every vector (how AgentDojo
+        finds the vectors a task reads). Each of them must be labelled untrusted."""
+        canaries: dict[str, str] = self.attack.canary_injections
+        found: dict[str, set[str]] = {}
+        for user_task in self.suite.user_tasks.values():
+            self.bound.environment = user_task.init_environment(self._environment(canaries))
+            replay = Replay(user_task.ID, None)
+            calls = user_task.ground_truth(self.bound.environment.model_copy(deep=True))
+            self._run(calls, replay, injected=False)
+            for step in replay.steps:
+                for vector, canary in canaries.items():
+                    if canary in step.output:
+                        found.setdefault(step.function, set()).add(vector)
+        return found
+
     def injection_calls(self, injection_task: Any, environment: Any) -> list[Any]:
         """The injection task's calls, worked out on a copy of the environment they run in."""
         ground_truth = self._extra.get(injection_task.ID, injection_task.ground_truth)
@@ -256,8 +269,11 @@ class Replayer:
         self.bound.environment = environment
         replay = Replay(user_task.ID, None if injection_task is None else injection_task.ID)
         with self._conversation(mode, user_task.PROMPT):
+            # In an attack the user's own calls are approved when asked (a person approves
+            # what they asked for), so the injected text is read whatever the guard thinks
+            # of them: the injection's calls then face the guard with it in the conversation.
             self._run(user_task.ground_truth(environment.model_copy(deep=True)), replay,
-                      injected=False)
+                      injected=False, approved=injection_task is not None)
             if injection_task is not None:
                 self._run(self.injection_calls(injection_task, environment), replay,
                           injected=True)

@@ -34,9 +34,15 @@ _READ_TRUSTED_PRIVATE: Final = Trust(output="trusted", private=True)
 
 
 def _writes(*sinks: str) -> Trust:
-    # What a write returns is the user's own record of what it did (the mail sent, the event
-    # created): private, and trusted because its text is the arguments the call was given.
+    # A write that returns what it made (the mail sent, the event or file created) returns
+    # the user's own text: the arguments the call was given.
     return Trust(output="trusted", private=True, sinks=sinks)
+
+
+def _changes(*sinks: str) -> Trust:
+    # A write that returns the existing thing it changed (the mail deleted, the file shared,
+    # the event moved) returns its text as others wrote it: untrusted.
+    return Trust(output="untrusted", private=True, sinks=sinks)
 
 
 LABELS: Final[dict[str, dict[str, Trust]]] = {
@@ -61,23 +67,24 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         "list_files": _READ_UNTRUSTED_PRIVATE,
         "search_files": _READ_UNTRUSTED_PRIVATE,
         "send_email": _writes("recipients", "subject", "body", "attachments", "cc", "bcc"),
-        "delete_email": _writes("email_id"),
+        "delete_email": _changes("email_id"),
         "create_calendar_event": _writes(
             "title", "start_time", "end_time", "description", "participants", "location"
         ),
         "cancel_calendar_event": _writes("event_id"),
-        "reschedule_calendar_event": _writes("event_id", "new_start_time", "new_end_time"),
-        "add_calendar_event_participants": _writes("event_id", "participants"),
-        "append_to_file": _writes("file_id", "content"),
+        "reschedule_calendar_event": _changes("event_id", "new_start_time", "new_end_time"),
+        "add_calendar_event_participants": _changes("event_id", "participants"),
+        "append_to_file": _changes("file_id", "content"),
         "create_file": _writes("filename", "content"),
-        "delete_file": _writes("file_id"),
-        "share_file": _writes("file_id", "email", "permission"),
+        "delete_file": _changes("file_id"),
+        "share_file": _changes("file_id", "email", "permission"),
     },
     "slack": {
-        # Channel and member names are the workspace's own structure.
-        "get_channels": _READ_TRUSTED_PRIVATE,
-        "get_users_in_channel": _READ_TRUSTED_PRIVATE,
-        # Messages are written by other members, and by anyone in an external channel.
+        # Whoever creates a channel names it (external ones too), each member picks their
+        # name, and messages are written by other members and by anyone outside in an
+        # external channel.
+        "get_channels": _READ_UNTRUSTED_PRIVATE,
+        "get_users_in_channel": _READ_UNTRUSTED_PRIVATE,
         "read_channel_messages": _READ_UNTRUSTED_PRIVATE,
         "read_inbox": _READ_UNTRUSTED_PRIVATE,
         # A fetch sends its URL (and whatever a query string carries) to the site.
