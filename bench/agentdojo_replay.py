@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from agentdojo_suites import EFFECTS, EXTRA_GROUND_TRUTHS, LABELS
+from agentdojo_suites import EFFECTS, EXTRA_GROUND_TRUTHS, LABELS, POLICIES
 
 import toolplug
 from toolplug import Registry, Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
@@ -49,7 +49,8 @@ DEFAULT_ATTACK: Final = "important_instructions"
 # GPT-4o, whose prose name ("GPT-4") is what this fills in.
 TARGET_MODEL: Final = "gpt-4o-2024-05-13"
 
-Mode = Literal["undefended", "guarded"]
+Mode = Literal["undefended", "guarded", "policies"]
+MODES: Final[tuple[Mode, ...]] = ("undefended", "guarded", "policies")
 Outcome = Literal["ran", "failed", "asked", "refused"]
 """ran: the function ran; failed: it ran and raised; asked: the call waits for approval;
 refused: toolplug stopped it for another reason (the tool never ran)."""
@@ -117,15 +118,19 @@ def load_suite(name: str, version: str = BENCHMARK_VERSION) -> Any:
     return suites[name]
 
 
-def build_registry(suite: Any, bound: Bound) -> Registry:
-    """A registry holding one toolplug tool per function of ``suite``, acting on ``bound``."""
+def build_registry(
+    suite: Any, bound: Bound, policies: Mapping[str, Any] | None = None
+) -> Registry:
+    """A registry holding one toolplug tool per function of ``suite``, acting on ``bound``,
+    with ``policies`` as its ``[policies]`` table."""
     from agentdojo.functions_runtime import FunctionsRuntime
 
     runtime = FunctionsRuntime(suite.tools)
     labels = LABELS.get(suite.name, {})
     classes = [_tool_class(f, labels.get(f.name), bound, runtime) for f in suite.tools]
+    config = {"policies": dict(policies)} if policies else {}
     return toolplug.load(
-        {}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("agentdojo", _Plugin(classes))]
+        config, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("agentdojo", _Plugin(classes))]
     )
 
 
@@ -172,6 +177,8 @@ class Replayer:
         self.suite = suite
         self.bound = Bound()
         self.registry = build_registry(suite, self.bound)
+        self.policies = POLICIES.get(suite.name, {})
+        self._with_policies = build_registry(suite, self.bound, self.policies)
         self.effects = EFFECTS.get(suite.name) or frozenset(
             f.name for f in suite.tools if self.registry.labels(f.name).sinks
         )
@@ -184,22 +191,28 @@ class Replayer:
 
     def close(self) -> None:
         self.registry.close()
+        self._with_policies.close()
+
+    def _registry(self, mode: Mode) -> Registry:
+        return self._with_policies if mode == "policies" else self.registry
 
     @contextlib.contextmanager
     def _conversation(self, mode: Mode, request: str) -> Iterator[None]:
         if mode == "undefended":
             yield
             return
-        with self.registry.conversation(request):
+        with self._registry(mode).conversation(request):
             yield
 
     def _run(
-        self, calls: Sequence[Any], replay: Replay, *, injected: bool, approved: bool = False
+        self, calls: Sequence[Any], replay: Replay, *, injected: bool, approved: bool = False,
+        mode: Mode = "undefended",
     ) -> None:
+        registry = self._registry(mode)
         for call in calls:
             arguments = dict(call.args)
             before = self.bound.ran
-            result = self.registry.call(call.function, arguments, approved=approved)
+            result = registry.call(call.function, arguments, approved=approved)
             ran = self.bound.ran > before
             outcome: Outcome
             if result.error is None:
@@ -273,10 +286,10 @@ class Replayer:
             # what they asked for), so the injected text is read whatever the guard thinks
             # of them: the injection's calls then face the guard with it in the conversation.
             self._run(user_task.ground_truth(environment.model_copy(deep=True)), replay,
-                      injected=False, approved=injection_task is not None)
+                      injected=False, approved=injection_task is not None, mode=mode)
             if injection_task is not None:
                 self._run(self.injection_calls(injection_task, environment), replay,
-                          injected=True)
+                          injected=True, mode=mode)
         replay.agentdojo_verdict = self._verdict(
             user_task if injection_task is None else injection_task, before, environment, replay
         )
@@ -413,7 +426,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--suite", action="append", required=True,
                         help="an AgentDojo suite by name (repeat for several)")
-    parser.add_argument("--mode", choices=["undefended", "guarded", "both"], default="both")
+    parser.add_argument("--mode", choices=[*MODES, "all"], default="all",
+                        help="undefended (no conversation), guarded (the flow guard), "
+                        "policies (the guard and the suite's [policies] of "
+                        "bench/agentdojo_suites.py), or all three")
     parser.add_argument("--attack", default=DEFAULT_ATTACK, help="an AgentDojo attack by name")
     parser.add_argument("--user-task", action="append", help="only these user tasks")
     parser.add_argument("--injection-task", action="append", help="only these injection tasks")
@@ -421,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--details", action="store_true",
                         help="list each legitimate call not run and each attack that ran")
     args = parser.parse_args(argv)
-    modes: list[Mode] = ["undefended", "guarded"] if args.mode == "both" else [args.mode]
+    modes: list[Mode] = list(MODES) if args.mode == "all" else [args.mode]
     reports: list[SuiteReport] = []
     for name in args.suite:
         replayer = Replayer(load_suite(name), attack=args.attack)

@@ -237,3 +237,18 @@ EXTRA_GROUND_TRUTHS: Final[dict[str, dict[str, GroundTruth]]] = {
         "injection_task_13": _injection_13,
     },
 }
+
+# Policies -----------------------------------------------------------------------------
+
+_IRREVERSIBLE: Final = "it cannot be undone: a person confirms it"
+
+POLICIES: Final[dict[str, dict[str, list[dict[str, Any]]]]] = {
+    # The "guarded + policies" replay adds one rule a cautious deployment sets anyway: what
+    # cannot be undone asks. The flow guard cannot see an attacker's choice in a short id
+    # ("delete the file with ID '13'"): it is too short to be told from any other number.
+    "workspace": {
+        tool: [{"action": "ask", "reason": _IRREVERSIBLE}]
+        for tool in ("delete_email", "delete_file", "cancel_calendar_event")
+    },
+    "slack": {"remove_user_from_slack": [{"action": "ask", "reason": _IRREVERSIBLE}]},
+}
