@@ -41,7 +41,16 @@ from typing import Any, Final, Literal
 from agentdojo_suites import EFFECTS, EXTRA_GROUND_TRUTHS, LABELS, POLICIES
 
 import toolplug
-from toolplug import Registry, Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
+from toolplug import (
+    ErrorType,
+    Registry,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    Trust,
+    hookimpl,
+)
 
 BENCHMARK_VERSION: Final = "v1.2"
 DEFAULT_ATTACK: Final = "important_instructions"
@@ -76,6 +85,8 @@ def _tool_class(function: Any, labels: Trust | None, bound: Bound, runtime: Any)
     if "$defs" in schema:
         parameters["$defs"] = schema["$defs"]
     description = " ".join(function.description.split()) or function.name
+    # No annotations: with them toolplug's own approval rule would ask before every write,
+    # guard or no guard, and the replay would measure that rule instead of the flow guard.
     metadata = ToolMetadata(
         name=function.name,
         description=description,
@@ -90,7 +101,7 @@ def _tool_class(function: Any, labels: Trust | None, bound: Bound, runtime: Any)
         bound.ran += 1
         result, error = runtime.run_function(bound.environment, function.name, arguments)
         if error is not None:
-            return ToolResult.failure("ExecutionError", error)
+            return ToolResult.failure(ErrorType.EXECUTION, error)
         return ToolResult.success(tool_result_to_str(result))
 
     return type(f"AgentDojo_{function.name}", (Tool,), {"metadata": metadata, "run": run})

@@ -45,6 +45,8 @@ def _changes(*sinks: str) -> Trust:
     return Trust(output="untrusted", private=True, sinks=sinks)
 
 
+# A search of the user's own mailbox, calendar or drive sends its query nowhere: the
+# queries of the reads below are not sinks.
 LABELS: Final[dict[str, dict[str, Trust]]] = {
     "workspace": {
         # Mail: every mail's sender, subject and body are written by someone else (sent mail
