@@ -300,8 +300,8 @@ class Invoker:
             return result
         guard = self._pipeline.guard
         labels = guard.labels(call.tool)
-        settings = guard.settings
-        if settings.enabled:
+        output = result.output
+        if guard.settings.enabled:
             conversation = current()
             error = result.error
             if conversation is not None and (error is None or error.type not in _NOT_RECORDED):
@@ -310,11 +310,15 @@ class Invoker:
                     call.tool, labels, result, None if call_id is None else str(call_id),
                     call.arguments,
                 )
-            if settings.delimit_untrusted and labels.untrusted and result.output:
-                return dataclasses.replace(
-                    result, trust=labels, output=_delimited(call.tool, result.output)
-                )
-        return dataclasses.replace(result, trust=labels)
+            if guard.settings.delimit_untrusted and labels.untrusted and output:
+                output = _delimited(call.tool, output)
+        if result.trust is labels and output is result.output:
+            return result
+        # the constructor, not dataclasses.replace: this runs on every call
+        return ToolResult(
+            output, result.data, result.citations, result.warnings, result.error, result.spill,
+            labels,
+        )
 
     async def _hooked(self, call: ToolCall, *, inline: bool) -> ToolResult:
         if inline or self._dispatch.only_builtin():

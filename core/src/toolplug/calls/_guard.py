@@ -59,6 +59,7 @@ _DERIVED: Final[contextvars.ContextVar[Mapping[str, Source] | None]] = contextva
 reference from an untrusted step, and that step's source."""
 
 _WORD: Final = re.compile(r"\w+")
+_TRUSTED: Final = Trust(output="trusted")
 _STRIP: Final = "\"'`.,;:!?()[]{}<>*"
 _SHOWN: Final = 60
 
@@ -73,7 +74,7 @@ def derived_from(references: Mapping[str, Source]) -> contextvars.Token[Any]:
     return _DERIVED.set(references or None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Source:
     """One thing that entered a conversation: the user's request or a call's result."""
 
@@ -92,7 +93,8 @@ class Source:
     given: str = ""
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
-    _phrases: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    _words: str | None = field(default=None, repr=False)
+    _given_words: str | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         """``url_fetch (call 2, id c1)``: what names the source in a reason."""
@@ -101,21 +103,22 @@ class Source:
         call = f"call {self.index}" + (f", id {self.call_id}" if self.call_id else "")
         return f"{self.tool} ({call})"
 
-    def phrases(self, words: int) -> frozenset[str]:
-        """Every run of ``words`` consecutive words of the text, joined by one space."""
-        found = self._phrases.get(words)
+    @property
+    def words(self) -> str:
+        """The text's words joined by single spaces, with a space at each end (a run of
+        words is found with one substring search)."""
+        found = self._words
         if found is None:
-            tokens = _WORD.findall(self.text)
-            found = frozenset(
-                " ".join(tokens[i : i + words]) for i in range(len(tokens) - words + 1)
-            )
-            self._phrases[words] = found
+            found = self._words = " " + " ".join(_WORD.findall(self.text)) + " "
         return found
 
     @property
     def given_words(self) -> str:
         """The call's arguments as words joined by one space."""
-        return " ".join(_WORD.findall(self.given))
+        words = self._given_words
+        if words is None:
+            words = self._given_words = " " + " ".join(_WORD.findall(self.given)) + " "
+        return words
 
     def to_dict(self) -> dict[str, Any]:
         """The source as JSON data (for ``details``)."""
@@ -141,11 +144,19 @@ class Conversation:
     ) -> None:
         self.parent = parent
         """The conversation this one runs inside, or None."""
+        self._root: Conversation = parent.root if parent is not None else self
+        self._exact_nodes: tuple[Conversation, ...] = ((self,) if exact else ()) + (
+            parent._exact_nodes if parent is not None else ()
+        )
         self.exact = exact
         """Track whole values too (plans and programs: what they pass on, they pass as is)."""
         self.sources: list[Source] = []
         """Everything recorded, in order (the outermost conversation holds them all)."""
         self._requests: list[str] = []
+        self._request = ""
+        self._request_words = ""
+        self._untrusted: list[Source] = []
+        self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
         self.calls = 0
         """How many calls were recorded (in the outermost conversation: all of them)."""
@@ -161,21 +172,21 @@ class Conversation:
     def trust(self, text: str) -> None:
         """Add trusted text: the user's request, or a later message of theirs."""
         root = self.root
-        root._requests.append(_fold(text))
-        root.sources.append(Source(0, None, None, Trust(output="trusted"), _fold(text)))
+        folded = _fold(text)
+        root._requests.append(folded)
+        root._request = "\n".join(root._requests)
+        root._request_words = " " + " ".join(_WORD.findall(root._request)) + " "
+        root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
     def root(self) -> Conversation:
         """The outermost conversation."""
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
+        return self._root
 
     @property
     def request(self) -> str:
         """The user's trusted text, case folded (every request, one per line)."""
-        return "\n".join(self.root._requests)
+        return self.root._request
 
     def record(
         self,
@@ -187,6 +198,11 @@ class Conversation:
     ) -> Source:
         """Record a call's result (made with ``arguments``); the source it became."""
         root = self.root
+        root.calls += 1
+        if not (trust.untrusted or trust.private):  # nothing the guard reads later
+            plain = Source(root.calls, tool, call_id, trust, "")
+            root.sources.append(plain)
+            return plain
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -202,7 +218,6 @@ class Conversation:
             _leaves(arguments, given, mine)
             values -= mine
         text = "\n".join(_fold(s) for s in strings)
-        root.calls += 1
         source = Source(
             root.calls,
             tool,
@@ -213,6 +228,10 @@ class Conversation:
             "\n".join(_fold(s) for s in given),
         )
         root.sources.append(source)
+        if trust.untrusted:
+            root._untrusted.append(source)
+        if trust.private:
+            root._private.append(source)
         node: Conversation | None = self
         while node is not None:
             if trust.untrusted:
@@ -251,43 +270,49 @@ class Conversation:
     ) -> tuple[Source, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
         the text, and the rule that found it; None when it carries none."""
-        root = self.root
-        wanted = [
-            s
-            for s in root.sources
-            if s.tool is not None and (s.trust.untrusted if untrusted else s.trust.private)
-        ]
-        request = self.request
-        for text in _strings(value):
-            if untrusted:
-                node: Conversation | None = self
-                while node is not None:
-                    if node._exact_values:
-                        found = node._exact_values.get(text.strip())
-                        if found is not None and _fold(text) not in request:
-                            return found, text.strip(), "exact"
-                    node = node.parent
+        root = self._root
+        wanted = root._untrusted if untrusted else root._private
+        request = root._request
+        exact = self._exact_nodes if untrusted else ()
+        size = settings.min_phrase_words
+        min_chars = settings.min_token_chars
+        for text in (value,) if type(value) is str else _strings(value):
+            if exact:
+                whole = text.strip()
+                for node in exact:
+                    found = node._exact_values.get(whole)
+                    if found is not None and whole.casefold() not in request:
+                        return found, whole, "exact"
             if not wanted:
                 continue
-            folded = _fold(text)
+            folded = text.casefold()
             for word in folded.split():
+                if len(word) < 3:
+                    continue
                 token = word.strip(_STRIP)
-                if not _distinctive(token, settings.min_token_chars) or token in request:
+                if "@" in token or "://" in token:
+                    if len(token) < 3:
+                        continue
+                elif len(token) < min_chars or token.isalpha():
+                    continue
+                if token in request:
                     continue
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
+            if len(folded) < 2 * size - 1:  # too short to hold that many words
+                continue
             words = _WORD.findall(folded)
-            size = settings.min_phrase_words
             if len(words) < size:
                 continue
-            request_words = " ".join(_WORD.findall(request))
+            request_words = root._request_words
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
-                if phrase in request_words:
+                spaced = f" {phrase} "
+                if spaced in request_words:
                     continue
                 for source in reversed(wanted):
-                    if phrase in source.phrases(size) and phrase not in source.given_words:
+                    if spaced in source.words and spaced not in source.given_words:
                         return source, phrase, "phrase"
         return None
 
@@ -405,7 +430,7 @@ class Guard:
         derived = _DERIVED.get()
         for sink in labels.sinks:
             value = arguments.get(sink)
-            if value is None or value in ("", [], {}):
+            if value is None or value == "" or (type(value) in (list, dict) and not value):
                 continue
             if derived is not None and sink in derived:
                 source = derived[sink]
@@ -490,13 +515,6 @@ class Guard:
 
 def _fold(text: str) -> str:
     return text.casefold()
-
-
-def _distinctive(token: str, min_chars: int) -> bool:
-    """A token that names something: long and not only letters, or an address."""
-    if "@" in token or "://" in token:
-        return len(token) >= 3
-    return len(token) >= min_chars and not token.isalpha()
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -6,7 +6,10 @@ as the artifact), and turns a failed call into a ``ToolException`` that LangChai
 model as an error message. A call that needs a person's approval is asked in LangGraph's
 own way: through ``interrupt()`` inside the tool, or, for the tools named by
 ``ToolplugToolkit.interrupt_on()``, by ``HumanInTheLoopMiddleware`` before the tool runs;
-a call the middleware let through is not asked again.
+a call the middleware let through is not asked again. The flow guard asks the same way:
+open ``registry.conversation(prompt)`` around the agent's run (LangChain hands context
+variables on to the threads its tools run in), and a call whose sink carries untrusted
+text the prompt did not hold is asked about, with the source call named.
 
 Install with ``pip install "toolplug[langchain]"``; docs/integrations/langchain.md shows a
 whole agent run.
@@ -30,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
+from toolplug.integrations._offer import approval_reason
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
@@ -218,7 +222,7 @@ class ToolplugToolkit(BaseToolkit):
     def _when(self, request: Any) -> bool:
         """The middleware's question: does this call need a person? Remembers a yes."""
         call = request.tool_call
-        reason = self.registry.needs_approval(call["name"], call.get("args") or {})
+        reason = approval_reason(self.registry, call["name"], call.get("args") or {})
         if reason is not None and call.get("id"):
             with self._lock:
                 self._reviewed[call["id"]] = None
@@ -227,7 +231,7 @@ class ToolplugToolkit(BaseToolkit):
         return reason is not None
 
     def _describe(self, tool_call: Any, state: Any, runtime: Any) -> str:
-        reason = self.registry.needs_approval(tool_call["name"], tool_call.get("args") or {})
+        reason = approval_reason(self.registry, tool_call["name"], tool_call.get("args") or {})
         return f"{tool_call['name']} needs approval because {reason}"
 
     def _reviewed_by_middleware(self, call_id: str | None) -> bool:
@@ -248,7 +252,7 @@ class ToolplugToolkit(BaseToolkit):
 
         def settings(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
             call_id = _CALL_ID.get()
-            if call_id is None or registry.needs_approval(name, arguments) is None:
+            if call_id is None or approval_reason(registry, name, arguments) is None:
                 return None, False  # nobody will be asked: no context of its own to build
             return {"call_id": call_id}, self._reviewed_by_middleware(call_id)
 

@@ -33,9 +33,11 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
+from toolplug.integrations._offer import approval_reason
 
 if TYPE_CHECKING:
     from toolplug import Approval, ApprovalRequest, Registry, ToolMetadata, ToolResult, Toolset
+    from toolplug.calls._guard import Conversation
 
 # llm imports every plugin at its start, for every command: toolplug's names are imported
 # when a toolplug tool or the section is first used, not then.
@@ -112,7 +114,9 @@ def system_prompt(
 class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_subclass__
     """toolplug's tools that are available here (toolplug.load(): toolplug.toml, the
     environment). Options: toolset (a configured toolset's name), task and max_tools (keep
-    the max_tools tools most relevant to task). For the optional-tools section in the
+    the max_tools tools most relevant to task), request (the user's own words: the
+    toolbox's calls run in one conversation carrying them, and the flow guard asks before
+    a sink carries untrusted text not in it). For the optional-tools section in the
     system prompt add --sf toolplug: (or toolplug:TOOLSET)."""
 
     results: dict[str, ToolResult]
@@ -120,9 +124,12 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     warnings); the model sees the text."""
 
     def __init__(
-        self, toolset: str | None = None, task: str | None = None, max_tools: int | None = None
+        self, toolset: str | None = None, task: str | None = None, max_tools: int | None = None,
+        request: str | None = None,
     ) -> None:
         self._toolset, self._task, self._max_tools = toolset, task, max_tools
+        self._request_text = request
+        self._conversation: Conversation | None = None
         self._registry: Registry | None = None
         # Made by llm's command line (or by hand): a person at the terminal is asked.
         self._approver: Callable[[ApprovalRequest], Any] | None = _ask_at_the_terminal
@@ -130,6 +137,17 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         self._approved: set[str] = set()
         self._lock = threading.Lock()
         self.results = {}
+
+    def conversation(self) -> Conversation:
+        """The conversation this toolbox's calls run in (one opened around them wins)."""
+        from toolplug.calls._guard import current
+
+        opened = current()
+        if opened is not None:
+            return opened
+        if self._conversation is None:
+            self._conversation = self._tools_registry.conversation(self._request_text)
+        return self._conversation
 
     @property
     def _tools_registry(self) -> Registry:
@@ -167,7 +185,8 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         """The approval request of this call, or None when it needs none."""
         registry = self._tools_registry
         arguments = dict(tool_call.arguments or {})
-        reason = registry.needs_approval(tool_call.name, arguments)
+        with self.conversation():
+            reason = approval_reason(registry, tool_call.name, arguments)
         if reason is None:
             return None
         shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
@@ -232,7 +251,11 @@ class _Call:
         registry = box._tools_registry
         # The call id travels to whoever is asked for approval; a call that needs none
         # is spared building a context of its own.
-        asks = call_id is not None and registry.needs_approval(self.name, arguments) is not None
+        conversation = box.conversation()
+        with conversation:
+            asks = call_id is not None and (
+                approval_reason(registry, self.name, arguments) is not None
+            )
         keywords: dict[str, Any] = {
             "context": {"call_id": call_id} if asks else None,
             "approver": box._approver,
@@ -242,11 +265,15 @@ class _Call:
         # asyncio's own check without raising (it is in asyncio.events.__all__): an
         # exception per sync call costs more than the rest of this wrapper.
         if asyncio._get_running_loop() is None:
-            return self._answer(call_id, registry.call(self.name, arguments, **keywords))
-        return self._acall(call_id, arguments, keywords)
+            with conversation:
+                return self._answer(call_id, registry.call(self.name, arguments, **keywords))
+        return self._acall(conversation, call_id, arguments, keywords)
 
-    async def _acall(self, call_id: str | None, arguments: Any, keywords: Any) -> str:
-        result = await self.box._tools_registry.acall(self.name, arguments, **keywords)
+    async def _acall(
+        self, conversation: Conversation, call_id: str | None, arguments: Any, keywords: Any
+    ) -> str:
+        with conversation:
+            result = await self.box._tools_registry.acall(self.name, arguments, **keywords)
         return self._answer(call_id, result)
 
     def _answer(self, call_id: str | None, result: ToolResult) -> str:

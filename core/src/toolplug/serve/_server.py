@@ -149,6 +149,8 @@ def build_server(
             return types.ListToolsResult(tools=await deferred.listed(ctx))
         return types.ListToolsResult(tools=[tool.model_copy(deep=True) for tool in listed])
 
+    conversations = _Conversations(registry)
+
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
@@ -172,9 +174,10 @@ def build_server(
                 if progress is not None:
                     host["progress"] = progress
                 try:
-                    result = await registry.acall(
-                        name, params.arguments or {}, context=host, approver=_Elicit(ctx)
-                    )
+                    with conversations.of(host["client"]):
+                        result = await registry.acall(
+                            name, params.arguments or {}, context=host, approver=_Elicit(ctx)
+                        )
                 finally:
                     if progress is not None:
                         await progress.sent()
@@ -527,9 +530,46 @@ def _answer(
                 structured = None
     # Results are redacted once, by the engine (replies made here carry no secrets).
     text = types.TextContent(type="text", text=result.for_model())
+    meta = _trust_meta(result)
     if structured is not None:
-        return types.CallToolResult(content=[text], structured_content=structured)
-    return types.CallToolResult(content=[text], is_error=not result.ok)
+        return types.CallToolResult(content=[text], structured_content=structured, _meta=meta)
+    return types.CallToolResult(content=[text], is_error=not result.ok, _meta=meta)
+
+
+TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
+"""The ``_meta`` key of MCP's experimental trust annotations extension."""
+
+
+def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
+    """The result's labels as the trust annotations extension writes them: ``untrusted``
+    (anyone outside could have written it) and ``sensitive`` (the user's private data)."""
+    trust = result.trust
+    if trust is None:
+        return None
+    return {TRUST_ANNOTATIONS: {"untrusted": trust.untrusted, "sensitive": trust.private}}
+
+
+class _Conversations:
+    """One conversation per client (``client_key``: the session, the credential, or the
+    stdio client), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
+    client with no key is served without one. Not shared through Redis: a session that
+    moves to another replica starts a new conversation there."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._by_client: dict[str, Any] = {}
+
+    def of(self, client: str | None) -> Any:
+        import contextlib
+
+        if client is None:
+            return contextlib.nullcontext()
+        found = self._by_client.get(client)
+        if found is None:
+            if len(self._by_client) >= _MAX_SESSIONS:
+                self._by_client.pop(next(iter(self._by_client)))  # the oldest
+            found = self._by_client[client] = self._registry.conversation()
+        return found
 
 
 def _within_budget(result: ToolResult, params: CallToolRequestParams) -> ToolResult:
