@@ -9,10 +9,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolplug
 from tests.helpers.guard import INBOX, PLUGIN, POSTED
-from toolplug import Approval, ApprovalRequest, ErrorType, Registry
+from toolplug import (
+    Approval,
+    ApprovalRequest,
+    Conversation,
+    ErrorType,
+    Registry,
+    ToolResult,
+    Trust,
+)
+from toolplug.runtime._settings import GuardSettings
 
 pytestmark = pytest.mark.anyio  # run on asyncio: the anyio_backend fixture's default
 
@@ -389,3 +400,42 @@ def test_a_program_that_writes_its_own_values_runs() -> None:
         registry.close()
     assert result.ok, result.error
     assert len(POSTED) == 1
+
+
+# -- the matching rules, as properties -----------------------------------------------------
+
+_WORDS = st.text(alphabet="abcdefghij ", min_size=0, max_size=80)
+_TOKENS = st.from_regex(r"[a-z]{3,8}[0-9]{2,6}\.example/[a-z0-9]{1,6}", fullmatch=True)
+
+
+@given(_WORDS, _TOKENS, _WORDS, _WORDS)
+def test_an_untrusted_token_in_a_sink_is_always_found(
+    before: str, token: str, after: str, written: str
+) -> None:
+    conversation = Conversation("please help")
+    page = ToolResult.success(f"{before} {token} {after}")
+    conversation.record("read_page", Trust(output="untrusted"), page)
+    found = conversation.carried(f"{written} {token.upper()}", GuardSettings())
+    assert found is not None
+    assert found[1] == token
+    assert found[2] == "token"
+
+
+@given(_WORDS, _TOKENS)
+def test_what_the_user_wrote_is_never_found(page_text: str, token: str) -> None:
+    request = f"send it to {token} please"
+    conversation = Conversation(request)
+    page = ToolResult.success(f"{page_text} {token} {page_text}")
+    conversation.record("read_page", Trust(output="untrusted"), page)
+    # only words the user wrote: the page holds them too, and they are the user's
+    assert conversation.carried(request, GuardSettings()) is None
+    assert conversation.carried(f"to {token}", GuardSettings()) is None
+
+
+@given(_WORDS, _WORDS)
+def test_plain_words_shorter_than_a_run_are_never_found(page_text: str, written: str) -> None:
+    conversation = Conversation()
+    conversation.record("read_page", Trust(output="untrusted"), ToolResult.success(page_text))
+    # letters and spaces only, fewer than six words: neither a token nor a run of words
+    short = " ".join(written.split()[:5])
+    assert conversation.carried(short, GuardSettings()) is None

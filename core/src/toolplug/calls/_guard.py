@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -155,6 +156,7 @@ class Conversation:
         self._requests: list[str] = []
         self._request = ""
         self._request_words = ""
+        self._lock = threading.Lock()
         self._untrusted: list[Source] = []
         self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
@@ -197,11 +199,12 @@ class Conversation:
         arguments: Mapping[str, Any] | None = None,
     ) -> Source:
         """Record a call's result (made with ``arguments``); the source it became."""
-        root = self.root
-        root.calls += 1
+        root = self._root
         if not (trust.untrusted or trust.private):  # nothing the guard reads later
-            plain = Source(root.calls, tool, call_id, trust, "")
-            root.sources.append(plain)
+            with root._lock:  # calls may end in several threads at once
+                root.calls += 1
+                plain = Source(root.calls, tool, call_id, trust, "")
+                root.sources.append(plain)
             return plain
         strings: list[str] = []
         values: set[Any] = set()
@@ -218,8 +221,11 @@ class Conversation:
             _leaves(arguments, given, mine)
             values -= mine
         text = "\n".join(_fold(s) for s in strings)
+        with root._lock:
+            root.calls += 1
+            index = root.calls
         source = Source(
-            root.calls,
+            index,
             tool,
             call_id,
             trust,

@@ -25,6 +25,7 @@ __all__ = [
     "approval_reason",
     "describe_call",
     "error_text",
+    "guard_may_ask",
     "missing",
     "offer",
     "refines_per_call",
@@ -88,6 +89,19 @@ def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None
     (in the current conversation), else toolplug's approval rule; None when it need not."""
     reason = registry.guard_reason(name, arguments)
     return reason if reason is not None else registry.needs_approval(name, arguments)
+
+
+def guard_may_ask(registry: Registry, name: str) -> bool:
+    """Whether the flow guard or a policy may ask about a call of ``name``: a policy names
+    it, or its labels (declared or configured, not the cautious default) name sinks."""
+    from toolplug import Trust
+
+    config = registry.config
+    if name in config.policies:
+        return True
+    labels = registry.labels(name)
+    cautious = Trust.cautious(registry.get(name).metadata.parameters)
+    return config.guard.enabled and bool(labels.sinks) and labels != cautious
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from pydantic import ConfigDict, PrivateAttr
 
 from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
-from toolplug.integrations._offer import approval_reason
+from toolplug.integrations._offer import approval_reason, guard_may_ask
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
@@ -203,7 +203,8 @@ class ToolplugToolkit(BaseToolkit):
     ) -> dict[str, bool | InterruptOnConfig]:
         """The ``interrupt_on`` of a ``HumanInTheLoopMiddleware`` for these tools.
 
-        Names every tool whose calls may need a person's approval; for each call the
+        Names every tool whose calls may need a person's approval (toolplug's rule, a
+        policy, or the flow guard for a tool whose labels name sinks); for each call the
         middleware asks toolplug (its ``when``) whether this call does. A call the
         middleware asked about and let through runs without toolplug asking again.
 
@@ -211,7 +212,10 @@ class ToolplugToolkit(BaseToolkit):
             allowed_decisions: What the reviewer may answer (the middleware's decisions).
         """
         config: dict[str, bool | InterruptOnConfig] = {}
-        for name in self._selection.approvals:
+        names = set(self._selection.approvals)
+        registry = self.registry
+        names.update(m.name for m in self._selection.metadata if guard_may_ask(registry, m.name))
+        for name in sorted(names):
             config[name] = {
                 "allowed_decisions": list(allowed_decisions),
                 "description": self._describe,

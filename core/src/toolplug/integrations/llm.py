@@ -321,6 +321,7 @@ def toolbox(
     task: str | None = None,
     max_tools: int | None = None,
     approver: Callable[[ApprovalRequest], Any] | None = None,
+    request: str | None = None,
 ) -> Toolplug:
     """A ``Toolplug`` toolbox of this registry's tools, for ``model.chain(tools=[...])``.
 
@@ -332,8 +333,10 @@ def toolbox(
         approver: Decides on calls that need approval before the registry's own approvers;
             it may raise ``llm.PauseChain`` to pause the chain (``pause_until_decided``).
             (A ``Toolplug()`` made by llm's command line asks at the terminal instead.)
+        request: The user's own words: the toolbox's calls run in one conversation carrying
+            them (docs/security.md).
     """
-    box = Toolplug(toolset=toolset, task=task, max_tools=max_tools)
+    box = Toolplug(toolset=toolset, task=task, max_tools=max_tools, request=request)
     box._registry = registry
     box._approver = approver
     return box

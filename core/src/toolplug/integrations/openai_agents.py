@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from toolplug.calls._guard import Conversation, current
 from toolplug.integrations._offer import (
     approval_reason,
+    guard_may_ask,
     missing,
     offer,
     refines_per_call,
@@ -161,21 +162,13 @@ def _approval(
 
 
 def _guarded(registry: Registry, name: str) -> bool:
-    """Whether the flow guard or a policy may ask about a call of ``name``: then toolplug
-    answers ``needs_approval`` per call.
+    """Whether toolplug answers ``needs_approval`` per call because the guard may ask.
 
-    A tool under the cautious default (no labels declared or configured) is not: the SDK
+    Not for a tool under the cautious default (no labels declared or configured): the SDK
     pauses a callable's call whose arguments it cannot parse, and such a tool's guard asks
     reach the model as an ``ApprovalRequiredError`` instead (docs/security.md).
     """
-    from toolplug import Trust
-
-    config = registry.config
-    if name in config.policies:
-        return True
-    labels = registry.labels(name)
-    cautious = Trust.cautious(registry.get(name).metadata.parameters)
-    return config.guard.enabled and bool(labels.sinks) and labels != cautious
+    return guard_may_ask(registry, name)
 
 
 _RUNS: dict[int, tuple[weakref.ref[Any], Conversation]] = {}

@@ -242,6 +242,9 @@ def parse_policies(
             at = f"{where}[{index}]."
             if not isinstance(item, Mapping):
                 raise raise_as(f"got {item!r}", key=at.rstrip("."), expected="a table")
+            for key in sorted(set(item) - _RULE_KEYS):  # "schema", not the field's name
+                raise raise_as("unknown key", key=at + str(key),
+                               expected="one of " + ", ".join(sorted(_RULE_KEYS)))
             try:
                 rule = PolicyRule.model_validate(dict(item))
             except ValidationError as exc:
@@ -252,6 +255,9 @@ def parse_policies(
             parsed.append(rule)
         rules[str(tool)] = tuple(parsed)
     return rules
+
+
+_RULE_KEYS: Final = frozenset({"action", "argument", "schema", "reason"})
 
 
 def _schema_problem(schema: dict[str, Any]) -> str | None:

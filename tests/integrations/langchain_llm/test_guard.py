@@ -1,0 +1,142 @@
+"""The flow guard through LangChain's ``create_agent`` (LangGraph) and llm's chains, each
+driven by its framework's own test model: a sink carrying the page's text is asked about
+in the framework's approval flow; the same value from the user's words runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import llm
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+import toolplug
+from tests.helpers.guard import PLUGIN, POSTED
+from toolplug import ApprovalRequest
+from toolplug.integrations.langchain import ToolplugToolkit
+from toolplug.integrations.llm import approve_calls, toolbox
+
+NEWS = "https://news.example/today"
+EVIL = "https://collect.evil.example/drop?k=1"
+READ = AIMessage("", tool_calls=[{"name": "read_page", "args": {"url": NEWS}, "id": "c1"}])
+POST = AIMessage("", tool_calls=[{"name": "post", "args": {"text": f"see {EVIL}"}, "id": "c2"}])
+DONE = AIMessage("done")
+
+
+class Model(GenericFakeChatModel):
+    """LangChain's fake chat model, accepting tools as a tool-calling model does."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+
+@pytest.fixture
+def registry() -> Iterator[toolplug.Registry]:
+    POSTED.clear()
+    loaded = toolplug.load({}, plugins=[PLUGIN], env={"TOOLPLUG_PLUGINS": ""})
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(autouse=True)
+def _llm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm-home"))
+
+
+def _user(text: str) -> Any:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_langgraph_interrupts_for_a_sink_carrying_the_page(registry: toolplug.Registry) -> None:
+    agent = create_agent(
+        Model(messages=iter([READ, POST, DONE])),
+        ToolplugToolkit(registry).get_tools(),
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    prompt = "Summarize today's news"
+    with registry.conversation(prompt):
+        paused = agent.invoke(_user(prompt), config)
+        [interrupt] = paused["__interrupt__"]
+        assert interrupt.value["name"] == "post"
+        assert "read untrusted content" in interrupt.value["description"]
+        assert "read_page (call 1)" in interrupt.value["description"]
+        assert POSTED == []
+        done = agent.invoke(Command(resume={"type": "approve"}), config)
+    assert done["messages"][-1].content == "done"
+    assert [{"text": f"see {EVIL}"}] == POSTED
+
+
+def test_the_middleware_asks_for_a_sink_carrying_the_page(registry: toolplug.Registry) -> None:
+    toolkit = ToolplugToolkit(registry)
+    assert sorted(toolkit.interrupt_on()) == ["post", "read_page"]  # their labels name sinks
+    agent = create_agent(
+        Model(messages=iter([READ, POST, DONE])),
+        toolkit.get_tools(),
+        middleware=[HumanInTheLoopMiddleware(interrupt_on=toolkit.interrupt_on())],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    with registry.conversation("Summarize today's news"):
+        paused = agent.invoke(_user("Summarize today's news"), config)
+    [interrupt] = paused["__interrupt__"]
+    [action] = interrupt.value["action_requests"]
+    assert action["name"] == "post"  # read_page carried nothing untrusted: not asked
+    assert "read untrusted content" in action["description"]
+
+
+def test_langgraph_runs_the_same_value_from_the_users_words(
+    registry: toolplug.Registry,
+) -> None:
+    agent = create_agent(
+        Model(messages=iter([READ, POST, DONE])),
+        ToolplugToolkit(registry).get_tools(),
+        checkpointer=InMemorySaver(),
+    )
+    prompt = f"Read the news and post {EVIL}"
+    with registry.conversation(prompt):
+        done = agent.invoke(_user(prompt), {"configurable": {"thread_id": "t2"}})
+    assert "__interrupt__" not in done
+    assert [{"text": f"see {EVIL}"}] == POSTED
+
+
+def _calls(*calls: tuple[str, dict[str, Any]]) -> str:
+    return json.dumps({"tool_calls": [{"name": n, "arguments": a} for n, a in calls]})
+
+
+def test_llm_asks_before_a_sink_carrying_the_page(registry: toolplug.Registry) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def ask(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    prompt = _calls(("read_page", {"url": NEWS}), ("post", {"text": f"see {EVIL}"}))
+    chain = llm.get_model("echo").chain(
+        prompt,
+        tools=[toolbox(registry, request="Summarize today's news")],
+        before_call=approve_calls(ask),
+    )
+    chain.text()
+    assert [r.tool for r in asked] == ["post"]
+    assert "read untrusted content" in asked[0].reason
+    assert POSTED == []
+
+
+def test_llm_runs_the_same_value_from_the_users_words(registry: toolplug.Registry) -> None:
+    prompt = _calls(("read_page", {"url": NEWS}), ("post", {"text": f"see {EVIL}"}))
+    chain = llm.get_model("echo").chain(
+        prompt,
+        tools=[toolbox(registry, request=f"post {EVIL} after reading the news")],
+        before_call=approve_calls(lambda request: False),
+    )
+    chain.text()
+    assert [{"text": f"see {EVIL}"}] == POSTED
