@@ -304,6 +304,17 @@ def test_overlays_category_guidance_approval_and_labels(api_url: str, tmp_path: 
     assert registry.needs_approval("notes_list_notes", {}) == always
     assert registry.labels("notes_get_note").sinks == ("note_id",)
     assert registry.labels("notes_list_notes").output == "trusted"
+    assert registry.labels("notes_get_note").output == "trusted"  # the API's, kept
+
+
+def test_scopes_of_an_api_and_of_one_operation(api_url: str, tmp_path: Path) -> None:
+    config = _config(
+        api_url, tmp_path, scopes=["notes:read"],
+        tools={"getNote": {"scopes": ["notes:one"]}},
+    )
+    registry = toolplug.load(config)
+    assert registry.config.tool_settings("notes_list_notes").scopes == ["notes:read"]
+    assert registry.config.tool_settings("notes_get_note").scopes == ["notes:one"]
 
 
 def test_the_parsed_description_is_cached_and_used_when_the_api_is_down(

@@ -323,14 +323,16 @@ def _name_tools(api: Api) -> None:
 
 
 def _with_settings(config: Config, apis: Mapping[str, Api]) -> Config:
-    """The configuration with each operation's call settings: the API's approval, then its
-    ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
+    """The configuration with each operation's call settings: the API's approval and scopes,
+    then its ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
     settings = dict(config.settings)
     for api in apis.values():
         for final, op in api.names.items():
             values: dict[str, Any] = {}
             if "approval" in api.settings.model_fields_set:
                 values["approval"] = api.settings.approval
+            if api.settings.scopes is not None:
+                values["scopes"] = api.settings.scopes
             own = api.settings.tools.get(op["operation_id"])
             if own is not None:
                 call = own.call_settings()

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
+from toolplug.contract._settings import Scope
 from toolplug.runtime._mounts import FromEnv, FromFile, MountedToolSettings
 from toolplug.runtime._settings import _fail, _raiser
 
@@ -149,6 +150,10 @@ class ApiSettings(_Table):
         default="auto",
         description='one of "auto", "always", "never": the default of every operation '
         '("auto": GET and HEAD run, other methods are asked)',
+    )
+    scopes: list[Scope] | None = Field(
+        default=None,
+        description="a list of OAuth scopes: the default of every operation under [serve.auth]",
     )
     trust: TrustOverlay = Field(
         default_factory=TrustOverlay, description="a table: output, private, sinks"
