@@ -167,7 +167,8 @@ def test_bad_transform_tables_are_config_errors(table: dict[str, Any], key: str)
 
 def test_a_mounted_mcp_tool_is_transformed(tmp_path: Path) -> None:
     script = write_server(tmp_path)
-    text = stdio_table("calc", script) + (
+    # the server's annotations are trusted, so its read-only add runs without asking
+    text = stdio_table("calc", script, extra="trust_annotations = true") + (
         '\n[transforms.add_ten]\nfrom = "calc_add"\ndescription = "Add ten to a number."\n'
         'hide = { b = 10 }\nrename_args = { number = "a" }\n'
     )
