@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -235,10 +235,7 @@ def parse_guard(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Gua
     Raises:
         ConfigError: a key is unknown or has a value of the wrong kind.
     """
-    try:
-        return GuardSettings.model_validate(dict(table))
-    except ValidationError as exc:
-        raise _fail(exc, GuardSettings, prefix + "guard.", _raiser(file)) from None
+    return _parsed(GuardSettings, table, "guard", file=file, prefix=prefix)
 
 
 def parse_policies(
@@ -503,10 +500,7 @@ def parse_calls(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Cal
     Raises:
         ConfigError: a key is unknown or has a value of the wrong kind.
     """
-    try:
-        return CallsSettings.model_validate(dict(table))
-    except ValidationError as exc:
-        raise _fail(exc, CallsSettings, prefix + "calls.", _raiser(file)) from None
+    return _parsed(CallsSettings, table, "calls", file=file, prefix=prefix)
 
 
 def parse_code(table: Mapping[str, Any], *, file: str, prefix: str = "") -> CodeSettings:
@@ -515,10 +509,7 @@ def parse_code(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Code
     Raises:
         ConfigError: a key is unknown or has a value of the wrong kind.
     """
-    try:
-        return CodeSettings.model_validate(dict(table))
-    except ValidationError as exc:
-        raise _fail(exc, CodeSettings, prefix + "code.", _raiser(file)) from None
+    return _parsed(CodeSettings, table, "code", file=file, prefix=prefix)
 
 
 def parse_serve(table: Mapping[str, Any], *, file: str, prefix: str = "") -> ServeSettings:
@@ -538,6 +529,19 @@ def parse_serve(table: Mapping[str, Any], *, file: str, prefix: str = "") -> Ser
                 key=prefix + "serve." + ".".join(map(str, rule[0]["loc"])),
             ) from None
         raise _fail(exc, ServeSettings, prefix + "serve.", _raiser(file)) from None
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _parsed(
+    model: type[_Model], table: Mapping[str, Any], key: str, *, file: str, prefix: str
+) -> _Model:
+    """``[KEY]`` checked against its model; the first problem as a ``ConfigError``."""
+    try:
+        return model.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, model, f"{prefix}{key}.", _raiser(file)) from None
 
 
 def parse_tool_settings(
