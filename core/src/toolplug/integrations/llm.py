@@ -33,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
+from toolplug.calls._bridge import loop_running
 from toolplug.integrations._offer import approval_reason
 
 if TYPE_CHECKING:
@@ -269,9 +270,8 @@ class _Call:
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
         }
-        # asyncio's own check without raising (it is in asyncio.events.__all__): an
-        # exception per sync call costs more than the rest of this wrapper.
-        if asyncio._get_running_loop() is None:
+        # llm's sync chain calls with no loop running; its async chain awaits what we return
+        if not loop_running():
             with conversation:
                 return self._answer(call_id, registry.call(self.name, arguments, **keywords))
         return self._acall(conversation, call_id, arguments, keywords)
@@ -367,7 +367,7 @@ def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
         approved = click.confirm("Approve the call?", default=False, err=True)
         return toolplug.Approval(approved, "at the terminal")
 
-    if asyncio._get_running_loop() is not None:
+    if loop_running():
         return asyncio.to_thread(confirm)
     return confirm()
 
