@@ -33,7 +33,6 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
-from toolplug.calls._bridge import loop_running
 from toolplug.integrations._offer import approval_reason
 
 if TYPE_CHECKING:
@@ -270,7 +269,11 @@ class _Call:
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
         }
-        # llm's sync chain calls with no loop running; its async chain awaits what we return
+        # The bridge's check: llm's sync chain calls with no loop running, its async chain
+        # awaits what this returns. Imported here, not at the top: llm imports every plugin
+        # for every command, and toolplug's must not load the call engine then.
+        from toolplug.calls._bridge import loop_running
+
         if not loop_running():
             with conversation:
                 return self._answer(call_id, registry.call(self.name, arguments, **keywords))
@@ -356,6 +359,8 @@ def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
     """On a terminal, the person is asked y/N (in a thread when an event loop runs);
     elsewhere nobody decides, and the registry's own approvers are asked."""
     import sys
+
+    from toolplug.calls._bridge import loop_running  # as in _Call.__call__
 
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return None
