@@ -6,11 +6,12 @@ engine's coroutines, and the one way sync tools reach threads.
   is. From plain sync code the coroutine runs on the calling thread's own event loop (no
   thread hop); from code whose thread already runs a loop, on the registry's one
   ``LoopThread``.
-* The one fast path: a call the engine found unable to wait (a sync tool, the in-process
-  store, no interceptors, no concurrency limit) is stepped to its end with no loop at all
-  (``run(..., loopless=True)``). While it is, ``Workers.run`` runs the sync tool in the
-  caller's thread and ``pause`` sleeps there: they ask the bridge, so no step of the
-  pipeline carries a flag.
+* The one fast path: a call from plain sync code (no loop in the thread) that the engine
+  found unable to wait (a sync tool, the in-process store, no interceptors, no
+  concurrency limit) is stepped to its end with no loop at all (``run(..., loopless=
+  True)``). No loop runs an engine coroutine then, and only then, so the pipeline runs the
+  sync tool in the caller's thread and ``pause`` sleeps there when they find no running
+  loop: no step of the pipeline carries a flag.
 * ``Workers`` runs sync tools in a bounded pool; time spent waiting for a free thread is
   bounded on its own and never counts against the tool's time limit.
 * ``limited`` awaits an async tool under its time limit, arming the timer only if the tool
@@ -74,31 +75,19 @@ class _LoopHolder:
             loop.close()
 
 
-class _Here(threading.local):
-    """What this thread steps without a loop now: ``loop`` is the loop that was running
-    in the thread when the step began (None from plain sync code)."""
-
-    stepping = False
-    loop: asyncio.AbstractEventLoop | None = None
+class _Holder(threading.local):
     holder: _LoopHolder | None = None
 
 
-_HERE: Final = _Here()
+_HOLDER: Final = _Holder()
 
 
 def _thread_loop() -> asyncio.AbstractEventLoop:
     """The calling thread's own event loop for sync calls, made on its first call."""
-    holder = _HERE.holder
+    holder = _HOLDER.holder
     if holder is None:
-        holder = _HERE.holder = _LoopHolder()
+        holder = _HOLDER.holder = _LoopHolder()
     return holder.loop
-
-
-def _loopless() -> bool:
-    """True inside ``Bridge.run(..., loopless=True)``: the coroutine is stepped by the
-    caller's thread, not by a loop (a loop started inside, by a tool, is not this step)."""
-    here = _HERE
-    return here.stepping and here.loop is asyncio._get_running_loop()
 
 
 class Bridge:
@@ -112,8 +101,8 @@ class Bridge:
 
     def run(self, coroutine: Coroutine[Any, Any, _T], *, loopless: bool = False) -> _T:
         """Run one of the engine's coroutines to its end for a caller that waits in its
-        thread. ``loopless``: the caller found that it cannot wait (the fast path), so it
-        is stepped here with no loop."""
+        thread. ``loopless``: the caller found that it cannot wait and that no loop runs
+        in this thread (the fast path), so it is stepped here with no loop."""
         if loopless:
             return _stepped(coroutine)
         if not loop_running():  # this thread's own loop: no hop to another thread
@@ -145,23 +134,18 @@ class Bridge:
 
 def _stepped(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run a coroutine that cannot suspend to its end in this thread, with no loop."""
-    here = _HERE
-    saved = here.stepping, here.loop
-    here.stepping, here.loop = True, asyncio._get_running_loop()
     try:
         coroutine.send(None)
     except StopIteration as stop:
         result: _T = stop.value
         return result
-    finally:
-        here.stepping, here.loop = saved
     coroutine.close()
     raise RuntimeError("toolplug: a call chosen to run without a loop tried to wait")
 
 
 async def pause(seconds: float) -> None:
     """Wait: awaited on a loop; in the caller's own thread on the fast path."""
-    if _loopless():
+    if not loop_running():
         time.sleep(seconds)
     else:
         await asyncio.sleep(seconds)
@@ -175,7 +159,7 @@ async def settled(awaitable: Awaitable[_T], timeout: float, bridge: Bridge) -> _
         async with asyncio.timeout(timeout):
             return await awaitable
 
-    if _loopless():
+    if not loop_running():
         return bridge.run(bounded())
     return await bounded()
 
@@ -245,13 +229,12 @@ class Workers:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    async def run(self, function: Callable[[], _T], *, limit: float, queue_limit: float) -> _T:
-        """``function()`` in a worker thread: at most ``queue_limit`` seconds waiting for a
+    async def run(
+        self, function: Callable[..., _T], *args: Any, limit: float, queue_limit: float
+    ) -> _T:
+        """``function(*args)`` in a worker thread: at most ``queue_limit`` seconds waiting for a
         free thread (``QueueTimeout``), then at most ``limit`` seconds running
-        (``TimeoutError``; the thread is abandoned, not stopped). On the bridge's fast
-        path, where no loop runs the call, in the caller's thread: no limit can hold."""
-        if _loopless():
-            return function()
+        (``TimeoutError``; the thread is abandoned, not stopped)."""
         pool = self._pool
         if pool is None:
             with self._lock:
@@ -266,7 +249,7 @@ class Workers:
 
         def work() -> _T:
             loop.call_soon_threadsafe(_wake, began)  # before the result: callbacks keep order
-            return context.run(function)
+            return context.run(function, *args)
 
         done = loop.run_in_executor(pool, work)
         try:

@@ -27,8 +27,8 @@ import weakref
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
-from toolplug.calls._bridge import Bridge, LoopThread
-from toolplug.calls._dispatch import Chain
+from toolplug.calls._bridge import Bridge, LoopThread, loop_running
+from toolplug.calls._dispatch import Chain, Next
 from toolplug.calls._guard import Conversation, current
 from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
@@ -200,7 +200,8 @@ class Invoker:
     ) -> ToolResult:
         """``acall`` for a caller that waits in its thread."""
         call = self.prepare(name, arguments, host, approver, **options)
-        return self._bridge.run(self._run(call), loopless=self._cannot_wait(call))
+        first = self._chain.links()
+        return self._bridge.run(self._run(call, first), loopless=self._cannot_wait(call, first))
 
     async def acall(
         self,
@@ -216,7 +217,7 @@ class Invoker:
         call = self.prepare(
             name, arguments, host, approver, approved=approved, passthrough=passthrough
         )
-        return await self._run(call)
+        return await self._run(call, self._chain.links())
 
     def conversation(self, request: str | None = None) -> Conversation:
         """A new conversation carrying ``request`` as trusted text (``Registry.conversation``)."""
@@ -267,18 +268,23 @@ class Invoker:
         """The handle of a task this process or another sharing the store started."""
         return Task(self.tasks, str(task_id))
 
-    def _cannot_wait(self, call: ToolCall) -> bool:
-        """Whether nothing in this call can suspend: the bridge's fast path, decided once."""
-        if self._chain.links() is not None:
+    def _cannot_wait(self, call: ToolCall, first: Next | None) -> bool:
+        """Whether the bridge may step this call with no loop, decided once: no loop runs
+        in this thread, no link intercepts it (``first``) and nothing in it can suspend."""
+        if first is not None or loop_running():
             return False
         return call.rejection is not None or self._pipeline.cannot_wait(call)
 
-    async def _run(self, call: ToolCall) -> ToolResult:
+    async def _run(self, call: ToolCall, first: Next | None) -> ToolResult:
+        """The call through the chain (from ``first``, None: nothing intercepts it), its
+        result labelled and within its budget, in a telemetry span when one is wanted."""
         telemetry = self._telemetry
         if not telemetry.on():
-            return await self._bounded(call, self._labelled(call, await self._hooked(call)))
+            hooked = await self._hooked(call, first)
+            return await self._bounded(call, self._labelled(call, hooked))
         with telemetry.span(call) as ended:
-            result = await self._bounded(call, self._labelled(call, await self._hooked(call)))
+            hooked = await self._hooked(call, first)
+            result = await self._bounded(call, self._labelled(call, hooked))
             ended(result)
             return result
 
@@ -309,10 +315,9 @@ class Invoker:
             labels,
         )
 
-    async def _hooked(self, call: ToolCall) -> ToolResult:
+    async def _hooked(self, call: ToolCall, first: Next | None) -> ToolResult:
         """The call through the chain of ``tool_call`` links, or straight to the pipeline
         when nothing intercepts it."""
-        first = self._chain.links()
         if first is None:
             return self._finished(await self._pipeline.run(call))
         return self._finished(await self._chain.run(call, first))
@@ -367,7 +372,7 @@ class Invoker:
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""
-        loopless = call.rejection is None and self._pipeline.cannot_wait(call)
+        loopless = not loop_running() and self._pipeline.cannot_wait(call)
         return self._bridge.run(self._pipeline.run(call), loopless=loopless)
 
     async def _execute(self, call: ToolCall) -> ToolResult:

@@ -21,10 +21,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.calls._bridge import Bridge, QueueTimeout, limited, pause, settled
+from toolplug.calls._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
 from toolplug.calls._guard import Guard, Verdict
 from toolplug.calls._redaction import redacted_result
 from toolplug.calls._slots import Slots
@@ -32,7 +32,7 @@ from toolplug.calls._store import Store, cache_key
 from toolplug.contract._approval import Approval, ApprovalRequest, Approver
 from toolplug.contract._call import ToolCall
 from toolplug.contract._settings import ToolSettings
-from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
+from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
@@ -235,21 +235,18 @@ class Pipeline:
         assert context is not None
         try:
             tool, is_async = self.instance(call.tool)
-            limits = self._slots_for(call.tool, settings)
-            if limits is _NO_LIMIT and is_async:  # the common path: no slot to wait for
-                outcome = await limited(tool.run(call.arguments, context), timeout)
-            else:
+            outcome: Any
+            if not (is_async or loop_running()):
+                # the bridge's fast path: no loop runs this call, so the sync tool runs in
+                # the caller's own thread (and its time limit cannot hold)
+                outcome = tool.run(call.arguments, context)
+            elif (limits := self._slots_for(call.tool, settings)) is not _NO_LIMIT:
                 async with _waited(limits, timeout):
-                    if is_async:
-                        outcome = await limited(tool.run(call.arguments, context), timeout)
-                    else:  # a worker thread (the caller's own on the bridge's fast path)
-                        outcome = await self.workers.run(
-                            lambda: tool.run(call.arguments, context),
-                            limit=timeout,
-                            queue_limit=timeout,
-                        )
-                if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
-                    outcome = await settled(outcome, timeout, self.bridge)  # a sync def's
+                    outcome = await self._run(tool, is_async, call, context, timeout)
+            else:  # the common path: no slot to wait for
+                outcome = await self._run(tool, is_async, call, context, timeout)
+            if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
+                outcome = await settled(outcome, timeout, self.bridge)  # a sync def's
         except call.passthrough:
             raise
         except ToolFailure as failure:
@@ -281,6 +278,17 @@ class Pipeline:
                 f"{call.tool} returned {type(outcome).__name__}, not a ToolResult",
             )
         return outcome
+
+    def _run(
+        self, tool: Tool, is_async: bool, call: ToolCall, context: ToolContext, timeout: float
+    ) -> Awaitable[Any]:
+        """The tool's ``run`` once, to await: on this loop, or a sync one in a worker thread.
+        Not a coroutine itself: one frame less on every call."""
+        if is_async:
+            return limited(tool.run(call.arguments, context), timeout)
+        return self.workers.run(
+            tool.run, call.arguments, context, limit=timeout, queue_limit=timeout
+        )
 
     def _slots_for(
         self, tool: str, settings: ToolSettings
