@@ -191,8 +191,9 @@ class Invoker:
     #
     # One engine, written as coroutines: ``acall`` awaits it on the caller's loop, and each
     # sync twin hands the same coroutine to the bridge (``toolplug.calls._bridge``), which
-    # steps it with no loop when the engine found that the call cannot wait (a sync tool,
-    # the in-process store, no interceptors, no concurrency limit): the one fast path.
+    # steps it with no loop when the engine found, once per call, that no loop runs in the
+    # caller's thread and that the call cannot wait (a sync tool, the in-process store, no
+    # interceptors, no concurrency limit, nobody to ask): the one fast path.
 
     def call(
         self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,

@@ -269,12 +269,9 @@ class _Call:
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
         }
-        # The bridge's check: llm's sync chain calls with no loop running, its async chain
-        # awaits what this returns. Imported here, not at the top: llm imports every plugin
-        # for every command, and toolplug's must not load the call engine then.
-        from toolplug.calls._bridge import loop_running
-
-        if not loop_running():
+        # llm's sync chain calls with no loop running (registry.call's bridge waits for the
+        # result); its async chain calls on its loop and awaits what this returns
+        if not _loop_running():
             with conversation:
                 return self._answer(call_id, registry.call(self.name, arguments, **keywords))
         return self._acall(conversation, call_id, arguments, keywords)
@@ -355,12 +352,20 @@ def toolbox(
 # -- approvals in llm's ways ---------------------------------------------------------
 
 
+def _loop_running() -> bool:
+    """Whether an event loop runs in this thread: llm's async chain, not its sync one
+    (asyncio's public check; its exception costs 0.2 us, not worth a private name)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
     """On a terminal, the person is asked y/N (in a thread when an event loop runs);
     elsewhere nobody decides, and the registry's own approvers are asked."""
     import sys
-
-    from toolplug.calls._bridge import loop_running  # as in _Call.__call__
 
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return None
@@ -372,7 +377,7 @@ def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
         approved = click.confirm("Approve the call?", default=False, err=True)
         return toolplug.Approval(approved, "at the terminal")
 
-    if loop_running():
+    if _loop_running():
         return asyncio.to_thread(confirm)
     return confirm()
 
