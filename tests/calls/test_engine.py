@@ -496,6 +496,118 @@ def test_an_interceptor_that_raises_becomes_an_execution_error(gate: Gate) -> No
     assert "interceptor bug" in result.error.message
 
 
+class Layers:
+    """tool_call implementations of every kind and priority, writing down what they do."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.seen: list[Any] = []
+
+    @hookimpl(wrapper=True, tryfirst=True)
+    def tool_call(self, call: Any) -> Any:
+        self.seen.append(call)
+        self.events.append("outer wrapper before")
+        result = yield
+        self.events.append(f"outer wrapper after {result.output}")
+        return ToolResult.success(f"{result.output}!")
+
+
+class OldLayer:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl(hookwrapper=True)
+    def tool_call(self, call: Any) -> Any:
+        self.events.append("old style before")
+        outcome = yield
+        if outcome.exception is not None:
+            self.events.append(f"old style saw {outcome.exception}")
+            return
+        self.events.append(f"old style saw {outcome.get_result().output}")
+        outcome.force_result(ToolResult.success(f"{outcome.get_result().output}?"))
+
+
+class Catching:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl(wrapper=True)
+    def tool_call(self, call: Any) -> Any:
+        self.events.append("catching before")
+        try:
+            return (yield)
+        except ValueError as exc:
+            self.events.append(f"catching caught {exc}")
+            return ToolResult.success("recovered")
+
+
+class Passing:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl(tryfirst=True)
+    def tool_call(self, call: Any) -> None:
+        self.events.append("passing")
+
+
+class Answering:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl
+    def tool_call(self, call: Any) -> ToolResult | None:
+        self.events.append("answering")
+        n = call.arguments.get("n")
+        if n == 4:
+            raise ValueError("four is refused")
+        return ToolResult.success("answered") if n == 3 else None
+
+
+class Last:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl(trylast=True)
+    def tool_call(self, call: Any) -> None:
+        self.events.append("trylast")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_chain_runs_the_hooks_as_pluggy_does(gate: Gate, n: int) -> None:
+    # pluggy's own call of the same implementations is the reference: the chain must see
+    # the same steps in the same order and answer the same output.
+    layers = Layers()
+    events = layers.events
+    plugins = [
+        ("layers", layers), ("old", OldLayer(events)), ("catching", Catching(events)),
+        ("passing", Passing(events)), ("answering", Answering(events)), ("last", Last(events)),
+    ]
+    tools = registry({}, *plugins)
+    through_chain = tools.call("square", {"n": n})
+    chain_events = list(events)
+    events.clear()
+    through_pluggy = tools.plugin_manager.hook.tool_call(call=layers.seen[0])
+    assert chain_events == events
+    assert through_chain.output == through_pluggy.output
+    assert through_chain.output == {2: "4?!", 3: "answered?!", 4: "recovered!"}[n]
+    # the built-in registers when the engine starts, after every plugin: it runs last
+    assert chain_events[-1] == "outer wrapper after " + {2: "4?", 3: "answered?", 4: "recovered"}[n]
+    assert ("trylast" in chain_events) == (n == 2)
+    assert asyncio.run(tools.acall("square", {"n": n})).output == through_chain.output
+
+
+def test_a_plugin_registered_after_the_first_call_joins_the_chain(gate: Gate) -> None:
+    tools = registry({})
+    assert tools.call("square", {"n": 2}).output == "4"
+    events: list[str] = []
+    tools.plugin_manager.register(Passing(events), name="passing")
+    tools.plugin_manager.register(Answering(events), name="answering")
+    assert tools.call("square", {"n": 3}).output == "answered"
+    assert events == ["passing", "answering"]
+    tools.plugin_manager.unregister(name="answering")
+    assert tools.call("square", {"n": 3}).output == "9"
+
+
 @pytest.mark.parametrize(
     ("calls", "key", "found", "expected"),
     [

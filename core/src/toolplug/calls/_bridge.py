@@ -1,10 +1,17 @@
-"""The sync/async bridge: awaited work for callers that wait in a thread, and sync tools in
-threads for callers that await.
+"""The sync/async bridge: the one way between callers that wait in a thread and the
+engine's coroutines, and the one way sync tools reach threads.
 
-* ``call`` from plain sync code runs the engine's coroutines on the calling thread's own
-  event loop (no thread hop); from inside async code (whose loop is busy), on the
-  registry's ``LoopThread``.
-* A coroutine that cannot suspend (a sync tool, no waits) is ``drive``-n without any loop.
+* ``Bridge.run`` is what every sync twin uses (``call``, ``wait``, ``ToolCall.execute``,
+  ``Task.result``, ``Registry.read``, the llm integration), as pydantic-ai's ``run_sync``
+  is. From plain sync code the coroutine runs on the calling thread's own event loop (no
+  thread hop); from code whose thread already runs a loop, on the registry's one
+  ``LoopThread``.
+* The one fast path: a call from plain sync code (no loop in the thread) that the engine
+  found unable to wait (a sync tool, the in-process store, no interceptors, no
+  concurrency limit) is stepped to its end with no loop at all (``run(..., loopless=
+  True)``). No loop runs an engine coroutine then, and only then, so the pipeline runs the
+  sync tool in the caller's thread and ``pause`` sleeps there when they find no running
+  loop: no step of the pipeline carries a flag.
 * ``Workers`` runs sync tools in a bounded pool; time spent waiting for a free thread is
   bounded on its own and never counts against the tool's time limit.
 * ``limited`` awaits an async tool under its time limit, arming the timer only if the tool
@@ -19,19 +26,18 @@ import contextvars
 import threading
 import time
 import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Final, TypeVar
 
 __all__ = [
+    "Bridge",
     "LoopThread",
     "QueueTimeout",
     "Workers",
-    "await_elsewhere",
-    "drive",
     "limited",
+    "loop_running",
     "pause",
-    "running_loop",
-    "thread_loop",
+    "settled",
 ]
 
 _T = TypeVar("_T")
@@ -44,6 +50,12 @@ class QueueTimeout(Exception):
         super().__init__(f"waited {seconds:g} s for {what}")
         self.what = what
         self.seconds = seconds
+
+
+def loop_running() -> bool:
+    """Whether an event loop runs in this thread (asyncio's own check, without the
+    exception ``get_running_loop`` raises: that costs more than a whole fast call)."""
+    return asyncio._get_running_loop() is not None
 
 
 class _LoopHolder:
@@ -63,28 +75,98 @@ class _LoopHolder:
             loop.close()
 
 
-_THREAD_LOOPS: Final = threading.local()
+class _Holder(threading.local):
+    holder: _LoopHolder | None = None
 
 
-def thread_loop() -> asyncio.AbstractEventLoop:
+_HOLDER: Final = _Holder()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
     """The calling thread's own event loop for sync calls, made on its first call."""
-    holder: _LoopHolder | None = getattr(_THREAD_LOOPS, "holder", None)
+    holder = _HOLDER.holder
     if holder is None:
-        holder = _THREAD_LOOPS.holder = _LoopHolder()
+        holder = _HOLDER.holder = _LoopHolder()
     return holder.loop
 
 
-def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running event loop of this thread, or None."""
+class Bridge:
+    """The one bridge of one registry's engine: its sync callers' door into the engine's
+    coroutines, its loop thread (made on first use, at most one) and its worker threads."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = Workers(workers)
+        self._thread: LoopThread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T], *, loopless: bool = False) -> _T:
+        """Run one of the engine's coroutines to its end for a caller that waits in its
+        thread. ``loopless``: the caller found that it cannot wait and that no loop runs
+        in this thread (the fast path), so it is stepped here with no loop."""
+        if loopless:
+            return _stepped(coroutine)
+        if not loop_running():  # this thread's own loop: no hop to another thread
+            return _thread_loop().run_until_complete(coroutine)
+        # Sync code called from async code: this thread's loop is busy running that code.
+        return self.thread().run(coroutine)
+
+    def thread(self) -> LoopThread:
+        """The registry's loop thread, started on first use."""
+        thread = self._thread
+        if thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = LoopThread()
+                thread = self._thread
+        return thread
+
+    def started(self) -> LoopThread | None:
+        """The loop thread if it was started, else None."""
+        return self._thread
+
+    def close(self) -> None:
+        """Stop the loop thread and let the worker threads end."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+        self.workers.close()
+
+
+def _stepped(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine that cannot suspend to its end in this thread, with no loop."""
     try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        coroutine.send(None)
+    except StopIteration as stop:
+        result: _T = stop.value
+        return result
+    coroutine.close()
+    raise RuntimeError("toolplug: a call chosen to run without a loop tried to wait")
+
+
+async def pause(seconds: float) -> None:
+    """Wait: awaited on a loop; in the caller's own thread on the fast path."""
+    if not loop_running():
+        time.sleep(seconds)
+    else:
+        await asyncio.sleep(seconds)
+
+
+async def settled(awaitable: Awaitable[_T], timeout: float, bridge: Bridge) -> _T:
+    """An awaitable a sync tool returned, awaited under its time limit (on the fast path,
+    run to its end through the bridge, as any sync caller's)."""
+
+    async def bounded() -> _T:
+        async with asyncio.timeout(timeout):
+            return await awaitable
+
+    if not loop_running():
+        return bridge.run(bounded())
+    return await bounded()
 
 
 class LoopThread:
-    """An event loop in a daemon thread of its own: where sync ``call`` runs what awaits
-    when its own thread's loop is busy."""
+    """An event loop in a daemon thread of its own: where the bridge runs what a sync
+    caller waits for when the caller's own thread's loop is busy (``Bridge.thread``)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -95,12 +177,13 @@ class LoopThread:
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coroutine`` on the loop (with the caller's context) and wait for it."""
-        if threading.current_thread() is self.thread:
-            # Called from this loop's own thread (an interceptor calling call.execute()):
-            # waiting here would wait for ourselves, so use a short-lived loop elsewhere.
-            with concurrent.futures.ThreadPoolExecutor(1, "toolplug") as pool:
-                return pool.submit(asyncio.run, coroutine).result()
         context = contextvars.copy_context()
+        if threading.current_thread() is self.thread:
+            # Called on this loop's own thread (a sync interceptor's call.execute()):
+            # waiting here would wait for ourselves, so a short-lived thread runs it on a
+            # loop of its own. The one place toolplug starts a loop on another thread.
+            with concurrent.futures.ThreadPoolExecutor(1, "toolplug") as pool:
+                return pool.submit(context.run, asyncio.run, coroutine).result()
         done: concurrent.futures.Future[_T] = concurrent.futures.Future()
         holder: list[asyncio.Task[_T]] = []
 
@@ -146,8 +229,10 @@ class Workers:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    async def run(self, function: Callable[[], _T], *, limit: float, queue_limit: float) -> _T:
-        """``function()`` in a worker thread: at most ``queue_limit`` seconds waiting for a
+    async def run(
+        self, function: Callable[..., _T], *args: Any, limit: float, queue_limit: float
+    ) -> _T:
+        """``function(*args)`` in a worker thread: at most ``queue_limit`` seconds waiting for a
         free thread (``QueueTimeout``), then at most ``limit`` seconds running
         (``TimeoutError``; the thread is abandoned, not stopped)."""
         pool = self._pool
@@ -164,7 +249,7 @@ class Workers:
 
         def work() -> _T:
             loop.call_soon_threadsafe(_wake, began)  # before the result: callbacks keep order
-            return context.run(function)
+            return context.run(function, *args)
 
         done = loop.run_in_executor(pool, work)
         try:
@@ -233,35 +318,3 @@ def _resumed(coroutine: Any, first: Any) -> Generator[Any, Any, Any]:
                 value = coroutine.send(sent)
             except StopIteration as stop:
                 return stop.value
-
-
-def drive(coroutine: Coroutine[Any, Any, _T]) -> _T:
-    """Run a coroutine that never suspends to its end, without an event loop."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        result: _T = stop.value
-        return result
-    coroutine.close()
-    raise RuntimeError("toolplug: a call chosen to run without a loop tried to wait")
-
-
-async def pause(seconds: float, *, inline: bool) -> None:
-    """Wait: awaited on a loop; in the sync caller's own thread when there is none."""
-    if inline:
-        time.sleep(seconds)
-    else:
-        await asyncio.sleep(seconds)
-
-
-def await_elsewhere(awaitable: Any, timeout: float) -> Any:
-    """An awaitable returned by a sync tool under the sync ``call``: run it to its end."""
-
-    async def bounded() -> Any:
-        async with asyncio.timeout(timeout):
-            return await awaitable
-
-    if running_loop() is None:
-        return asyncio.run(bounded())
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolplug") as pool:
-        return pool.submit(asyncio.run, bounded()).result()

@@ -1,11 +1,21 @@
-"""Hook dispatch: the ``tool_call`` hooks around every call, run the way pluggy runs them,
-with awaiting allowed.
+"""Interception: the ``tool_call`` hooks around every call, as one async chain.
 
-Wrappers' code before and after their ``yield`` runs in order; a plain implementation may
-be ``async def`` (its coroutine is awaited); the built-in implementation, registered here
-when the engine starts, runs last and runs the call's pipeline awaited instead of blocking.
-With only the built-in implementation there is nothing to intercept, and the engine skips
-this machinery (the outcome is the same).
+pluggy finds the implementations plugins install (``hook.tool_call.get_hookimpls()``, in
+the order pluggy would call them); the chain adapts each into an async link that is
+handed the call and ``call_next``, as FastMCP's middleware and pydantic-ai's wrapper
+toolsets are, and ends in the pipeline:
+
+* a new-style wrapper (``@hookimpl(wrapper=True)``): its code before ``yield`` runs, then
+  the rest of the chain, whose result (or exception) goes back into its ``yield``;
+* an old-style ``hookwrapper=True``: the same, with the outcome as a ``pluggy.Result``;
+* a plain implementation (``firstresult``): a ``ToolResult`` answers the call and the rest
+  of the chain does not run; None passes the call on. It may be ``async def``: its
+  coroutine is awaited.
+
+The built-in implementation (``call.execute()``, registered here, ``trylast``) is where
+the chain ends: in the pipeline, awaited. The chain is built once for the implementations
+installed and built again only if they change; with the built-in alone there is nothing
+to intercept, and the engine goes straight to the pipeline (the outcome is the same).
 """
 
 from __future__ import annotations
@@ -17,17 +27,22 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pluggy
+
 from toolplug.calls._validation import shown
 from toolplug.contract._call import ToolCall
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._tool import ErrorType, ToolResult
 
-__all__ = ["BUILTIN_NAME", "Dispatch", "tool_call"]
+__all__ = ["BUILTIN_NAME", "Chain", "Next", "tool_call"]
 
 log = logging.getLogger("toolplug")
 
 BUILTIN_NAME = "toolplug-calls"
 """The name the built-in ``tool_call`` implementation is registered under."""
+
+Next = Callable[[ToolCall], Awaitable[Any]]
+"""The rest of the chain: hand it the call, await what it answers."""
 
 
 @hookimpl(trylast=True)
@@ -36,25 +51,31 @@ def tool_call(call: ToolCall) -> ToolResult:
     return call.execute()
 
 
-class Dispatch:
-    """The ``tool_call`` hook of one plugin manager."""
+class Chain:
+    """The ``tool_call`` implementations of one plugin manager as async links, outermost
+    first, ending in ``end`` (the pipeline)."""
 
-    def __init__(self, plugin_manager: Any) -> None:
+    def __init__(self, plugin_manager: Any, end: Next) -> None:
         if plugin_manager.get_plugin(BUILTIN_NAME) is None:
             plugin_manager.register(sys.modules[__name__], name=BUILTIN_NAME)
         self._hook = plugin_manager.hook.tool_call
+        self._end = end
+        self._built_for: list[Any] = []
+        self._first: Next | None = None
 
-    def only_builtin(self) -> bool:
-        """True when no plugin intercepts calls."""
-        return len(self._hook.get_hookimpls()) == 1
+    def links(self) -> Next | None:
+        """The first link, or None when nothing intercepts calls (the built-in alone)."""
+        impls = self._hook.get_hookimpls()
+        if impls != self._built_for:  # a plugin registered since: built again, once
+            self._first = _built(impls, self._end)
+            self._built_for = impls
+        return self._first
 
-    async def run(
-        self, call: ToolCall, execute: Callable[[ToolCall], Awaitable[ToolResult]]
-    ) -> ToolResult:
-        """The call through every ``tool_call`` implementation; ``execute`` is the built-in
-        one's work. A hook's bug becomes an ``ExecutionError`` result, never the host's."""
+    async def run(self, call: ToolCall, first: Next) -> ToolResult:
+        """The call through the chain from ``first`` (``links()``). A hook's bug becomes an
+        ``ExecutionError`` result, never the host's."""
         try:
-            result = await self._multicall(call, execute)
+            result = await first(call)
         except call.passthrough:
             raise
         except Exception as exc:  # an interceptor's bug must not crash the host
@@ -70,52 +91,79 @@ class Dispatch:
             )
         return result
 
-    async def _multicall(
-        self, call: ToolCall, execute: Callable[[ToolCall], Awaitable[ToolResult]]
-    ) -> Any:
-        import pluggy
 
-        teardowns: list[tuple[Any, Any]] = []
-        result: Any = None
-        error: BaseException | None = None
-        try:
-            for impl in reversed(self._hook.get_hookimpls()):
-                args = [call for _ in impl.argnames]
-                if impl.wrapper or impl.hookwrapper:
-                    generator = impl.function(*args)
-                    next(generator)
-                    teardowns.append((impl, generator))
-                    continue
-                if impl.function is tool_call:
-                    value: Any = await execute(call)
-                else:
-                    value = impl.function(*args)
-                    if inspect.isawaitable(value):
-                        value = await value
-                if value is not None:
-                    result = value
-                    break
-        except BaseException as exc:
-            error = exc
-        for impl, generator in reversed(teardowns):
-            if impl.hookwrapper:  # old style: the wrapper reads a pluggy Result
-                outcome: Any = pluggy.Result(result, error)
-                with contextlib.suppress(StopIteration):
-                    generator.send(outcome)
-                error = outcome.exception
-                result = None if error is not None else outcome.get_result()
-                continue
+def _built(impls: list[Any], end: Next) -> Next | None:
+    """The links of ``impls`` (pluggy's order: called last first), ending in ``end`` where
+    the built-in implementation stands; what pluggy would call after it never runs."""
+    called = list(reversed(impls))
+    outer = next((i for i, impl in enumerate(called) if impl.function is tool_call), None)
+    if outer == 0:
+        return None  # the built-in alone: nothing intercepts
+    link = end
+    for impl in reversed(called[:outer]):
+        link = _link(impl, link)
+    return link
+
+
+def _link(impl: Any, call_next: Next) -> Next:
+    """One implementation as a link around ``call_next``."""
+    function = impl.function
+    count = len(impl.argnames)
+    name = impl.plugin_name
+
+    if impl.hookwrapper:
+
+        async def old_style(call: ToolCall) -> Any:
+            generator = _opened(function(*(call,) * count), name)
+            result: Any = None
+            error: BaseException | None = None
             try:
-                if error is not None:
-                    generator.throw(error)
-                else:
-                    generator.send(result)
-            except StopIteration as stop:
-                result, error = stop.value, None
+                result = await call_next(call)
             except BaseException as exc:
                 error = exc
+            outcome: Any = pluggy.Result(result, error)
+            with contextlib.suppress(StopIteration):
+                generator.send(outcome)
+            return outcome.get_result()
+
+        return old_style
+
+    if impl.wrapper:
+
+        async def wrapper(call: ToolCall) -> Any:
+            generator = _opened(function(*(call,) * count), name)
+            try:
+                result = await call_next(call)
+            except BaseException as exc:
+                try:
+                    generator.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
             else:
-                error = RuntimeError(f"the tool_call wrapper of {impl.plugin_name} yielded twice")
-        if error is not None:
-            raise error
-        return result
+                try:
+                    generator.send(result)
+                except StopIteration as stop:
+                    return stop.value
+            generator.close()
+            raise RuntimeError(f"the tool_call wrapper of {name} yielded twice")
+
+        return wrapper
+
+    async def plain(call: ToolCall) -> Any:
+        value = function(*(call,) * count)
+        if inspect.isawaitable(value):
+            value = await value
+        if value is not None:
+            return value
+        return await call_next(call)
+
+    return plain
+
+
+def _opened(generator: Any, name: str) -> Any:
+    """A wrapper's generator run to its ``yield``."""
+    try:
+        next(generator)
+    except StopIteration:
+        raise RuntimeError(f"the tool_call wrapper of {name} did not yield") from None
+    return generator

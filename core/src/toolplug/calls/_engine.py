@@ -6,10 +6,11 @@ The path of one call::
       -> prepare: find the tool, check it is available (the registry's selection),
          validate and fill defaults                          (toolplug.calls._validation)
       -> telemetry span, output budget, redaction            (here)
-      -> hook tool_call: wrappers and interceptors            (toolplug.calls._dispatch)
+      -> the chain of tool_call links: wrappers, interceptors (toolplug.calls._dispatch)
            -> the pipeline: approve, result cache, rate limit,
               attempts with a time limit and retries          (toolplug.calls._pipeline)
-      -> in the caller's thread or on its loop                (toolplug.calls._bridge)
+      -> awaited on the caller's loop, or for a sync caller
+         through the bridge                                   (toolplug.calls._bridge)
 
 No exception escapes for a tool's or a caller's fault: every failure is a ``ToolResult``
 whose error names what went wrong. A tool's unexpected exception is logged with its
@@ -24,10 +25,10 @@ import difflib
 import threading
 import weakref
 from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
-from toolplug.calls._bridge import LoopThread, drive, running_loop, thread_loop
-from toolplug.calls._dispatch import Dispatch
+from toolplug.calls._bridge import Bridge, LoopThread, loop_running
+from toolplug.calls._dispatch import Chain, Next
 from toolplug.calls._guard import Conversation, current
 from toolplug.calls._limits import bounded, fits
 from toolplug.calls._pipeline import Pipeline
@@ -54,6 +55,17 @@ __all__ = ["Invoker"]
 
 _T = TypeVar("_T")
 
+
+
+class CallOptions(TypedDict, total=False):
+    """How a call is made, besides its tool, arguments, host context and approver."""
+
+    approved: bool
+    """The host already had the call approved by a person."""
+    passthrough: tuple[type[BaseException], ...]
+    """Exceptions that leave the call unchanged: a framework pausing its run."""
+
+
 _KEPT_HERE = (
     "the whole output is kept in this process only (the shared store cannot be reached): "
     "read it from this process"
@@ -67,10 +79,13 @@ class Invoker:
         self.registry = registry
         settings = registry.config.calls
         self._budget = settings.max_output_chars
+        bridge = self._bridge = Bridge(settings.sync_workers)
+        # A registry dropped without close() must not leave its threads behind.
+        weakref.finalize(self, bridge.close)
         self._store: Store = open_store(
             settings.store,
             entries=settings.cache_entries,
-            home=lambda: self._loop_thread().loop,
+            home=lambda: bridge.thread().loop,
         )
         self._spills = (
             Spills(
@@ -83,11 +98,10 @@ class Invoker:
             else None
         )
         self._validation = Validation()
-        self._pipeline = Pipeline(registry, self._store, approver=approver)
-        self._dispatch = Dispatch(registry.plugin_manager)
+        self._pipeline = Pipeline(registry, self._store, bridge, approver=approver)
+        self._chain = Chain(registry.plugin_manager, self._execute)
         self._telemetry = Telemetry(content=settings.telemetry_content, redact=registry.redact)
         self._lock = threading.Lock()
-        self._thread: LoopThread | None = None
         self._tasks: Tasks | None = None
 
     @property
@@ -113,8 +127,8 @@ class Invoker:
         name: str,
         arguments: Any,
         host: Mapping[str, Any] | None = None,
-        *,
         approver: Approver | None = None,
+        *,
         approved: bool = False,
         passthrough: tuple[type[BaseException], ...] = (),
     ) -> ToolCall:
@@ -175,32 +189,20 @@ class Invoker:
 
     # -- running ---------------------------------------------------------------------
     #
-    # One engine, written as coroutines. ``acall`` awaits it on the caller's loop. The sync
-    # ``call`` drives the same coroutines: without a loop when nothing in them can wait (a
-    # sync tool, the in-process store, no interceptors, no concurrency limit), else on this
-    # thread's own loop, or the registry's loop thread when this thread's loop is busy.
+    # One engine, written as coroutines: ``acall`` awaits it on the caller's loop, and each
+    # sync twin hands the same coroutine to the bridge (``toolplug.calls._bridge``), which
+    # steps it with no loop when the engine found, once per call, that no loop runs in the
+    # caller's thread and that the call cannot wait (a sync tool, the in-process store, no
+    # interceptors, no concurrency limit, nobody to ask): the one fast path.
 
     def call(
-        self,
-        name: str,
-        arguments: Any,
-        host: Mapping[str, Any] | None = None,
-        approver: Approver | None = None,
-        *,
-        approved: bool = False,
-        passthrough: tuple[type[BaseException], ...] = (),
+        self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None, **options: Unpack[CallOptions],
     ) -> ToolResult:
-        """Run one call and wait for its result in this thread."""
-        call = self.prepare(
-            name, arguments, host, approver=approver, approved=approved, passthrough=passthrough
-        )
-        if self._inline(call):
-            return drive(self._intercepted(call, inline=True))
-        conversation = current()
-        if conversation is None:
-            return self._wait_for(self._intercepted(call, inline=False))
-        # the loop thread runs it in its own context: the conversation goes along
-        return self._wait_for(_within(conversation, self._intercepted(call, inline=False)))
+        """``acall`` for a caller that waits in its thread."""
+        call = self.prepare(name, arguments, host, approver, **options)
+        first = self._chain.links()
+        return self._bridge.run(self._run(call, first), loopless=self._cannot_wait(call, first))
 
     async def acall(
         self,
@@ -214,9 +216,9 @@ class Invoker:
     ) -> ToolResult:
         """Run one call on the running loop; cancelling the caller cancels the tool."""
         call = self.prepare(
-            name, arguments, host, approver=approver, approved=approved, passthrough=passthrough
+            name, arguments, host, approver, approved=approved, passthrough=passthrough
         )
-        return await self._intercepted(call, inline=False)
+        return await self._run(call, self._chain.links())
 
     def conversation(self, request: str | None = None) -> Conversation:
         """A new conversation carrying ``request`` as trusted text (``Registry.conversation``)."""
@@ -237,21 +239,19 @@ class Invoker:
 
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller that waits in its thread."""
-        if running_loop() is None:
-            return thread_loop().run_until_complete(coroutine)
-        return self._loop_thread().run(coroutine)
+        return self._bridge.run(coroutine)
+
+    @property
+    def bridge(self) -> Bridge:
+        """The engine's one bridge: its sync callers' way in, its loop thread, its workers."""
+        return self._bridge
 
     def start(
-        self,
-        name: str,
-        arguments: Any,
-        host: Mapping[str, Any] | None = None,
-        approver: Approver | None = None,
-        *,
-        approved: bool = False,
+        self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None, *, approved: bool = False,
     ) -> Task:
-        """Start one call as a task on the registry's loop thread; its handle at once."""
-        return self.tasks.start(name, arguments, host, approver, approved=approved)
+        """``astart`` for a caller that waits in its thread."""
+        return self._bridge.run(self.astart(name, arguments, host, approver, approved=approved))
 
     async def astart(
         self,
@@ -262,35 +262,30 @@ class Invoker:
         *,
         approved: bool = False,
     ) -> Task:
-        """``start`` for async code."""
+        """Start one call as a task on the registry's loop thread; its handle at once."""
         return await self.tasks.astart(name, arguments, host, approver, approved=approved)
 
     def task(self, task_id: str) -> Task:
         """The handle of a task this process or another sharing the store started."""
         return Task(self.tasks, str(task_id))
 
-    def _wait_for(self, coroutine: Coroutine[Any, Any, ToolResult]) -> ToolResult:
-        """Run the coroutine to its end for a caller that waits in its thread."""
-        if running_loop() is None:  # this thread's own loop: no hop to another thread
-            return thread_loop().run_until_complete(coroutine)
-        # Sync code called from async code: the registry's loop thread, since this thread's
-        # loop is busy running that async code.
-        return self._loop_thread().run(coroutine)
-
-    def _inline(self, call: ToolCall) -> bool:
-        if not self._dispatch.only_builtin():
+    def _cannot_wait(self, call: ToolCall, first: Next | None) -> bool:
+        """Whether the bridge may step this call with no loop, decided once: no loop runs
+        in this thread, no link intercepts it (``first``) and nothing in it can suspend."""
+        if first is not None or loop_running():
             return False
-        return call.rejection is not None or self._pipeline.can_run_inline(call)
+        return call.rejection is not None or self._pipeline.cannot_wait(call)
 
-    async def _intercepted(self, call: ToolCall, *, inline: bool) -> ToolResult:
+    async def _run(self, call: ToolCall, first: Next | None) -> ToolResult:
+        """The call through the chain (from ``first``, None: nothing intercepts it), its
+        result labelled and within its budget, in a telemetry span when one is wanted."""
         telemetry = self._telemetry
         if not telemetry.on():
-            hooked = await self._hooked(call, inline=inline)
+            hooked = await self._hooked(call, first)
             return await self._bounded(call, self._labelled(call, hooked))
         with telemetry.span(call) as ended:
-            result = await self._bounded(
-                call, self._labelled(call, await self._hooked(call, inline=inline))
-            )
+            hooked = await self._hooked(call, first)
+            result = await self._bounded(call, self._labelled(call, hooked))
             ended(result)
             return result
 
@@ -321,10 +316,12 @@ class Invoker:
             labels,
         )
 
-    async def _hooked(self, call: ToolCall, *, inline: bool) -> ToolResult:
-        if inline or self._dispatch.only_builtin():
-            return self._finished(await self._pipeline.run(call, inline=inline))
-        return self._finished(await self._dispatch.run(call, self._execute))
+    async def _hooked(self, call: ToolCall, first: Next | None) -> ToolResult:
+        """The call through the chain of ``tool_call`` links, or straight to the pipeline
+        when nothing intercepts it."""
+        if first is None:
+            return self._finished(await self._pipeline.run(call))
+        return self._finished(await self._chain.run(call, first))
 
     async def _bounded(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """The result within the call's output budget (``toolplug.calls._limits``); the
@@ -376,39 +373,24 @@ class Invoker:
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""
-        if call.rejection is None and self._pipeline.can_run_inline(call):
-            return drive(self._pipeline.run(call, inline=True))
-        return self._wait_for(self._pipeline.run(call))
+        loopless = not loop_running() and self._pipeline.cannot_wait(call)
+        return self._bridge.run(self._pipeline.run(call), loopless=loopless)
 
     async def _execute(self, call: ToolCall) -> ToolResult:
         """``ToolCall.aexecute``: the tool with its policy, awaited."""
         return await self._pipeline.run(call)
 
     def _loop_thread(self) -> LoopThread:
-        thread = self._thread
-        if thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = LoopThread()
-                    # A registry dropped without close() must not leave its thread behind.
-                    weakref.finalize(self, self._thread.stop)
-                thread = self._thread
-        return thread
+        return self._bridge.thread()
 
     def close(self) -> None:
         """Release the worker threads, the loop thread and the store's connections."""
-        if self._thread is not None and self._tasks is not None:
-            self._thread.run(self._tasks.aclose())  # the loop thread still the store's home
-        thread, self._thread = self._thread, None
+        thread = self._bridge.started()
         if thread is not None:
+            if self._tasks is not None:
+                thread.run(self._tasks.aclose())  # the loop thread still the store's home
             thread.run(self._store.aclose())
-            thread.stop()
-        self._pipeline.close()
-
-
-async def _within(conversation: Conversation, coroutine: Coroutine[Any, Any, _T]) -> _T:
-    with conversation:
-        return await coroutine
+        self._bridge.close()
 
 
 def _delimited(tool: str, output: str) -> str:

@@ -21,10 +21,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.calls._bridge import QueueTimeout, Workers, await_elsewhere, limited, pause
+from toolplug.calls._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
 from toolplug.calls._guard import Guard, Verdict
 from toolplug.calls._redaction import redacted_result
 from toolplug.calls._slots import Slots
@@ -32,7 +32,7 @@ from toolplug.calls._store import Store, cache_key
 from toolplug.contract._approval import Approval, ApprovalRequest, Approver
 from toolplug.contract._call import ToolCall
 from toolplug.contract._settings import ToolSettings
-from toolplug.contract._tool import ErrorType, Tool, ToolFailure, ToolResult
+from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
@@ -46,13 +46,14 @@ class Pipeline:
     """Runs accepted calls of one registry's tools with their settings."""
 
     def __init__(
-        self, registry: Registry, store: Store, *, approver: Approver | None = None
+        self, registry: Registry, store: Store, bridge: Bridge, *, approver: Approver | None = None
     ) -> None:
         self.registry = registry
         self.store = store
         self._approver = approver
         settings = registry.config.calls
-        self.workers = Workers(settings.sync_workers)
+        self.bridge = bridge
+        self.workers = bridge.workers
         self._all_slots = Slots(settings.max_concurrency) if settings.max_concurrency else None
         self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
@@ -71,8 +72,9 @@ class Pipeline:
                 )
         return found
 
-    def can_run_inline(self, call: ToolCall) -> bool:
-        """Whether the call cannot suspend: a sync tool with nothing to wait for."""
+    def cannot_wait(self, call: ToolCall) -> bool:
+        """Whether the call cannot suspend: a sync tool with nothing to wait for (the
+        bridge's fast path may then run it with no loop)."""
         assert call.settings is not None
         if self._all_slots is not None or not self.store.local:
             return False
@@ -81,7 +83,7 @@ class Pipeline:
             return False
         return call.approved or self.registry.needs_approval(call.tool, call.arguments) is None
 
-    async def run(self, call: ToolCall, *, inline: bool = False) -> ToolResult:
+    async def run(self, call: ToolCall) -> ToolResult:
         """The tool with its settings: approval, cache, rate limit, attempts."""
         if call.rejection is not None:
             return call.rejection
@@ -117,10 +119,10 @@ class Pipeline:
                 return hit
         timeout = settings.timeout_seconds or meta.timeout_seconds
         if settings.rate_limit is not None:
-            refused = await self._admit(call.tool, settings, timeout, inline=inline)
+            refused = await self._admit(call.tool, settings, timeout)
             if refused is not None:
                 return refused
-        result = await self._attempts(call, settings, timeout, inline=inline)
+        result = await self._attempts(call, settings, timeout)
         if key is not None and result.ok:  # the store may be a Redis server: no secrets
             kept = redacted_result(result, self.registry.redactor)
             await self.store.keep(key, kept, settings.cache_ttl_seconds)
@@ -187,7 +189,7 @@ class Pipeline:
     # -- rate limit ------------------------------------------------------------------
 
     async def _admit(
-        self, tool: str, settings: ToolSettings, timeout: float, *, inline: bool
+        self, tool: str, settings: ToolSettings, timeout: float
     ) -> ToolResult | None:
         """Take a rate-limit slot, waiting for one at most the call's time limit."""
         rate = settings.rate_limit
@@ -209,51 +211,42 @@ class Pipeline:
                     retry_possible=True,
                     details={"retry_after_seconds": round(delay, 3)},
                 )
-            await pause(delay, inline=inline)
+            await pause(delay)
 
     # -- attempts --------------------------------------------------------------------
 
     async def _attempts(
-        self, call: ToolCall, settings: ToolSettings, timeout: float, *, inline: bool
+        self, call: ToolCall, settings: ToolSettings, timeout: float
     ) -> ToolResult:
-        result = await self._once(call, settings, timeout, inline=inline)
+        result = await self._once(call, settings, timeout)
         for attempt in range(settings.retries):
             if result.error is None or not result.error.retry_possible:
                 break
             delay = settings.retry_backoff_seconds * (2**attempt) * random.uniform(0.5, 1.5)
             log.info("retrying %s in %.2f s after %s", call.tool, delay, result.error.type)
-            await pause(delay, inline=inline)
-            result = await self._once(call, settings, timeout, inline=inline)
+            await pause(delay)
+            result = await self._once(call, settings, timeout)
         return result
 
     async def _once(
-        self, call: ToolCall, settings: ToolSettings, timeout: float, *, inline: bool
+        self, call: ToolCall, settings: ToolSettings, timeout: float
     ) -> ToolResult:
         context = call.context
         assert context is not None
         try:
             tool, is_async = self.instance(call.tool)
-            if inline:  # a sync tool in the caller's thread: its time limit cannot hold
+            outcome: Any
+            if not (is_async or loop_running()):
+                # the bridge's fast path: no loop runs this call, so the sync tool runs in
+                # the caller's own thread (and its time limit cannot hold)
                 outcome = tool.run(call.arguments, context)
-                if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
-                    outcome = await_elsewhere(outcome, timeout)  # a sync def's awaitable
-            else:
-                limits = self._slots_for(call.tool, settings)
-                if limits is _NO_LIMIT and is_async:  # the common path: no slot to wait for
-                    outcome = await limited(tool.run(call.arguments, context), timeout)
-                else:
-                    async with _waited(limits, timeout):
-                        if is_async:
-                            outcome = await limited(tool.run(call.arguments, context), timeout)
-                        else:
-                            outcome = await self.workers.run(
-                                lambda: tool.run(call.arguments, context),
-                                limit=timeout,
-                                queue_limit=timeout,
-                            )
-                    if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
-                        async with asyncio.timeout(timeout):
-                            outcome = await outcome
+            elif (limits := self._slots_for(call.tool, settings)) is not _NO_LIMIT:
+                async with _waited(limits, timeout):
+                    outcome = await self._run(tool, is_async, call, context, timeout)
+            else:  # the common path: no slot to wait for
+                outcome = await self._run(tool, is_async, call, context, timeout)
+            if type(outcome) is not ToolResult and inspect.isawaitable(outcome):
+                outcome = await settled(outcome, timeout, self.bridge)  # a sync def's
         except call.passthrough:
             raise
         except ToolFailure as failure:
@@ -286,6 +279,17 @@ class Pipeline:
             )
         return outcome
 
+    def _run(
+        self, tool: Tool, is_async: bool, call: ToolCall, context: ToolContext, timeout: float
+    ) -> Awaitable[Any]:
+        """The tool's ``run`` once, to await: on this loop, or a sync one in a worker thread.
+        Not a coroutine itself: one frame less on every call."""
+        if is_async:
+            return limited(tool.run(call.arguments, context), timeout)
+        return self.workers.run(
+            tool.run, call.arguments, context, limit=timeout, queue_limit=timeout
+        )
+
     def _slots_for(
         self, tool: str, settings: ToolSettings
     ) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -303,10 +307,6 @@ class Pipeline:
         if len(limits) == 1:
             return limits[0]
         return _Both(limits[0], limits[1])
-
-    def close(self) -> None:
-        """Release the worker threads."""
-        self.workers.close()
 
 
 @contextlib.asynccontextmanager

@@ -608,13 +608,7 @@ class Task:
     def result(self, wait: float | None = None) -> ToolResult | None:
         """The call's ``ToolResult`` once the task ended, waiting up to ``wait`` seconds
         for it (None: as long as it takes); None if it is still working then."""
-        running = self._tasks._running.get(self.id)
-        if running is not None:
-            try:
-                return running.ended.result(wait)
-            except TimeoutError:
-                return None
-        return self._tasks._loop_thread().run(self._tasks.result(self.id, wait))
+        return self._tasks._invoker().bridge.run(self._tasks.result(self.id, wait))
 
     async def aresult(self, wait: float | None = None) -> ToolResult | None:
         """``result`` for async code."""

@@ -24,6 +24,7 @@ import sys
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -114,8 +115,6 @@ class Telemetry:
 
 
 def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("toolplug")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree

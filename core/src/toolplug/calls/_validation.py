@@ -196,20 +196,9 @@ class Validation:
     def _checker(self, meta: ToolMetadata) -> _Checker:
         checker = self._checkers.get(meta.name)
         if checker is None or checker.schema is not meta.parameters:
-            from jsonschema import Draft202012Validator
-
             schema = meta.parameters
-            fast = None
-            if _portable(schema):
-                import fastjsonschema
-
-                try:
-                    fast = fastjsonschema.compile(dict(schema), use_default=False)
-                except Exception:  # an exotic pattern or format: jsonschema still checks
-                    fast = None
-            checker = _Checker(
-                schema, Draft202012Validator(schema), fast, '"default"' in json.dumps(schema)
-            )
+            slow, fast, _invalid = _compiled(schema)
+            checker = _Checker(schema, slow, fast, '"default"' in json.dumps(schema))
             self._checkers[meta.name] = checker
         return checker
 
@@ -217,31 +206,41 @@ class Validation:
 def compile_schema(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     """``value -> matches?`` for a schema, compiled the way tool schemas are: fastjsonschema
     where it reads every keyword as 2020-12 does, else jsonschema's 2020-12 validator."""
+    slow, fast, invalid = _compiled(schema)
+    if fast is None:
+        return slow.is_valid  # type: ignore[no-any-return]
+
+    def matches(value: Any) -> bool:
+        try:
+            fast(value)
+        except invalid:
+            return False
+        except Exception:  # too deep for the generated code: the full validator
+            return bool(slow.is_valid(value))
+        return True
+
+    return matches
+
+
+def _compiled(schema: Mapping[str, Any]) -> tuple[Any, Callable[[Any], Any] | None, Any]:
+    """jsonschema's 2020-12 validator of a schema, fastjsonschema's compiled check where it
+    reads every keyword as 2020-12 does (else None), and the error the check raises.
+
+    The one place the validators are imported: not at the top, because ``load()`` (and so
+    a cold ``toolplug list``, a measured start-up) imports this module and ~60 ms of
+    validators that only the first call needs.
+    """
+    import fastjsonschema
     from jsonschema import Draft202012Validator
 
+    slow = Draft202012Validator(dict(schema))
+    fast = None
     if _portable(schema):
-        import fastjsonschema
-
         try:
             fast = fastjsonschema.compile(dict(schema), use_default=False)
         except Exception:  # an exotic pattern or format: jsonschema still checks
-            pass
-        else:
-
-            slow = Draft202012Validator(dict(schema))
-            invalid = fastjsonschema.JsonSchemaValueException
-
-            def matches(value: Any) -> bool:
-                try:
-                    fast(value)
-                except invalid:
-                    return False
-                except Exception:  # too deep for the generated code: the full validator
-                    return bool(slow.is_valid(value))
-                return True
-
-            return matches
-    return Draft202012Validator(dict(schema)).is_valid
+            fast = None
+    return slow, fast, fastjsonschema.JsonSchemaValueException
 
 
 def _as_object(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
