@@ -584,10 +584,14 @@ async def main(rounds: int) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     async with httpx.AsyncClient() as client:
+        # A program mails an attachment path it found with search_documents, an unlabelled
+        # tool (the cautious default: untrusted output), so the flow guard asks; the person
+        # running the bench approves what the programs do. The guard's cost is bench/guard.py's.
         registry = toolplug.load(
             {"code": {"enabled": True, "max_calls": 100}},
             env={"TOOLPLUG_PLUGINS": ""},
             plugins=[("seed-000", SeedPlugin(seed_tools(base, client)))],
+            approver=lambda request: True,
         )
         exported = toolplug.export_tools(registry, "anthropic")
         tools_direct = [t for t in exported if t["name"] != "run_code"]
