@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplug.calls._code import code_plugin, code_settings, install_code_mode
+from toolplug.calls._code import CodeMode, code_settings
 from toolplug.calls._engine import Invoker
 from toolplug.runtime._config import Config, load_config, parse_config
 from toolplug.runtime._registry import assemble
@@ -15,6 +15,7 @@ from toolplug.runtime._registry import assemble
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
     from toolplug.runtime._registry import Registry
+    from toolplug.runtime._sources import ToolSource
 
 __all__ = ["load"]
 
@@ -29,8 +30,15 @@ def load(
     strict: bool = False,
     approver: Approver | None = None,
     refresh: bool = False,
+    sources: Iterable[ToolSource] = (),
 ) -> Registry:
-    """Discover the installed plugins and build a ``Registry`` that can run calls.
+    """Gather every source of tools and build a ``Registry`` that can run calls.
+
+    The sources, in this order (a tool name two sources give is kept from the first):
+    the installed plugins (entry points, then ``plugins``), the mounted MCP servers
+    (``[mcp_servers.NAME]``), the OpenAPI APIs (``[openapi.NAME]``), ``sources``, and
+    code mode last (``[code]``: its ``run_code`` describes the others). The registry is
+    built from all of them at once and does not change afterwards.
 
     Args:
         config: A ``Config``; a mapping shaped like a ``toolplug.toml`` document (checked the
@@ -47,6 +55,8 @@ def load(
         refresh: Ask every mounted MCP server (``[mcp_servers.NAME]``) for its tools now,
             instead of using a tool list cached within its ``list_ttl_seconds``, and read
             every OpenAPI description (``[openapi.NAME]``) again.
+        sources: The host's own ``ToolSource`` objects (docs/sources.md); the registry
+            closes them when it closes.
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
@@ -58,23 +68,21 @@ def load(
     elif not isinstance(config, Config):
         config = load_config(Path(config) if config is not None else None)
     code = code_settings(config)
-    if code.enabled:  # run_code registers through register_tools, like any tool
-        plugins = [*plugins, code_plugin()]
-    mounts = None
-    if config.mcp_servers:  # each server's tools register through a plugin of its own
+    environment = os.environ if env is None else env
+    gathered: list[ToolSource] = []
+    # Imported only when configured: both stay off the command line's start-up path.
+    if config.mcp_servers:  # one plugin per server registers its tools
         from toolplug.mount import mount
 
-        mounts = mount(config, env=os.environ if env is None else env, refresh=refresh)
-        config = mounts.config
-        plugins = [*plugins, *mounts.plugins]
-    described = None
-    if config.openapi:  # each API's operations register through a plugin of its own
+        gathered.append(mount(config, env=environment, refresh=refresh))
+    if config.openapi:  # one plugin per API registers its operations
         from toolplug.openapi import describe
 
-        described = describe(config, env=os.environ if env is None else env, refresh=refresh)
-        config = described.config
-        plugins = [*plugins, *described.plugins]
-    registry = assemble(
+        gathered.append(describe(config, env=environment, refresh=refresh))
+    gathered += sources
+    if code.enabled:
+        gathered.append(CodeMode(code))
+    return assemble(
         config,
         env=env,
         grant=grant,
@@ -82,11 +90,5 @@ def load(
         plugins=plugins,
         strict=strict,
         engine=lambda registry: Invoker(registry, approver=approver),
+        sources=gathered,
     )
-    if mounts is not None:
-        mounts.attach(registry)
-    if described is not None:
-        described.attach(registry)
-    if code.enabled:
-        install_code_mode(registry)
-    return registry

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
-import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,20 +23,21 @@ from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
 from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
+from toolplug.mount._screen import screen
 from toolplug.runtime._config import Redactor
 from toolplug.runtime._mounts import MountedToolSettings, ServerSettings, resolve_value
 from toolplug.runtime._scan import Finding
+from toolplug.runtime._sources import GatheredSource, call_settings
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
+    from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
 
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
 _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
-
-_by_registry: weakref.WeakKeyDictionary[Registry, Mounted] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -193,32 +193,24 @@ class MountedServer:
 
 
 @dataclass
-class Mounted:
-    """Every mounted server of one registry, and what they add to its configuration."""
+class Mounted(GatheredSource):
+    """Every mounted server of one registry: the source of their tools."""
 
-    servers: dict[str, MountedServer]
-    config: Config
-    """The configuration with each mounted tool's call settings merged in."""
-    plugins: Sequence[tuple[str, object]]
-    secrets: set[str]
-    files: list[str]
-    """The listing files read (the command line's output cache watches them)."""
-    expires: float | None
-    """When the first listing used stops being fresh (seconds since the epoch)."""
+    servers: dict[str, MountedServer] = field(default_factory=dict)
 
-    def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its definitions screened (a flagged one withheld), its
-        secrets redacted, its files watched."""
-        from toolplug.mount._screen import screen
+    name = "mcp"
+    title = "MCP servers"
 
-        screen(self, registry)
-        for secret in self.secrets:
-            registry.redactor.add(secret)
-        for server in self.servers.values():  # from now on, every secret the registry knows
+    def complete(self, registry: Registry) -> Mapping[str, RegisteredTool]:
+        """Screen its definitions (a flagged one withheld), and redact from now on every
+        secret the registry knows in what its servers store."""
+        withheld = screen(self, registry)
+        for server in self.servers.values():
             server.redactor = registry.redactor
-        registry.files_read.extend(self.files)
-        registry.on_close(self.close)
-        _by_registry[registry] = self
+        return withheld
+
+    def report(self) -> list[str]:
+        return report(self)
 
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
@@ -236,7 +228,7 @@ class Mounted:
 
 def mounted(registry: Registry) -> Mounted | None:
     """The mounted servers of a registry made by ``toolplug.load()``, if it has any."""
-    return _by_registry.get(registry)
+    return next((s for s in registry.sources if isinstance(s, Mounted)), None)
 
 
 def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Mounted:
@@ -291,12 +283,12 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         if s.listing is not None
     ]
     return Mounted(
+        settings=_with_settings(config, servers),
+        gathered=plugins,
+        found=secrets,
+        read=files,
+        stale_at=min(expiries) if expiries else None,
         servers=servers,
-        config=_with_settings(config, servers),
-        plugins=plugins,
-        secrets=secrets,
-        files=files,
-        expires=min(expiries) if expiries else None,
     )
 
 
@@ -484,30 +476,26 @@ def _pin(servers: Mapping[str, MountedServer], lock_file: Path) -> None:
             )
 
 
-def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> Config:
-    """The configuration with each mounted tool's call settings: the server's approval and
-    scopes,
-    then its ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
-    settings = dict(config.settings)
+def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> dict[str, ToolSettings]:
+    """Each mounted tool's call settings: the server's approval and scopes, then its
+    ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings: dict[str, ToolSettings] = {}
     for server in servers.values():
+        defaults: dict[str, Any] = {  # the server's defaults for its tools
+            key: getattr(server.settings, key)
+            for key in ("approval", "scopes")
+            if key in server.settings.model_fields_set
+        }
         for final, remote in server.names.items():
-            values: dict[str, Any] = {}
-            for key in ("approval", "scopes"):  # the server's defaults for its tools
-                if key in server.settings.model_fields_set:
-                    values[key] = getattr(server.settings, key)
             own = server.settings.settings_for(remote)
-            if own is not None:
-                call = own.call_settings()
-                values.update({k: getattr(call, k) for k in call.model_fields_set})
             written = config.settings.get(final)
-            if written is not None:
-                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            values = call_settings(defaults, own.call_settings() if own else None, written)
             trust = _trust(server, own, written)
             if trust is not None:
                 values["trust"] = trust
             if values:
                 settings[final] = ToolSettings.model_validate(values)
-    return replace(config, settings=settings)
+    return settings
 
 
 def _trust(

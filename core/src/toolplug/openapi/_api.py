@@ -11,9 +11,8 @@ set). The registry then treats them like any installed tool.
 from __future__ import annotations
 
 import base64
-import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -34,15 +33,15 @@ from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.openapi import _catalog, _convert, _request, _spec
 from toolplug.runtime._mounts import resolve_value
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
+from toolplug.runtime._sources import GatheredSource, call_settings
 
 if TYPE_CHECKING:
     from toolplug.contract._network import NetworkPolicy
     from toolplug.runtime._config import Config
+    from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Api", "Described", "describe", "described", "report"]
-
-_by_registry: weakref.WeakKeyDictionary[Registry, Described] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -107,26 +106,17 @@ class Api:
 
 
 @dataclass
-class Described:
-    """Every configured API of one registry, and what they add to its configuration."""
+class Described(GatheredSource):
+    """Every configured API of one registry: the source of their operations' tools."""
 
-    apis: dict[str, Api]
-    config: Config
-    """The configuration with each operation's call settings merged in."""
-    plugins: Sequence[tuple[str, object]]
-    secrets: set[str]
-    files: list[str]
-    """The files read (the command line's output cache watches them)."""
-    expires: float | None
-    """When the first description read from a URL stops being fresh."""
+    apis: dict[str, Api] = field(default_factory=dict)
 
-    def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its secrets redacted, its files watched, and the
-        digests of the schemas it registered kept beside the cache for the next load."""
-        for secret in self.secrets:
-            registry.redactor.add(secret)
-        registry.files_read.extend(self.files)
-        _by_registry[registry] = self
+    name = "openapi"
+    title = "OpenAPI descriptions"
+
+    def complete(self, registry: Registry) -> Mapping[str, RegisteredTool]:
+        """Keep the digests of the schemas it registered beside the cache for the next
+        load (what is vouched for is not checked again); it replaces no entry."""
         tools = registry.tools
         for api in self.apis.values():
             parsed = api.parsed
@@ -148,12 +138,19 @@ class Described:
             }
             parsed.checked = sorted(set(parsed.checked) | passed)
             parsed.checked_ids = sorted(done | {op["operation_id"] for op in fresh.values()})
-            _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
+            _catalog.write_parsed(registry.config.cache_dir, api.name, parsed)
+        return {}
+
+    def report(self) -> list[str]:
+        return report(self)
+
+    def close(self) -> None:
+        """Nothing to close: each request's connection belongs to its event loop."""
 
 
 def described(registry: Registry) -> Described | None:
     """The APIs of a registry made by ``toolplug.load()``, if it has any."""
-    return _by_registry.get(registry)
+    return next((s for s in registry.sources if isinstance(s, Described)), None)
 
 
 def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Described:
@@ -197,12 +194,12 @@ def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -
         if a.parsed is not None and _spec.is_url(a.settings.spec)
     ]
     return Described(
+        settings=_with_settings(config, apis),
+        gathered=plugins,
+        found=secrets,
+        read=files,
+        stale_at=min(expiries) if expiries else None,
         apis=apis,
-        config=_with_settings(config, apis),
-        plugins=plugins,
-        secrets=secrets,
-        files=files,
-        expires=min(expiries) if expiries else None,
     )
 
 
@@ -322,27 +319,24 @@ def _name_tools(api: Api) -> None:
             api.notes.append(f"tools.{operation_id}: the description has no such operationId")
 
 
-def _with_settings(config: Config, apis: Mapping[str, Api]) -> Config:
-    """The configuration with each operation's call settings: the API's approval and scopes,
-    then its ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
-    settings = dict(config.settings)
+def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSettings]:
+    """Each operation's call settings: the API's approval and scopes, then its
+    ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings: dict[str, ToolSettings] = {}
     for api in apis.values():
+        defaults: dict[str, Any] = {}
+        if "approval" in api.settings.model_fields_set:
+            defaults["approval"] = api.settings.approval
+        if api.settings.scopes is not None:
+            defaults["scopes"] = api.settings.scopes
         for final, op in api.names.items():
-            values: dict[str, Any] = {}
-            if "approval" in api.settings.model_fields_set:
-                values["approval"] = api.settings.approval
-            if api.settings.scopes is not None:
-                values["scopes"] = api.settings.scopes
             own = api.settings.tools.get(op["operation_id"])
-            if own is not None:
-                call = own.call_settings()
-                values.update({k: getattr(call, k) for k in call.model_fields_set})
-            written = config.settings.get(final)
-            if written is not None:
-                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            values = call_settings(
+                defaults, own.call_settings() if own else None, config.settings.get(final)
+            )
             if values:
                 settings[final] = ToolSettings.model_validate(values)
-    return replace(config, settings=settings)
+    return settings
 
 
 def _annotations(method: str) -> Annotations:
