@@ -587,7 +587,9 @@ def _load_lenient(
 
     _Session.env = RecordingEnv(os.environ)
     path: str | None = getattr(args, "config", None)
-    config = adjust(load_config(Path(path) if path is not None else None)) if adjust is not None else path
+    config: Config | str | None = path
+    if adjust is not None:
+        config = adjust(load_config(Path(path) if path is not None else None))
     registry = load(config, env=_Session.env, refresh=refresh)
     _Session.registry = registry
     _redact_logs()

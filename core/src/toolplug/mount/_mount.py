@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
-from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
-from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
+from toolplug.contract._hooks import hookimpl
+from toolplug.contract._metadata import Annotations, ToolMetadata
 from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.mount._screen import screen
+from toolplug.runtime import _sources
 from toolplug.runtime._config import Redactor
-from toolplug.runtime._mounts import MountedToolSettings, ServerSettings, resolve_value
+from toolplug.runtime._mounts import MountedToolSettings, ServerSettings
 from toolplug.runtime._scan import Finding
-from toolplug.runtime._sources import GatheredSource, call_settings
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
@@ -41,8 +41,10 @@ _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
 
 
 @dataclass
-class MountedServer:
+class MountedServer(_sources.Origin):
     """One configured server as this process sees it."""
+
+    KIND = "mcp"
 
     settings: ServerSettings
     resolved: _host.Resolved
@@ -74,16 +76,6 @@ class MountedServer:
     redactor: Redactor = field(default_factory=Redactor)
     """The secrets of its configuration (the registry's, once attached): kept out of its
     reasons and of the listing stored on disk."""
-
-    @property
-    def name(self) -> str:
-        """The server's name in the configuration."""
-        return self.settings.name
-
-    @property
-    def capability(self) -> str:
-        """The capability every tool of this server requires."""
-        return f"mcp_{self.name}"
 
     @property
     def problem(self) -> str | None:
@@ -193,7 +185,7 @@ class MountedServer:
 
 
 @dataclass
-class Mounted(GatheredSource):
+class Mounted(_sources.GatheredSource):
     """Every mounted server of one registry: the source of their tools."""
 
     servers: dict[str, MountedServer] = field(default_factory=dict)
@@ -295,27 +287,24 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
 def _resolve(
     settings: ServerSettings, env: Mapping[str, str], base: Path, source: str, secrets: set[str]
 ) -> _host.Resolved:
-    resolved = _host.Resolved(settings)
+    found = _host.Resolved(settings)
     if settings.cwd is not None:
-        resolved.cwd = str(base / Path(settings.cwd).expanduser())
+        found.cwd = str(base / Path(settings.cwd).expanduser())
+    problems: list[str] = []
     for kind, table, target in (
-        ("env", settings.env, resolved.env), ("headers", settings.headers, resolved.headers)
+        ("env", settings.env, found.env), ("headers", settings.headers, found.headers)
     ):
         for key, value in sorted(table.items()):
             where = f"[mcp_servers.{settings.name}] {kind}.{key} in {source}"
-            try:
-                text, secret = resolve_value(value, env=env, base=base)
-            except OSError as exc:
-                resolved.problem = f"{where}: cannot read its file: {exc.strerror or exc}"
-                continue
+            text, secret = _sources.resolved(value, where, env=env, base=base, problems=problems)
             if text is None:
-                variable = getattr(value, "env", "?")
-                resolved.problem = f"{where}: the environment variable {variable} is not set"
                 continue
             if secret or kind == "headers":
                 secrets.add(text)
             target[key] = text
-    return resolved
+    if problems:
+        found.problem = problems[-1]
+    return found
 
 
 def _key(settings: ServerSettings, resolved: _host.Resolved) -> str:
@@ -414,14 +403,10 @@ def _name_tools(servers: Mapping[str, MountedServer]) -> None:
             remote = str(tool.get("name", ""))
             if not remote or not _selected(server.settings, remote):
                 continue
-            name = _catalog.tool_name(server.settings.name_prefix, remote)
-            if name in taken:  # two remote names that read the same once made valid
-                number = 2
-                while f"{name[:60]}_{number}" in taken:
-                    number += 1
-                server.notes.append(f"{remote!r} is mounted as {name[:60]}_{number}")
-                name = f"{name[:60]}_{number}"
-            taken.add(name)
+            wished = _catalog.tool_name(server.settings.name_prefix, remote)
+            name = _sources.unique_name(wished, taken)
+            if name != wished:  # two remote names that read the same once made valid
+                server.notes.append(f"{remote!r} is mounted as {name}")
             wanted.setdefault(name, []).append((server, remote))
     for name, claims in sorted(wanted.items()):
         for server, remote in claims:
@@ -489,7 +474,7 @@ def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> dict
         for final, remote in server.names.items():
             own = server.settings.settings_for(remote)
             written = config.settings.get(final)
-            values = call_settings(defaults, own.call_settings() if own else None, written)
+            values = _sources.call_settings(defaults, own.call_settings() if own else None, written)
             trust = _trust(server, own, written)
             if trust is not None:
                 values["trust"] = trust
@@ -547,18 +532,7 @@ def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> Too
         "annotations": annotations,
         "setup_instructions": _setup(server),
     }
-    if own is not None:
-        for key in ("category", "optionality", "usage_hint"):
-            if getattr(own, key) is not None:
-                values[key] = getattr(own, key)
-        if own.guidelines is not None:
-            values["guidelines"] = Guidelines(
-                do=tuple(own.guidelines.do),
-                do_not=tuple(own.guidelines.do_not),
-                common_mistakes=tuple(own.guidelines.common_mistakes),
-            )
-        if own.timeout_seconds is not None:
-            values["timeout_seconds"] = own.timeout_seconds
+    _sources.overridden(values, own, ("category", "optionality", "usage_hint"))
     return ToolMetadata.model_validate(values)
 
 
@@ -576,15 +550,12 @@ def _setup(server: MountedServer) -> str:
 
 def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> type[Tool] | str:
     """The ``Tool`` class of one remote tool, or why its definition cannot be mounted."""
-    from pydantic import ValidationError
-
-    try:
-        metadata = _metadata(server, final, tool)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"]))
-        return f"the definition of {tool['name']!r} cannot be mounted: {where}: {first['msg']}"
     remote = str(tool["name"])
+    metadata = _sources.checked_metadata(
+        lambda: _metadata(server, final, tool), f"the definition of {remote!r} cannot be mounted"
+    )
+    if isinstance(metadata, str):
+        return metadata
     own = server.settings.settings_for(remote)
     if own is not None and own.trust is not None and own.trust.sinks is not None:
         parameters = sorted((metadata.parameters.get("properties") or {}).keys())
@@ -600,35 +571,25 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await server.call(remote, arguments, context)
 
-    return type(
-        f"Mounted_{final}",
-        (Tool,),
-        {"metadata": metadata, "run": run, "__module__": __name__, "__doc__": metadata.description},
-    )
+    return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
 
 
-class _ServerPlugin:
+class _ServerPlugin(_sources.OriginPlugin):
     """The plugin of one mounted server: its tools and its capability."""
 
-    TOOLPLUG_CONTRACT = CONTRACT_VERSION
-
     def __init__(self, server: MountedServer, source: str) -> None:
+        info = server.listing.server if server.listing else {}
+        super().__init__(server, info.get("version"), self._made, lambda: list(server.names))
         self.server = server
         self.source = source
-        info = server.listing.server if server.listing else {}
-        self.TOOLPLUG_DISTRIBUTION = f"mcp:{server.name}"
-        self.TOOLPLUG_VERSION = info.get("version") or None
 
-    @hookimpl
-    def register_tools(self, register: Any) -> None:
+    def _made(self, final: str) -> type[Tool] | str:
         server = self.server
-        tools = {str(t.get("name")): t for t in (server.listing.tools if server.listing else [])}
-        for final, remote in sorted(server.names.items()):
-            made = _tool_class(server, final, tools[remote])
-            if isinstance(made, str):
-                server.notes.append(made)
-                continue
-            register(made)
+        listed = self.__dict__.get("_listed")
+        if listed is None:
+            tools = server.listing.tools if server.listing else []
+            listed = self.__dict__["_listed"] = {str(t.get("name")): t for t in tools}
+        return _tool_class(server, final, listed[server.names[final]])
 
     @hookimpl
     def register_capabilities(self, register: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
+from toolplug.contract._metadata import Guidelines
 from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings, TrustOverlay
 from toolplug.runtime._scan import RULES, RuleId
 from toolplug.runtime._settings import FromEnv, FromFile, _fail, _raiser
@@ -46,6 +47,13 @@ class GuidelinesTable(_Table):
     do: list[str] = Field(default_factory=list, description="a list of strings")
     do_not: list[str] = Field(default_factory=list, description="a list of strings")
     common_mistakes: list[str] = Field(default_factory=list, description="a list of strings")
+
+    def guidelines(self) -> Guidelines:
+        """The table as a tool's ``Guidelines``."""
+        return Guidelines(
+            do=tuple(self.do), do_not=tuple(self.do_not),
+            common_mistakes=tuple(self.common_mistakes),
+        )
 
 
 class ServerTrust(_Table):

@@ -17,13 +17,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._metadata import TOOL_NAME_PATTERN, Guidelines, ToolMetadata, Trust
+from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._mounts import GuidelinesTable
@@ -73,8 +75,6 @@ class Transform(BaseModel):
 
     @model_validator(mode="after")
     def _names(self) -> Transform:
-        import re
-
         for new in self.rename_args:
             if not re.fullmatch(_ARG, new):
                 raise ValueError(f"rename_args: {new!r} is not a valid argument name")
@@ -139,8 +139,6 @@ def _transformed_schema(
         if arg not in properties:
             known = ", ".join(sorted(properties)) or "none"
             raise TransformError(f"{transform.source} has no argument {arg!r} (it has: {known})")
-    from jsonschema import Draft202012Validator
-
     for arg, value in [*transform.hide.items(), *transform.defaults.items()]:
         check = {**properties[arg], "$defs": schema.get("$defs") or {}}
         problem = next(iter(Draft202012Validator(check).iter_errors(value)), None)
@@ -182,11 +180,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         if getattr(transform, key) is not None:
             values[key] = getattr(transform, key)
     if transform.guidelines is not None:
-        values["guidelines"] = Guidelines(
-            do=tuple(transform.guidelines.do),
-            do_not=tuple(transform.guidelines.do_not),
-            common_mistakes=tuple(transform.guidelines.common_mistakes),
-        )
+        values["guidelines"] = transform.guidelines.guidelines()
     labels = metadata.labels
     values["trust"] = Trust(
         output=labels.output,
