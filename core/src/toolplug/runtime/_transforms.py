@@ -24,12 +24,11 @@ from typing import Any, Final
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolplug.contract._errors import ConfigError
 from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._mounts import GuidelinesTable
-from toolplug.runtime._settings import _fail, _raiser
+from toolplug.runtime._settings import parse_named_tables
 
 __all__ = ["Transform", "apply_transforms", "parse_transforms"]
 
@@ -94,34 +93,14 @@ def parse_transforms(table: Any, *, file: str, prefix: str = "") -> dict[str, Tr
     Raises:
         ConfigError: naming the file, the key and what is expected.
     """
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            "must be a table", file=file, key=prefix + "transforms",
-            expected="[transforms.NEW_NAME] tables",
-        )
-    transforms: dict[str, Transform] = {}
-    for name, body in sorted(table.items()):
-        key = f"{prefix}transforms.{name}"
-        if not isinstance(body, Mapping):
-            raise ConfigError(
-                "must be a table", file=file, key=key, expected='from = "TOOL", description = ...'
-            )
-        try:
-            transforms[name] = Transform.model_validate({**body, "name": name})
-        except ValidationError as exc:
-            problems = exc.errors()
-            if any(p["loc"] == ("name",) for p in problems):
-                raise ConfigError(
-                    "is not a valid tool name", file=file, key=key,
-                    expected="lower-case letters, digits and _, a letter first, at most 64",
-                ) from None
-            rule = [p for p in problems if p["type"] == "value_error" and not p["loc"]]
-            if rule:
-                raise ConfigError(
-                    rule[0]["msg"].removeprefix("Value error, "), file=file, key=key
-                ) from None
-            raise _fail(exc, Transform, key + ".", _raiser(file)) from None
-    return transforms
+    return parse_named_tables(
+        table, Transform, file=file, key=prefix + "transforms",
+        expected="[transforms.NEW_NAME] tables", entry='from = "TOOL", description = ...',
+        what="tool name", longest=64,
+        rule=lambda problems: next(
+            (p for p in problems if p["type"] == "value_error" and not p["loc"]), None
+        ),
+    )
 
 
 class TransformError(ValueError):
