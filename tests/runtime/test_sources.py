@@ -179,8 +179,17 @@ def test_a_source_completes_only_its_own_tools() -> None:
         def complete(self, registry: toolplug.Registry) -> Mapping[str, RegisteredTool]:
             return {"static_links": registry.tools["shout"]}
 
+    first = functions()
     with pytest.raises(toolplug.PluginError, match="not one of its registered tools"):
-        toolplug.load({}, sources=[functions(), Grabby({}, ready=True)])
+        toolplug.load({}, sources=[first, Grabby({}, ready=True)])
+    assert first.closed == 1  # no registry was built to close it: load() did
+
+
+def test_a_load_that_fails_in_strict_mode_closes_the_sources() -> None:
+    source = functions()
+    with pytest.raises(toolplug.PluginError, match=r"\[tools\.nope\]"):
+        toolplug.load({"tools": {"nope": {}}}, sources=[source], strict=True)
+    assert source.closed == 1
 
 
 def test_two_sources_of_one_name_are_refused() -> None:

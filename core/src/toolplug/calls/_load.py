@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from toolplug.calls._code import CodeMode, code_settings
 from toolplug.calls._engine import Invoker
 from toolplug.runtime._config import Config, load_config, parse_config
-from toolplug.runtime._registry import assemble
+from toolplug.runtime._registry import assemble, check_sources
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
@@ -56,7 +56,7 @@ def load(
             instead of using a tool list cached within its ``list_ttl_seconds``, and read
             every OpenAPI description (``[openapi.NAME]``) again.
         sources: The host's own ``ToolSource`` objects (docs/sources.md); the registry
-            closes them when it closes.
+            closes them when it closes (and ``load`` does, when it raises).
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
@@ -68,6 +68,8 @@ def load(
     elif not isinstance(config, Config):
         config = load_config(Path(config) if config is not None else None)
     code = code_settings(config)
+    sources = list(sources)
+    check_sources(sources)  # before anything is opened for them
     environment = os.environ if env is None else env
     gathered: list[ToolSource] = []
     # Imported only when configured: both stay off the command line's start-up path.
@@ -82,13 +84,18 @@ def load(
     gathered += sources
     if code.enabled:
         gathered.append(CodeMode(code))
-    return assemble(
-        config,
-        env=env,
-        grant=grant,
-        deny=deny,
-        plugins=plugins,
-        strict=strict,
-        engine=lambda registry: Invoker(registry, approver=approver),
-        sources=gathered,
-    )
+    try:
+        return assemble(
+            config,
+            env=env,
+            grant=grant,
+            deny=deny,
+            plugins=plugins,
+            strict=strict,
+            engine=lambda registry: Invoker(registry, approver=approver),
+            sources=gathered,
+        )
+    except BaseException:  # no registry will close them: what they opened ends here
+        for source in reversed(gathered):
+            source.close()
+        raise

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
+__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble", "check_sources"]
 
 _UNKNOWN: Final = object()
 _SELECTIONS_KEPT: Final = 256
@@ -675,7 +675,7 @@ def assemble(
         config = parse_config(config)
     elif not isinstance(config, Config):
         config = load_config(Path(config) if config is not None else None)
-    _distinct(sources)
+    check_sources(sources)
     for source in sources:
         config = source.configure(config)
     plugins = [*plugins, *(pair for source in sources for pair in source.plugins())]
@@ -691,7 +691,7 @@ def assemble(
     return registry
 
 
-def _distinct(sources: Sequence[ToolSource]) -> None:
+def check_sources(sources: Sequence[ToolSource]) -> None:
     """Each source once, each under a name of its own.
 
     Raises:
