@@ -124,6 +124,7 @@ def test_a_source_registers_its_tools_and_the_registry_calls_them() -> None:
         assert {"shout", "leak"} <= set(names)
     finally:
         registry.close()
+    registry.close()  # twice: the source is closed once
     assert source.closed == 1
 
 

@@ -122,6 +122,7 @@ class Registry:
         self._engine_factory = engine
         self._engine_instance: CallEngine | None = None
         self._sources = tuple(sources)
+        self._open = list(self._sources)
         self._env = env
         self._config = config
         self.redactor = Redactor()
@@ -644,8 +645,8 @@ class Registry:
         every source, the last gathered first (mounted MCP servers' processes end)."""
         if self._engine_instance is not None:
             self._engine_instance.close()
-        for source in reversed(self._sources):
-            source.close()
+        while self._open:  # each once, however often close is called
+            self._open.pop().close()
 
 
 def _transform(loaded: Loaded, config: Config) -> Config:
