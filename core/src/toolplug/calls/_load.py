@@ -1,16 +1,15 @@
-"""``toolplug.load()``: the installed tools with the engine that runs their calls."""
+"""``toolplug.load()``: the tools of every source, with the engine that runs their calls."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplug.calls._code import CodeMode, code_settings
 from toolplug.calls._engine import Invoker
-from toolplug.runtime._config import Config, load_config, parse_config
-from toolplug.runtime._registry import assemble, check_sources
+from toolplug.runtime._config import Config
+from toolplug.runtime._registry import assemble, check_sources, configuration
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
@@ -62,29 +61,27 @@ def load(
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
             tables).
         PluginError: ``strict`` is set and a plugin failed.
+        UsageError: a source is not a ``ToolSource``, or two sources share a name.
     """
-    if isinstance(config, Mapping):
-        config = parse_config(config)
-    elif not isinstance(config, Config):
-        config = load_config(Path(config) if config is not None else None)
+    config = configuration(config)
     code = code_settings(config)
     sources = list(sources)
     check_sources(sources)  # before anything is opened for them
     environment = os.environ if env is None else env
     gathered: list[ToolSource] = []
-    # Imported only when configured: both stay off the command line's start-up path.
-    if config.mcp_servers:  # one plugin per server registers its tools
-        from toolplug.mount import mount
-
-        gathered.append(mount(config, env=environment, refresh=refresh))
-    if config.openapi:  # one plugin per API registers its operations
-        from toolplug.openapi import describe
-
-        gathered.append(describe(config, env=environment, refresh=refresh))
-    gathered += sources
-    if code.enabled:
-        gathered.append(CodeMode(code))
     try:
+        # Imported only when configured: both stay off the command line's start-up path.
+        if config.mcp_servers:  # one plugin per server registers its tools
+            from toolplug.mount import mount
+
+            gathered.append(mount(config, env=environment, refresh=refresh))
+        if config.openapi:  # one plugin per API registers its operations
+            from toolplug.openapi import describe
+
+            gathered.append(describe(config, env=environment, refresh=refresh))
+        gathered += sources
+        if code.enabled:
+            gathered.append(CodeMode(code))
         return assemble(
             config,
             env=env,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble", "check_sources"]
+__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble", "check_sources", "configuration"]
 
 _UNKNOWN: Final = object()
 _SELECTIONS_KEPT: Final = 256
@@ -657,25 +657,26 @@ def _transform(loaded: Loaded, config: Config) -> Config:
     return dataclasses.replace(config, settings=settings)
 
 
+def configuration(config: Config | Mapping[str, Any] | str | os.PathLike[str] | None) -> Config:
+    """The configuration ``load()`` is given: a ``Config`` as it is, a mapping checked like a
+    ``toolplug.toml`` document, or the file at a path (None: found as docs/configuration.md
+    says)."""
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, Mapping):
+        return parse_config(config)
+    return load_config(Path(config) if config is not None else None)
+
+
 def assemble(
-    config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    grant: Iterable[str] = (),
-    deny: Iterable[str] = (),
-    plugins: Iterable[tuple[str, object]] = (),
-    strict: bool = False,
-    engine: EngineFactory | None = None,
-    sources: Sequence[ToolSource] = (),
+    config: Config, *, env: Mapping[str, str] | None, grant: Iterable[str],
+    deny: Iterable[str], plugins: Iterable[tuple[str, object]], strict: bool,
+    engine: EngineFactory | None, sources: Sequence[ToolSource],
 ) -> Registry:
     """Discover the installed plugins, register every source's tools after theirs, and
     build a ``Registry`` (``toolplug.load`` documents the arguments; ``engine`` builds what
     runs its calls)."""
     environment = os.environ if env is None else env
-    if isinstance(config, Mapping):
-        config = parse_config(config)
-    elif not isinstance(config, Config):
-        config = load_config(Path(config) if config is not None else None)
     check_sources(sources)
     for source in sources:
         config = source.configure(config)
