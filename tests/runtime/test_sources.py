@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -198,3 +199,22 @@ def test_two_sources_of_one_name_are_refused() -> None:
         toolplug.load({}, sources=[functions(), functions()])
     with pytest.raises(toolplug.UsageError, match=r"expected a toolplug\.ToolSource"):
         toolplug.load({}, sources=[object()])  # type: ignore[list-item]
+
+
+def test_the_servers_own_secrets_are_known_when_the_registry_is_built(
+    tmp_path: Path,
+) -> None:
+    """``[serve.auth]`` tokens are redacted from the start: ``serve`` adds nothing later."""
+    (tmp_path / "introspect.txt").write_text("introspect-secret-77c1\n", encoding="utf-8")
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        '[serve.auth]\nissuer = "https://id.example"\naudience = "https://mcp.example/mcp"\n'
+        'client_secret = { file = "introspect.txt" }\n'
+        'tokens.dev = { token = { env = "DEV_TOKEN" }, scopes = [] }\n',
+        encoding="utf-8",
+    )
+    registry = toolplug.load(
+        config, env={"DEV_TOKEN": "dev-token-3f9e"}, sources=[functions()]
+    )
+    assert registry.redact("dev-token-3f9e and introspect-secret-77c1") == "*** and ***"
+    assert registry.call("leak", {"text": "dev-token-3f9e"}).output == "*** with ***"

@@ -26,6 +26,7 @@ from toolplug.runtime._config import (
 )
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._logs import protect
+from toolplug.runtime._mounts import resolve_value
 from toolplug.runtime._selection import Selection
 from toolplug.runtime._sources import ToolSource
 from toolplug.runtime._transforms import apply_transforms
@@ -176,6 +177,8 @@ class Registry:
         self._members: dict[Toolset, frozenset[str]] = {}
         self._selections: dict[tuple[Any, ...], Selection] = {}
         self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        for secret in _serve_secrets(config, env):  # the server's own: known from the start
+            self.redactor.add(secret)
         for source in self._sources:
             for secret in source.secrets():
                 self.redactor.add(secret)
@@ -647,6 +650,28 @@ class Registry:
             self._engine_instance.close()
         while self._open:  # each once, however often close is called
             self._open.pop().close()
+
+
+def _serve_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
+    """The static tokens and the introspection secret of ``[serve.auth]`` that resolve:
+    redacted by every registry built with them, served or not (``serve`` reports one
+    that does not resolve)."""
+    auth = config.serve.auth
+    if auth is None:
+        return []
+    base = config.path.parent if config.path else Path.cwd()
+    values = [static.token for static in auth.tokens.values()]
+    if auth.client_secret is not None:
+        values.append(auth.client_secret)
+    found = []
+    for value in values:
+        try:
+            text, _secret = resolve_value(value, env=env, base=base)
+        except OSError:
+            continue
+        if text:
+            found.append(text)
+    return found
 
 
 def _transform(loaded: Loaded, config: Config) -> Config:
