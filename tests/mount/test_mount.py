@@ -8,7 +8,10 @@ Assertions are about what toolplug says and does, never about how long it took.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
+import marshal
 import os
 import signal
 import subprocess
@@ -24,6 +27,8 @@ import pytest
 import toolplug
 from tests.helpers.mcp_servers import http_server, stdio_table, write_server
 from toolplug import ConfigError
+from toolplug.cli import _cache as _clicache
+from toolplug.cli._commands import _Session, run
 from toolplug.mount import lock, mounted, report
 
 
@@ -574,3 +579,29 @@ def test_an_error_message_from_a_mounted_server_is_redacted(
     assert result.error is not None
     assert "rejected token ***" in result.error.message
     assert SECRET not in json.dumps(result.to_dict())
+
+
+def test_the_cli_cache_watches_what_the_mounted_source_read_and_when_it_goes_stale(
+    tmp_path: Path, script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "toolplug.toml"
+    table = stdio_table("calc", script, extra="list_ttl_seconds = 600")
+    config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + table, encoding="utf-8")
+    monkeypatch.setenv("TOOLPLUG_CACHE_DIR", str(tmp_path / "cli"))
+    argv = ["--config", str(config), "list"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert run(argv, cache=True) == 0
+    registry = _Session.registry
+    assert registry is not None
+    try:
+        mounts = mounted(registry)
+        assert mounts is not None
+        expires = mounts.expires()
+        assert expires is not None
+        entry = marshal.loads(Path(_clicache._entry_file(argv)).read_bytes())
+        # asked of registry.sources: the listing's end of freshness, and its files watched
+        assert entry["expires_ns"] == int(expires * 1e9)
+        listing = str((tmp_path / "cache" / "mcp" / "calc.json").resolve())
+        assert listing in {str(Path(p).resolve()) for p in entry["files"]}
+    finally:
+        registry.close()

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._selection import Selection
+    from toolplug.runtime._sources import ToolSource
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -125,6 +126,7 @@ __all__ = [
     "ToolResult",
     "ToolSearch",
     "ToolSettings",
+    "ToolSource",
     "ToolplugError",
     "Toolset",
     "Trust",
@@ -160,6 +162,7 @@ _HOME = {
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
     "runtime._selection": "Selection",
+    "runtime._sources": "ToolSource",
     "calls._guard": "Conversation",
     "calls._load": "load",
     "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",

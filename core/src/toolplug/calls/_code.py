@@ -17,8 +17,8 @@ and at every access to the operating system, and lets the host answer. Here:
 
 What comes back: what the program printed and the value of its last expression; an error
 names the line. Enabled by ``[code] enabled = true`` (``toolplug.load()`` registers the
-tool through the ``register_tools`` hook and then gives it the stubs of the tools it may
-call, which its ``code`` parameter's description carries).
+tool through the ``register_tools`` hook and, while it builds the registry, gives it the
+stubs of the tools it may call, which its ``code`` parameter's description carries).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from toolplug.calls._guard import Conversation, current
@@ -47,6 +48,7 @@ from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime._settings import CodeSettings
+from toolplug.runtime._sources import ToolSource
 from toolplug.schema._python import (
     CODE_TOOL,
     Parameter,
@@ -59,9 +61,10 @@ from toolplug.schema._python import (
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
     from toolplug.runtime._config import Config
+    from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
-__all__ = ["CODE_PLUGIN_NAME", "RunCode", "code_plugin", "code_settings", "install_code_mode"]
+__all__ = ["CODE_PLUGIN_NAME", "CodeMode", "RunCode", "code_plugin", "code_settings"]
 
 _INSTALL: Final = 'pip install "toolplug[code]"'
 SANDBOX: Final = "code_sandbox"
@@ -153,7 +156,7 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
 
 
 class RunCode(Tool):
-    """The ``run_code`` tool; ``install_code_mode`` binds a subclass to one registry."""
+    """The ``run_code`` tool; ``CodeMode.complete`` binds a subclass to one registry."""
 
     metadata: ClassVar[ToolMetadata] = _base_metadata(CodeSettings())
     _registry_ref: ClassVar[weakref.ref[Registry] | None] = None
@@ -261,15 +264,64 @@ CODE_PLUGIN_NAME: Final = "toolplug-code"
 
 
 def code_plugin() -> tuple[str, object]:
-    """The ``(name, plugin)`` pair ``toolplug.load()`` registers when code mode is on."""
+    """The ``(name, plugin)`` pair that registers ``run_code`` and its sandbox."""
     return CODE_PLUGIN_NAME, _CodePlugin()
+
+
+class CodeMode(ToolSource):
+    """Code mode as a source, gathered last: its ``run_code`` describes the tools it may
+    call, which exist only once every other source has registered its own."""
+
+    name = CODE_PLUGIN_NAME
+    title = ""
+
+    def __init__(self, settings: CodeSettings) -> None:
+        self.settings = settings
+        self._plugin = code_plugin()
+
+    def plugins(self) -> Sequence[tuple[str, object]]:
+        return [self._plugin]
+
+    def complete(self, registry: Registry) -> Mapping[str, RegisteredTool]:
+        """The registered ``run_code`` bound to its registry, with the stubs of the tools
+        it calls; nothing when another plugin's ``run_code`` won (a duplicate)."""
+        entry = registry.tools.get(CODE_TOOL)
+        if entry is None or entry.cls is not RunCode:
+            return {}
+        settings = self.settings
+        tools = _callable_tools(registry, settings)
+        stubs = python_stubs(
+            [StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint) for m in tools]
+        )
+        functions = {
+            python_identifier(m.name): (m.name, tuple(parameter_names(m.parameters)))
+            for m in tools
+        }
+        metadata = _base_metadata(settings, stubs)
+        bound: type[RunCode] = type(
+            "RunCode",
+            (RunCode,),
+            {
+                "metadata": metadata,
+                "_registry_ref": weakref.ref(registry),
+                "_settings": settings,
+                "_functions": functions,
+                "_owners": _Owners(settings.max_programs_per_owner),
+                "__module__": __name__,
+            },
+        )
+        return {
+            CODE_TOOL: dataclasses.replace(
+                entry, cls=bound, metadata=metadata, distribution="toolplug", version=_version()
+            )
+        }
 
 
 def _callable_tools(registry: Registry, settings: CodeSettings) -> list[ToolMetadata]:
     """The tools a program may call: the toolset's available tools, without run_code.
 
-    Not ``registry.select``: the registry keeps the selections it makes, and one made now
-    would keep run_code's entry from before ``install_code_mode`` completes it.
+    Not ``registry.select``: the selections read the entries, and run_code's is replaced
+    once this returns (the registry forgets what it worked out before).
     """
     members = registry.members(settings.toolset) if settings.toolset is not None else None
     return [
@@ -281,47 +333,7 @@ def _callable_tools(registry: Registry, settings: CodeSettings) -> list[ToolMeta
     ]
 
 
-def install_code_mode(registry: Registry) -> None:
-    """Give the registered ``run_code`` its registry and the stubs of the tools it calls.
-
-    Its metadata needs the other tools, which exist only once every plugin has registered
-    its own, so the entry the hook registered is completed here, once, before any use.
-    """
-    settings = code_settings(registry.config)
-    entry = registry.tools.get(CODE_TOOL)
-    if entry is None or entry.cls is not RunCode:
-        return  # another plugin's run_code won (reported as a duplicate), or none at all
-    tools = _callable_tools(registry, settings)
-    stubs = python_stubs(
-        [StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint) for m in tools]
-    )
-    functions = {
-        python_identifier(m.name): (m.name, tuple(parameter_names(m.parameters)))
-        for m in tools
-    }
-    metadata = _base_metadata(settings, stubs)
-    bound: type[RunCode] = type(
-        "RunCode",
-        (RunCode,),
-        {
-            "metadata": metadata,
-            "_registry_ref": weakref.ref(registry),
-            "_settings": settings,
-            "_functions": functions,
-            "_owners": _Owners(settings.max_programs_per_owner),
-            "__module__": __name__,
-        },
-    )
-    table = registry.tools
-    assert isinstance(table, dict)  # the registry's own table, completed in place
-    table[CODE_TOOL] = dataclasses.replace(
-        entry, cls=bound, metadata=metadata, distribution="toolplug", version=_version()
-    )
-
-
 def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("toolplug")
     except PackageNotFoundError:

@@ -1,20 +1,20 @@
-"""``toolplug.load()``: the installed tools with the engine that runs their calls."""
+"""``toolplug.load()``: the tools of every source, with the engine that runs their calls."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolplug.calls._code import code_plugin, code_settings, install_code_mode
+from toolplug.calls._code import CodeMode, code_settings
 from toolplug.calls._engine import Invoker
-from toolplug.runtime._config import Config, load_config, parse_config
-from toolplug.runtime._registry import assemble
+from toolplug.runtime._config import Config
+from toolplug.runtime._registry import assemble, check_sources, configuration
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
     from toolplug.runtime._registry import Registry
+    from toolplug.runtime._sources import ToolSource
 
 __all__ = ["load"]
 
@@ -29,8 +29,15 @@ def load(
     strict: bool = False,
     approver: Approver | None = None,
     refresh: bool = False,
+    sources: Iterable[ToolSource] = (),
 ) -> Registry:
-    """Discover the installed plugins and build a ``Registry`` that can run calls.
+    """Gather every source of tools and build a ``Registry`` that can run calls.
+
+    The sources, in this order (a tool name two sources give is kept from the first):
+    the installed plugins (entry points, then ``plugins``), the mounted MCP servers
+    (``[mcp_servers.NAME]``), the OpenAPI APIs (``[openapi.NAME]``), ``sources``, and
+    code mode last (``[code]``: its ``run_code`` describes the others). The registry is
+    built from all of them at once and does not change afterwards.
 
     Args:
         config: A ``Config``; a mapping shaped like a ``toolplug.toml`` document (checked the
@@ -47,46 +54,45 @@ def load(
         refresh: Ask every mounted MCP server (``[mcp_servers.NAME]``) for its tools now,
             instead of using a tool list cached within its ``list_ttl_seconds``, and read
             every OpenAPI description (``[openapi.NAME]``) again.
+        sources: The host's own ``ToolSource`` objects (docs/sources.md); the registry
+            closes them when it closes (and ``load`` does, when it raises).
 
     Raises:
         ConfigError: the configuration is invalid (including its ``[calls]`` and ``[code]``
             tables).
         PluginError: ``strict`` is set and a plugin failed.
+        UsageError: a source is not a ``ToolSource``, or two sources share a name.
     """
-    if isinstance(config, Mapping):
-        config = parse_config(config)
-    elif not isinstance(config, Config):
-        config = load_config(Path(config) if config is not None else None)
+    config = configuration(config)
     code = code_settings(config)
-    if code.enabled:  # run_code registers through register_tools, like any tool
-        plugins = [*plugins, code_plugin()]
-    mounts = None
-    if config.mcp_servers:  # each server's tools register through a plugin of its own
-        from toolplug.mount import mount
+    sources = list(sources)
+    check_sources(sources)  # before anything is opened for them
+    environment = os.environ if env is None else env
+    gathered: list[ToolSource] = []
+    try:
+        # Imported only when configured: both stay off the command line's start-up path.
+        if config.mcp_servers:  # one plugin per server registers its tools
+            from toolplug.mount import mount
 
-        mounts = mount(config, env=os.environ if env is None else env, refresh=refresh)
-        config = mounts.config
-        plugins = [*plugins, *mounts.plugins]
-    described = None
-    if config.openapi:  # each API's operations register through a plugin of its own
-        from toolplug.openapi import describe
+            gathered.append(mount(config, env=environment, refresh=refresh))
+        if config.openapi:  # one plugin per API registers its operations
+            from toolplug.openapi import describe
 
-        described = describe(config, env=os.environ if env is None else env, refresh=refresh)
-        config = described.config
-        plugins = [*plugins, *described.plugins]
-    registry = assemble(
-        config,
-        env=env,
-        grant=grant,
-        deny=deny,
-        plugins=plugins,
-        strict=strict,
-        engine=lambda registry: Invoker(registry, approver=approver),
-    )
-    if mounts is not None:
-        mounts.attach(registry)
-    if described is not None:
-        described.attach(registry)
-    if code.enabled:
-        install_code_mode(registry)
-    return registry
+            gathered.append(describe(config, env=environment, refresh=refresh))
+        gathered += sources
+        if code.enabled:
+            gathered.append(CodeMode(code))
+        return assemble(
+            config,
+            env=env,
+            grant=grant,
+            deny=deny,
+            plugins=plugins,
+            strict=strict,
+            engine=lambda registry: Invoker(registry, approver=approver),
+            sources=gathered,
+        )
+    except BaseException:  # no registry will close them: what they opened ends here
+        for source in reversed(gathered):
+            source.close()
+        raise

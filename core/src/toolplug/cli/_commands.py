@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Trust
+    from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
 __all__ = ["RecordingEnv", "build_parser", "run"]
@@ -400,8 +401,10 @@ class _Session:
     registry: Registry | None = None
 
 
-def _load(args: argparse.Namespace) -> Registry:
-    registry = _load_lenient(args)
+def _load(
+    args: argparse.Namespace, *, adjust: Callable[[Config], Config] | None = None
+) -> Registry:
+    registry = _load_lenient(args, adjust=adjust)
     strict = getattr(args, "strict", False) or os.environ.get(STRICT_ENV, "") not in ("", "0")
     if strict and registry.problems:
         for problem in registry.problems:
@@ -572,13 +575,22 @@ def _indent(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def _load_lenient(args: argparse.Namespace, *, refresh: bool = False) -> Registry:
+def _load_lenient(
+    args: argparse.Namespace, *, refresh: bool = False,
+    adjust: Callable[[Config], Config] | None = None,
+) -> Registry:
     """Load without applying strict mode (doctor and plugins report problems themselves);
-    ``refresh`` asks mounted MCP servers for their tools now."""
+    ``refresh`` asks mounted MCP servers for their tools now; ``adjust`` changes the
+    configuration the registry is built with."""
     from toolplug.calls._load import load
+    from toolplug.runtime._config import load_config
 
     _Session.env = RecordingEnv(os.environ)
-    registry = load(getattr(args, "config", None), env=_Session.env, refresh=refresh)
+    path: str | None = getattr(args, "config", None)
+    config: Config | str | None = path
+    if adjust is not None:
+        config = adjust(load_config(Path(path) if path is not None else None))
+    registry = load(config, env=_Session.env, refresh=refresh)
     _Session.registry = registry
     _redact_logs()
     return registry
@@ -707,21 +719,17 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             out.append(f"    why: {reason}")
         for step in availability.setup:
             out.append(_indent("to enable: " + step.strip(), "    "))
-    mount = sys.modules.get("toolplug.mount")
-    mounts = mount.mounted(registry) if mount is not None else None
-    if mounts is not None and mount is not None:
-        out += ["", "MCP servers:", *mount.report(mounts)]
+    for source in registry.sources:  # each source reports itself (mounted servers, APIs)
+        if source.title:
+            out += ["", f"{source.title}:", *source.report()]
     out += ["", "Trust labels:", *_trust_report(registry)]
+    from toolplug.mount import mounted
     from toolplug.mount._screen import findings
 
-    reported = findings(registry, mounts)
+    reported = findings(registry, mounted(registry))
     count = f"{len(reported)} finding(s)" if reported else "no findings"
     out += ["", f"Definitions: {count}"]
     out += _scan_lines(reported)
-    openapi = sys.modules.get("toolplug.openapi")
-    apis = openapi.described(registry) if openapi is not None else None
-    if apis is not None and openapi is not None:
-        out += ["", "OpenAPI descriptions:", *openapi.report(apis)]
     out += ["", "Schema exports:"]
     warnings = _schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
@@ -1064,19 +1072,19 @@ def _progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def _kept_only_with_a_shared_store(registry: Registry) -> None:
+def _kept_only_with_a_shared_store(config: Config) -> Config:
     """In-process, a cut output would be kept for nobody once this command exits: keep none,
     so that the notice says how to see the rest instead (a Redis store keeps it)."""
-    calls = registry.config.calls
+    calls = config.calls
     if calls.store == "memory" and calls.spill_ttl_seconds:
         off = calls.model_copy(update={"spill_ttl_seconds": 0.0})
-        registry.config = dataclasses.replace(registry.config, calls=off)
+        return dataclasses.replace(config, calls=off)
+    return config
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
     arguments = _parse_call_arguments(args)
-    registry = _load(args)
-    _kept_only_with_a_shared_store(registry)
+    registry = _load(args, adjust=_kept_only_with_a_shared_store)
     host: dict[str, Any] = {"progress": _progress} if sys.stderr.isatty() else {}
     try:
         result = registry.call(
@@ -1164,8 +1172,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise _Exit(EXIT_USAGE, f"{args.plan} is over the limits: {exc}") from None
     except ValueError as exc:
         raise _Exit(EXIT_USAGE, f"{args.plan} is not valid JSON: {exc}") from None
-    registry = _load(args)
-    _kept_only_with_a_shared_store(registry)
+    registry = _load(args, adjust=_kept_only_with_a_shared_store)
     plan = parse_plan(document, registry)
     try:
         outcome = asyncio.run(run_plan(registry, plan, approver=_terminal_approver(args.yes)))
@@ -1223,16 +1230,8 @@ def run(argv: Sequence[str], *, cache: bool = False) -> int:
                     watched += [plugin.metadata_dir, f"{plugin.metadata_dir}/entry_points.txt"]
             if registry.config.path is not None:
                 watched.append(str(registry.config.path))
-            expires = None
-            mount = sys.modules.get("toolplug.mount")
-            mounts = mount.mounted(registry) if mount is not None else None
-            if mounts is not None and mounts.expires is not None:
-                expires = int(mounts.expires * 1e9)
-            openapi = sys.modules.get("toolplug.openapi")
-            apis = openapi.described(registry) if openapi is not None else None
-            if apis is not None and apis.expires is not None:
-                ends = int(apis.expires * 1e9)
-                expires = ends if expires is None else min(expires, ends)
+            ends = [e for s in registry.sources if (e := s.expires()) is not None]
+            expires = int(min(ends) * 1e9) if ends else None
             _clicache.store(
                 argv, code, buffer.getvalue(), env_read=_Session.env.read, extra_files=watched,
                 expires_ns=expires,

@@ -12,24 +12,26 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
-import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
-from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
-from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata
+from toolplug.contract._hooks import hookimpl
+from toolplug.contract._metadata import Annotations, ToolMetadata
 from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
+from toolplug.mount._screen import screen
+from toolplug.runtime import _sources
 from toolplug.runtime._config import Redactor
-from toolplug.runtime._mounts import MountedToolSettings, ServerSettings, resolve_value
+from toolplug.runtime._mounts import MountedToolSettings, ServerSettings
 from toolplug.runtime._scan import Finding
 
 if TYPE_CHECKING:
     from toolplug.runtime._config import Config
+    from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
@@ -37,12 +39,12 @@ __all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "re
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
 _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
 
-_by_registry: weakref.WeakKeyDictionary[Registry, Mounted] = weakref.WeakKeyDictionary()
-
 
 @dataclass
-class MountedServer:
+class MountedServer(_sources.Origin):
     """One configured server as this process sees it."""
+
+    KIND = "mcp"
 
     settings: ServerSettings
     resolved: _host.Resolved
@@ -74,16 +76,6 @@ class MountedServer:
     redactor: Redactor = field(default_factory=Redactor)
     """The secrets of its configuration (the registry's, once attached): kept out of its
     reasons and of the listing stored on disk."""
-
-    @property
-    def name(self) -> str:
-        """The server's name in the configuration."""
-        return self.settings.name
-
-    @property
-    def capability(self) -> str:
-        """The capability every tool of this server requires."""
-        return f"mcp_{self.name}"
 
     @property
     def problem(self) -> str | None:
@@ -193,32 +185,24 @@ class MountedServer:
 
 
 @dataclass
-class Mounted:
-    """Every mounted server of one registry, and what they add to its configuration."""
+class Mounted(_sources.GatheredSource):
+    """Every mounted server of one registry: the source of their tools."""
 
-    servers: dict[str, MountedServer]
-    config: Config
-    """The configuration with each mounted tool's call settings merged in."""
-    plugins: Sequence[tuple[str, object]]
-    secrets: set[str]
-    files: list[str]
-    """The listing files read (the command line's output cache watches them)."""
-    expires: float | None
-    """When the first listing used stops being fresh (seconds since the epoch)."""
+    servers: dict[str, MountedServer] = field(default_factory=dict)
 
-    def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its definitions screened (a flagged one withheld), its
-        secrets redacted, its files watched."""
-        from toolplug.mount._screen import screen
+    name = "mcp"
+    title = "MCP servers"
 
-        screen(self, registry)
-        for secret in self.secrets:
-            registry.redactor.add(secret)
-        for server in self.servers.values():  # from now on, every secret the registry knows
+    def complete(self, registry: Registry) -> Mapping[str, RegisteredTool]:
+        """Screen its definitions (a flagged one withheld), and redact from now on every
+        secret the registry knows in what its servers store."""
+        withheld = screen(self, registry)
+        for server in self.servers.values():
             server.redactor = registry.redactor
-        registry.files_read.extend(self.files)
-        registry.on_close(self.close)
-        _by_registry[registry] = self
+        return withheld
+
+    def report(self) -> list[str]:
+        return report(self)
 
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
@@ -236,7 +220,7 @@ class Mounted:
 
 def mounted(registry: Registry) -> Mounted | None:
     """The mounted servers of a registry made by ``toolplug.load()``, if it has any."""
-    return _by_registry.get(registry)
+    return next((s for s in registry.sources if isinstance(s, Mounted)), None)
 
 
 def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Mounted:
@@ -291,39 +275,36 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         if s.listing is not None
     ]
     return Mounted(
+        settings=_with_settings(config, servers),
+        gathered=plugins,
+        found=secrets,
+        read=files,
+        stale_at=min(expiries) if expiries else None,
         servers=servers,
-        config=_with_settings(config, servers),
-        plugins=plugins,
-        secrets=secrets,
-        files=files,
-        expires=min(expiries) if expiries else None,
     )
 
 
 def _resolve(
     settings: ServerSettings, env: Mapping[str, str], base: Path, source: str, secrets: set[str]
 ) -> _host.Resolved:
-    resolved = _host.Resolved(settings)
+    found = _host.Resolved(settings)
     if settings.cwd is not None:
-        resolved.cwd = str(base / Path(settings.cwd).expanduser())
+        found.cwd = str(base / Path(settings.cwd).expanduser())
+    problems: list[str] = []
     for kind, table, target in (
-        ("env", settings.env, resolved.env), ("headers", settings.headers, resolved.headers)
+        ("env", settings.env, found.env), ("headers", settings.headers, found.headers)
     ):
         for key, value in sorted(table.items()):
             where = f"[mcp_servers.{settings.name}] {kind}.{key} in {source}"
-            try:
-                text, secret = resolve_value(value, env=env, base=base)
-            except OSError as exc:
-                resolved.problem = f"{where}: cannot read its file: {exc.strerror or exc}"
-                continue
+            text, secret = _sources.resolved(value, where, env=env, base=base, problems=problems)
             if text is None:
-                variable = getattr(value, "env", "?")
-                resolved.problem = f"{where}: the environment variable {variable} is not set"
                 continue
             if secret or kind == "headers":
                 secrets.add(text)
             target[key] = text
-    return resolved
+    if problems:
+        found.problem = problems[-1]
+    return found
 
 
 def _key(settings: ServerSettings, resolved: _host.Resolved) -> str:
@@ -422,14 +403,10 @@ def _name_tools(servers: Mapping[str, MountedServer]) -> None:
             remote = str(tool.get("name", ""))
             if not remote or not _selected(server.settings, remote):
                 continue
-            name = _catalog.tool_name(server.settings.name_prefix, remote)
-            if name in taken:  # two remote names that read the same once made valid
-                number = 2
-                while f"{name[:60]}_{number}" in taken:
-                    number += 1
-                server.notes.append(f"{remote!r} is mounted as {name[:60]}_{number}")
-                name = f"{name[:60]}_{number}"
-            taken.add(name)
+            wished = _catalog.tool_name(server.settings.name_prefix, remote)
+            name = _sources.unique_name(wished, taken)
+            if name != wished:  # two remote names that read the same once made valid
+                server.notes.append(f"{remote!r} is mounted as {name}")
             wanted.setdefault(name, []).append((server, remote))
     for name, claims in sorted(wanted.items()):
         for server, remote in claims:
@@ -484,30 +461,26 @@ def _pin(servers: Mapping[str, MountedServer], lock_file: Path) -> None:
             )
 
 
-def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> Config:
-    """The configuration with each mounted tool's call settings: the server's approval and
-    scopes,
-    then its ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
-    settings = dict(config.settings)
+def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> dict[str, ToolSettings]:
+    """Each mounted tool's call settings: the server's approval and scopes, then its
+    ``tools.TOOL`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings: dict[str, ToolSettings] = {}
     for server in servers.values():
+        defaults: dict[str, Any] = {  # the server's defaults for its tools
+            key: getattr(server.settings, key)
+            for key in ("approval", "scopes")
+            if key in server.settings.model_fields_set
+        }
         for final, remote in server.names.items():
-            values: dict[str, Any] = {}
-            for key in ("approval", "scopes"):  # the server's defaults for its tools
-                if key in server.settings.model_fields_set:
-                    values[key] = getattr(server.settings, key)
             own = server.settings.settings_for(remote)
-            if own is not None:
-                call = own.call_settings()
-                values.update({k: getattr(call, k) for k in call.model_fields_set})
             written = config.settings.get(final)
-            if written is not None:
-                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            values = _sources.call_settings(defaults, own.call_settings() if own else None, written)
             trust = _trust(server, own, written)
             if trust is not None:
                 values["trust"] = trust
             if values:
                 settings[final] = ToolSettings.model_validate(values)
-    return replace(config, settings=settings)
+    return settings
 
 
 def _trust(
@@ -559,18 +532,7 @@ def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> Too
         "annotations": annotations,
         "setup_instructions": _setup(server),
     }
-    if own is not None:
-        for key in ("category", "optionality", "usage_hint"):
-            if getattr(own, key) is not None:
-                values[key] = getattr(own, key)
-        if own.guidelines is not None:
-            values["guidelines"] = Guidelines(
-                do=tuple(own.guidelines.do),
-                do_not=tuple(own.guidelines.do_not),
-                common_mistakes=tuple(own.guidelines.common_mistakes),
-            )
-        if own.timeout_seconds is not None:
-            values["timeout_seconds"] = own.timeout_seconds
+    _sources.overridden(values, own, ("category", "optionality", "usage_hint"))
     return ToolMetadata.model_validate(values)
 
 
@@ -588,15 +550,12 @@ def _setup(server: MountedServer) -> str:
 
 def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> type[Tool] | str:
     """The ``Tool`` class of one remote tool, or why its definition cannot be mounted."""
-    from pydantic import ValidationError
-
-    try:
-        metadata = _metadata(server, final, tool)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"]))
-        return f"the definition of {tool['name']!r} cannot be mounted: {where}: {first['msg']}"
     remote = str(tool["name"])
+    metadata = _sources.checked_metadata(
+        lambda: _metadata(server, final, tool), f"the definition of {remote!r} cannot be mounted"
+    )
+    if isinstance(metadata, str):
+        return metadata
     own = server.settings.settings_for(remote)
     if own is not None and own.trust is not None and own.trust.sinks is not None:
         parameters = sorted((metadata.parameters.get("properties") or {}).keys())
@@ -612,35 +571,25 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await server.call(remote, arguments, context)
 
-    return type(
-        f"Mounted_{final}",
-        (Tool,),
-        {"metadata": metadata, "run": run, "__module__": __name__, "__doc__": metadata.description},
-    )
+    return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
 
 
-class _ServerPlugin:
+class _ServerPlugin(_sources.OriginPlugin):
     """The plugin of one mounted server: its tools and its capability."""
 
-    TOOLPLUG_CONTRACT = CONTRACT_VERSION
-
     def __init__(self, server: MountedServer, source: str) -> None:
+        info = server.listing.server if server.listing else {}
+        super().__init__(server, info.get("version"), self._made, lambda: list(server.names))
         self.server = server
         self.source = source
-        info = server.listing.server if server.listing else {}
-        self.TOOLPLUG_DISTRIBUTION = f"mcp:{server.name}"
-        self.TOOLPLUG_VERSION = info.get("version") or None
 
-    @hookimpl
-    def register_tools(self, register: Any) -> None:
+    def _made(self, final: str) -> type[Tool] | str:
         server = self.server
-        tools = {str(t.get("name")): t for t in (server.listing.tools if server.listing else [])}
-        for final, remote in sorted(server.names.items()):
-            made = _tool_class(server, final, tools[remote])
-            if isinstance(made, str):
-                server.notes.append(made)
-                continue
-            register(made)
+        listed = self.__dict__.get("_listed")
+        if listed is None:
+            tools = server.listing.tools if server.listing else []
+            listed = self.__dict__["_listed"] = {str(t.get("name")): t for t in tools}
+        return _tool_class(server, final, listed[server.names[final]])
 
     @hookimpl
     def register_capabilities(self, register: Any) -> None:

@@ -1,7 +1,7 @@
 """Definitions from outside, screened before a model reads them.
 
-``toolplug.load()`` mounts the configured servers, assembles the registry, then screens
-every mounted tool's definition as its server gave it (``toolplug.runtime._scan``), against
+``toolplug.load()`` mounts the configured servers and, while it builds the registry,
+screens every mounted tool's definition as its server gave it (``toolplug.runtime._scan``), against
 the installed tools and the other servers' tools. A tool with a finding the configuration
 does not accept (``accept_findings`` under ``[mcp_servers.NAME]`` or
 ``[mcp_servers.NAME.tools.TOOL]``) is withheld: it stays registered, under a neutral
@@ -80,10 +80,10 @@ def _mounted_subjects(mounts: Mounted, registry: Registry) -> list[Subject]:
     return subjects
 
 
-def screen(mounts: Mounted, registry: Registry) -> None:
-    """Scan every mounted tool's definition; withhold each one with a finding the
-    configuration does not accept. Runs once, as ``load()`` finishes the registry and
-    before anything has read it."""
+def screen(mounts: Mounted, registry: Registry) -> dict[str, RegisteredTool]:
+    """Scan every mounted tool's definition: the entries that withhold each one with a
+    finding the configuration does not accept. Runs once, while the registry is built
+    (``Mounted.complete``) and before anything has read it."""
     subjects = [
         Subject(t.name, t.distribution or t.plugin, (), _names(t)) for t in _installed(registry)
     ]
@@ -102,14 +102,12 @@ def screen(mounts: Mounted, registry: Registry) -> None:
             if finding.rule not in rules:
                 rules.append(finding.rule)
     tools = registry.tools
-    # The registry is complete and unread here: replacing an entry is how a definition
-    # from outside is withheld without a way back to its text.
-    if not isinstance(tools, dict):
-        raise TypeError("the registry's tools cannot be screened: not a dict")
+    withheld: dict[str, RegisteredTool] = {}
     for server in mounts.servers.values():
         for final, rules in sorted(server.withheld.items()):
             rules.sort()
-            tools[final] = _withheld(tools[final], server, server.names[final], rules)
+            withheld[final] = _withheld(tools[final], server, server.names[final], rules)
+    return withheld
 
 
 def _withheld(

@@ -11,18 +11,16 @@ set). The registry then treats them like any installed tool.
 from __future__ import annotations
 
 import base64
-import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
-from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
+from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import (
     Annotations,
-    Guidelines,
     ToolMetadata,
     Trust,
     schema_digest,
@@ -31,23 +29,26 @@ from toolplug.contract._metadata import (
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._settings import TrustOverlay as ToolTrust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
+from toolplug.http import NetworkError, check_url
+from toolplug.http._guard import parse_url
 from toolplug.openapi import _catalog, _convert, _request, _spec
-from toolplug.runtime._mounts import resolve_value
+from toolplug.runtime import _sources
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
 
 if TYPE_CHECKING:
     from toolplug.contract._network import NetworkPolicy
     from toolplug.runtime._config import Config
+    from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Api", "Described", "describe", "described", "report"]
 
-_by_registry: weakref.WeakKeyDictionary[Registry, Described] = weakref.WeakKeyDictionary()
-
 
 @dataclass
-class Api:
+class Api(_sources.Origin):
     """One configured API as this process sees it."""
+
+    KIND = "openapi"
 
     settings: ApiSettings
     base: Path
@@ -66,16 +67,6 @@ class Api:
     notes: list[str] = field(default_factory=list)
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
-
-    @property
-    def name(self) -> str:
-        """The API's name in the configuration."""
-        return self.settings.name
-
-    @property
-    def capability(self) -> str:
-        """The capability every tool of this API requires."""
-        return f"openapi_{self.name}"
 
     @property
     def problem(self) -> str | None:
@@ -107,26 +98,17 @@ class Api:
 
 
 @dataclass
-class Described:
-    """Every configured API of one registry, and what they add to its configuration."""
+class Described(_sources.GatheredSource):
+    """Every configured API of one registry: the source of their operations' tools."""
 
-    apis: dict[str, Api]
-    config: Config
-    """The configuration with each operation's call settings merged in."""
-    plugins: Sequence[tuple[str, object]]
-    secrets: set[str]
-    files: list[str]
-    """The files read (the command line's output cache watches them)."""
-    expires: float | None
-    """When the first description read from a URL stops being fresh."""
+    apis: dict[str, Api] = field(default_factory=dict)
 
-    def attach(self, registry: Registry) -> None:
-        """Tie this to the registry: its secrets redacted, its files watched, and the
-        digests of the schemas it registered kept beside the cache for the next load."""
-        for secret in self.secrets:
-            registry.redactor.add(secret)
-        registry.files_read.extend(self.files)
-        _by_registry[registry] = self
+    name = "openapi"
+    title = "OpenAPI descriptions"
+
+    def complete(self, registry: Registry) -> Mapping[str, RegisteredTool]:
+        """Keep the digests of the schemas it registered beside the cache for the next
+        load (what is vouched for is not checked again); it replaces no entry."""
         tools = registry.tools
         for api in self.apis.values():
             parsed = api.parsed
@@ -148,12 +130,19 @@ class Described:
             }
             parsed.checked = sorted(set(parsed.checked) | passed)
             parsed.checked_ids = sorted(done | {op["operation_id"] for op in fresh.values()})
-            _catalog.write_parsed(self.config.cache_dir, api.name, parsed)
+            _catalog.write_parsed(registry.config.cache_dir, api.name, parsed)
+        return {}
+
+    def report(self) -> list[str]:
+        return report(self)
+
+    def close(self) -> None:
+        """Nothing to close: each request's connection belongs to its event loop."""
 
 
 def described(registry: Registry) -> Described | None:
     """The APIs of a registry made by ``toolplug.load()``, if it has any."""
-    return _by_registry.get(registry)
+    return next((s for s in registry.sources if isinstance(s, Described)), None)
 
 
 def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Described:
@@ -197,12 +186,12 @@ def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -
         if a.parsed is not None and _spec.is_url(a.settings.spec)
     ]
     return Described(
+        settings=_with_settings(config, apis),
+        gathered=plugins,
+        found=secrets,
+        read=files,
+        stale_at=min(expiries) if expiries else None,
         apis=apis,
-        config=_with_settings(config, apis),
-        plugins=plugins,
-        secrets=secrets,
-        files=files,
-        expires=min(expiries) if expiries else None,
     )
 
 
@@ -232,14 +221,8 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
     values: dict[str, str] = {}
     for key, value in auth.secrets().items():
         where = f"[openapi.{api.name}] auth.{key} in {source}"
-        try:
-            text, secret = resolve_value(value, env=env, base=api.base)
-        except OSError as exc:
-            api.unset.append(f"{where}: cannot read its file: {exc.strerror or exc}")
-            continue
+        text, secret = _sources.resolved(value, where, env=env, base=api.base, problems=api.unset)
         if text is None:
-            variable = getattr(value, "env", "?")
-            api.unset.append(f"{where}: the environment variable {variable} is not set")
             continue
         if secret:
             secrets.add(text)
@@ -281,9 +264,6 @@ def _base_url(api: Api) -> str | None:
 def _refused(url: str, policy: NetworkPolicy) -> str | None:
     """Why the guard refuses the base URL, judged without a DNS look-up (an IP literal or
     localhost is checked now; a host name when a call resolves it)."""
-    from toolplug.http import NetworkError, check_url
-    from toolplug.http._guard import parse_url
-
     try:
         target = parse_url(url)
     except NetworkError as exc:
@@ -307,14 +287,10 @@ def _name_tools(api: Api) -> None:
             op["operation_id"], method=op["method"], path=op["path"], tags=tuple(op["tags"])
         ):
             continue
-        name = (api.settings.name_prefix + op["name"])[:64]
-        if name in taken:
-            number = 2
-            while f"{name[:60]}_{number}" in taken:
-                number += 1
-            api.notes.append(f"{op['operation_id']!r} is offered as {name[:60]}_{number}")
-            name = f"{name[:60]}_{number}"
-        taken.add(name)
+        wished = (api.settings.name_prefix + op["name"])[:64]
+        name = _sources.unique_name(wished, taken)
+        if name != wished:
+            api.notes.append(f"{op['operation_id']!r} is offered as {name}")
         api.names[name] = op
     known = {op["operation_id"] for op in (api.parsed.operations if api.parsed else [])}
     for operation_id in sorted(set(api.settings.tools) - known):
@@ -322,27 +298,24 @@ def _name_tools(api: Api) -> None:
             api.notes.append(f"tools.{operation_id}: the description has no such operationId")
 
 
-def _with_settings(config: Config, apis: Mapping[str, Api]) -> Config:
-    """The configuration with each operation's call settings: the API's approval and scopes,
-    then its ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
-    settings = dict(config.settings)
+def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSettings]:
+    """Each operation's call settings: the API's approval and scopes, then its
+    ``tools.OPERATION_ID`` table, then a ``[tools.NAME]`` table the user wrote."""
+    settings: dict[str, ToolSettings] = {}
     for api in apis.values():
+        defaults: dict[str, Any] = {}
+        if "approval" in api.settings.model_fields_set:
+            defaults["approval"] = api.settings.approval
+        if api.settings.scopes is not None:
+            defaults["scopes"] = api.settings.scopes
         for final, op in api.names.items():
-            values: dict[str, Any] = {}
-            if "approval" in api.settings.model_fields_set:
-                values["approval"] = api.settings.approval
-            if api.settings.scopes is not None:
-                values["scopes"] = api.settings.scopes
             own = api.settings.tools.get(op["operation_id"])
-            if own is not None:
-                call = own.call_settings()
-                values.update({k: getattr(call, k) for k in call.model_fields_set})
-            written = config.settings.get(final)
-            if written is not None:
-                values.update({k: getattr(written, k) for k in written.model_fields_set})
+            values = _sources.call_settings(
+                defaults, own.call_settings() if own else None, config.settings.get(final)
+            )
             if values:
                 settings[final] = ToolSettings.model_validate(values)
-    return replace(config, settings=settings)
+    return settings
 
 
 def _annotations(method: str) -> Annotations:
@@ -406,69 +379,36 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "errors": _request.ERRORS,
         "trust": _trust(settings.trust, op, own.trust if own else None),
     }
-    if own is not None:
-        for key in ("category", "optionality", "usage_hint", "description"):
-            if getattr(own, key) is not None:
-                values[key] = getattr(own, key)
-        if own.guidelines is not None:
-            values["guidelines"] = Guidelines(
-                do=tuple(own.guidelines.do),
-                do_not=tuple(own.guidelines.do_not),
-                common_mistakes=tuple(own.guidelines.common_mistakes),
-            )
-        if own.timeout_seconds is not None:
-            values["timeout_seconds"] = own.timeout_seconds
+    _sources.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
     return ToolMetadata.model_validate(values)
 
 
 def _tool_class(api: Api, final: str, op: Mapping[str, Any]) -> type[Tool] | str:
     """The ``Tool`` class of one operation, or why it cannot be offered."""
-    from pydantic import ValidationError
-
-    try:
-        metadata = _metadata(api, final, op)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"]))
-        return f"the operation {op['operation_id']!r} cannot be offered: {where}: {first['msg']}"
+    metadata = _sources.checked_metadata(
+        lambda: _metadata(api, final, op),
+        f"the operation {op['operation_id']!r} cannot be offered",
+    )
+    if isinstance(metadata, str):
+        return metadata
     operation = _request.Operation.of(op, metadata.timeout_seconds)
 
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await api.call(operation, arguments, context)
 
-    return type(
-        f"OpenAPI_{final}",
-        (Tool,),
-        {
-            "metadata": metadata,
-            "run": run,
-            "operation": operation,
-            "__module__": __name__,
-            "__doc__": metadata.description,
-        },
-    )
+    return _sources.tool_class("OpenAPI", metadata, run, operation=operation, __module__=__name__)
 
 
-class _ApiPlugin:
+class _ApiPlugin(_sources.OriginPlugin):
     """The plugin of one API: its operations' tools and its capability."""
 
-    TOOLPLUG_CONTRACT = CONTRACT_VERSION
-
     def __init__(self, api: Api) -> None:
-        self.api = api
         description = api.parsed.description if api.parsed else {}
-        self.TOOLPLUG_DISTRIBUTION = f"openapi:{api.name}"
-        self.TOOLPLUG_VERSION = description.get("api_version") or None
-
-    @hookimpl
-    def register_tools(self, register: Any) -> None:
-        api = self.api
-        for final, op in sorted(api.names.items()):
-            made = _tool_class(api, final, op)
-            if isinstance(made, str):
-                api.notes.append(made)
-                continue
-            register(made)
+        super().__init__(
+            api, description.get("api_version"),
+            lambda final: _tool_class(api, final, api.names[final]), lambda: list(api.names),
+        )
+        self.api = api
 
     @hookimpl
     def register_capabilities(self, register: Any) -> None:

@@ -14,6 +14,8 @@ import hashlib
 import re
 from typing import Any, Final
 
+from toolplug.runtime._sources import unique_name
+
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
 CONVERTER_VERSION: Final = 3
@@ -379,13 +381,7 @@ def _unique_names(operations: list[dict[str, Any]]) -> None:
         if len(name) > 48:
             digest = hashlib.sha256(op["operation_id"].encode()).hexdigest()[:6]
             name = f"{name[:41].rstrip('_')}_{digest}"
-        if name in taken:
-            number = 2
-            while f"{name}_{number}" in taken:
-                number += 1
-            name = f"{name}_{number}"
-        taken.add(name)
-        op["name"] = name
+        op["name"] = unique_name(name, taken)
 
 
 def convert(document: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from toolplug.contract._metadata import (
     validate_tool_metadata,
 )
 from toolplug.contract._tool import Tool
+from toolplug.runtime import _builtin
 
 __all__ = ["ENTRY_POINT_GROUP", "LoadProblem", "Loaded", "PluginInfo", "RegisteredTool", "discover"]
 
@@ -163,9 +164,6 @@ def discover(
     manager.add_hookspecs(_hooks)
     loaded = Loaded(manager=manager)
     sources: list[_Source] = []
-
-    from toolplug.runtime import _builtin
-
     version = _version("toolplug")
     builtin = _Source(BUILTIN_PLUGIN, "toolplug", version, None, True)
     manager.register(_builtin, name=BUILTIN_PLUGIN)

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from toolplug.contract._errors import ConfigError
+from toolplug.contract._metadata import Guidelines
 from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings, TrustOverlay
 from toolplug.runtime._scan import RULES, RuleId
-from toolplug.runtime._settings import FromEnv, FromFile, _fail, _raiser
+from toolplug.runtime._settings import FromEnv, FromFile, parse_named_tables
 
 __all__ = [
     "FromEnv",
@@ -46,6 +46,13 @@ class GuidelinesTable(_Table):
     do: list[str] = Field(default_factory=list, description="a list of strings")
     do_not: list[str] = Field(default_factory=list, description="a list of strings")
     common_mistakes: list[str] = Field(default_factory=list, description="a list of strings")
+
+    def guidelines(self) -> Guidelines:
+        """The table as a tool's ``Guidelines``."""
+        return Guidelines(
+            do=tuple(self.do), do_not=tuple(self.do_not),
+            common_mistakes=tuple(self.common_mistakes),
+        )
 
 
 class ServerTrust(_Table):
@@ -201,35 +208,13 @@ def parse_mcp_servers(
     Raises:
         ConfigError: naming the file, the key and what is expected.
     """
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            "must be a table", file=file, key=prefix + "mcp_servers",
-            expected="[mcp_servers.NAME] tables",
-        )
-    servers: dict[str, ServerSettings] = {}
-    for name, server in sorted(table.items()):
-        key = f"{prefix}mcp_servers.{name}."
-        if not isinstance(server, Mapping):
-            raise ConfigError(
-                "must be a table", file=file, key=key.rstrip("."),
-                expected="command = ... (stdio) or url = ... (streamable HTTP)",
-            )
-        try:
-            servers[name] = ServerSettings.model_validate({**server, "name": name})
-        except ValidationError as exc:
-            problems = exc.errors()
-            if all(not p["loc"] for p in problems):  # the model's own rule
-                raise ConfigError(
-                    problems[0]["msg"].removeprefix("Value error, "), file=file,
-                    key=key.rstrip("."),
-                ) from None
-            if any(p["loc"] == ("name",) for p in problems):
-                raise ConfigError(
-                    "is not a valid server name", file=file, key=key.rstrip("."),
-                    expected="lower-case letters, digits and _, a letter first, at most 32",
-                ) from None
-            raise _fail(exc, ServerSettings, key, _raiser(file)) from None
-    return servers
+    return parse_named_tables(
+        table, ServerSettings, file=file, key=prefix + "mcp_servers",
+        expected="[mcp_servers.NAME] tables",
+        entry="command = ... (stdio) or url = ... (streamable HTTP)",
+        what="server name", longest=32,
+        rule=lambda problems: problems[0] if all(not p["loc"] for p in problems) else None,
+    )
 
 
 def resolve_value(value: Value, *, env: Mapping[str, str], base: Path) -> tuple[str | None, bool]:

@@ -9,15 +9,13 @@ loaded, against the environment the registry was loaded with.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from toolplug.contract._errors import ConfigError
 from toolplug.contract._settings import Scope
 from toolplug.runtime._mounts import FromEnv, FromFile, MountedToolSettings
-from toolplug.runtime._settings import _fail, _raiser
+from toolplug.runtime._settings import parse_named_tables
 
 __all__ = [
     "ApiSettings",
@@ -211,34 +209,10 @@ def parse_openapi(table: Any, *, file: str, prefix: str = "") -> dict[str, ApiSe
     Raises:
         ConfigError: naming the file, the key and what is expected.
     """
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            "must be a table", file=file, key=prefix + "openapi",
-            expected="[openapi.NAME] tables",
-        )
-    apis: dict[str, ApiSettings] = {}
-    for name, api in sorted(table.items()):
-        key = f"{prefix}openapi.{name}"
-        if not isinstance(api, Mapping):
-            raise ConfigError(
-                "must be a table", file=file, key=key,
-                expected='spec = "PATH or URL of an OpenAPI description"',
-            )
-        try:
-            apis[name] = ApiSettings.model_validate({**api, "name": name})
-        except ValidationError as exc:
-            problems = exc.errors()
-            if any(p["loc"] == ("name",) for p in problems):
-                raise ConfigError(
-                    "is not a valid API name", file=file, key=key,
-                    expected="lower-case letters, digits and _, a letter first, at most 32",
-                ) from None
-            rule = [p for p in problems if p["type"] == "value_error"]
-            if rule:  # a model's own rule: name the table it belongs to
-                where = ".".join(str(p) for p in rule[0]["loc"])
-                raise ConfigError(
-                    rule[0]["msg"].removeprefix("Value error, "), file=file,
-                    key=f"{key}.{where}" if where else key,
-                ) from None
-            raise _fail(exc, ApiSettings, key + ".", _raiser(file)) from None
-    return apis
+    return parse_named_tables(
+        table, ApiSettings, file=file, key=prefix + "openapi",
+        expected="[openapi.NAME] tables",
+        entry='spec = "PATH or URL of an OpenAPI description"',
+        what="API name", longest=32,
+        rule=lambda problems: next((p for p in problems if p["type"] == "value_error"), None),
+    )

@@ -26,8 +26,11 @@ from toolplug.runtime._config import (
 )
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._logs import protect
+from toolplug.runtime._mounts import resolve_value
 from toolplug.runtime._selection import Selection
-from toolplug.search._index import Embedder, Hit
+from toolplug.runtime._sources import ToolSource
+from toolplug.runtime._transforms import apply_transforms
+from toolplug.search._index import Embedder, Hit, ranked
 
 if TYPE_CHECKING:
     from toolplug.calls._guard import Conversation
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble"]
+__all__ = ["CallEngine", "EngineFactory", "Registry", "assemble", "check_sources", "configuration"]
 
 _UNKNOWN: Final = object()
 _SELECTIONS_KEPT: Final = 256
@@ -100,6 +103,8 @@ class Registry:
     """The installed tools as one process sees them: metadata, config and availability.
 
     Build one with ``toolplug.load()``. Everything it reports is sorted (deterministic).
+    It is complete once built: its tools, configuration and sources do not change (a
+    reload builds a new registry).
     """
 
     def __init__(
@@ -111,23 +116,24 @@ class Registry:
         grant: Iterable[str] = (),
         deny: Iterable[str] = (),
         engine: EngineFactory | None = None,
+        sources: Sequence[ToolSource] = (),
     ) -> None:
         self._loaded = loaded
+        self._tools: Mapping[str, RegisteredTool] = MappingProxyType(loaded.tools)
         self._engine_factory = engine
         self._engine_instance: CallEngine | None = None
-        self._closers: list[Callable[[], None]] = []
+        self._sources = tuple(sources)
+        self._open = list(self._sources)
         self._env = env
-        self.config = config
-        """The configuration this registry was loaded with."""
+        self._config = config
         self.redactor = Redactor()
         """Knows every secret value; ``redact`` output before showing it."""
         self._tool_config: dict[str, dict[str, Any]] = {}
         self._missing: dict[str, list[tuple[str, str]]] = {}
-        self.files_read: list[str] = []
-        """Files read for settings (``{ file = ... }``); the CLI's cache watches them."""
+        self._files: list[str] = []
         for name, tool in loaded.tools.items():
             values, missing = resolve_tool_config(
-                config, tool.metadata, env=env, redactor=self.redactor, files_read=self.files_read
+                config, tool.metadata, env=env, redactor=self.redactor, files_read=self._files
             )
             self._tool_config[name], self._missing[name] = values, missing
             hints = tool.metadata.annotations
@@ -171,8 +177,55 @@ class Registry:
         self._members: dict[Toolset, frozenset[str]] = {}
         self._selections: dict[tuple[Any, ...], Selection] = {}
         self._pools: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        for secret in _serve_secrets(config, env):  # the server's own: known from the start
+            self.redactor.add(secret)
+        for source in self._sources:
+            for secret in source.secrets():
+                self.redactor.add(secret)
+            self._files.extend(source.files())
+        for source in self._sources:  # in order: code mode, last, describes the others
+            self._complete(source)
         # the log records of toolplug and its plugins never carry this registry's secrets
         protect(self.redactor)
+
+    def _complete(self, source: ToolSource) -> None:
+        """Replace the entries ``source`` completes now that every tool is registered; what
+        was worked out from the entries before is worked out again."""
+        replaced = source.complete(self)
+        if not replaced:
+            return
+        origins = {name for name, _plugin in source.plugins()}
+        for name, entry in replaced.items():
+            found = self._loaded.tools.get(name)
+            if found is None or found.plugin not in origins or entry.name != name:
+                raise PluginError(
+                    f"the source {source.name!r} completed {name!r}, which is not one of "
+                    "its registered tools; a source completes only its own tools"
+                )
+            self._loaded.tools[name] = entry
+        for kept in (self._availability, self._approvals, self._labels, self._members,
+                     self._selections, self._pools):
+            kept.clear()
+
+    # -- what was built ---------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The configuration this registry was built with (its sources' call settings
+        merged in, its transforms applied)."""
+        return self._config
+
+    @property
+    def files_read(self) -> tuple[str, ...]:
+        """Files read for settings (``{ file = ... }``) and by its sources (cached tool
+        lists, descriptions, the lock file); the CLI's cache watches them."""
+        return tuple(self._files)
+
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        """The sources its tools came from besides the installed plugins, in the order
+        ``load()`` gathered them (docs/sources.md)."""
+        return self._sources
 
     # -- what was loaded -------------------------------------------------------------
 
@@ -208,8 +261,8 @@ class Registry:
 
     @property
     def tools(self) -> Mapping[str, RegisteredTool]:
-        """Every registered tool, available or not, sorted by name."""
-        return self._loaded.tools
+        """Every registered tool, available or not, sorted by name (read-only)."""
+        return self._tools
 
     @property
     def plugin_manager(self) -> Any:
@@ -315,8 +368,6 @@ class Registry:
         pool, metas, absent = self._pool(chosen, include_unavailable, category, optional_only)
         tools: Sequence[RegisteredTool] = pool
         if task is not None or max_tools is not None:
-            from toolplug.search._index import ranked
-
             by_name = self._loaded.tools
             embed = self.embedder if task else None
             tools = [by_name[m.name] for m in ranked(metas, task or "", max_tools, embed)]
@@ -592,22 +643,38 @@ class Registry:
             or self.config.tool_settings(name).trust is not None
         )
 
-    def on_close(self, closer: Callable[[], None]) -> None:
-        """Have ``close`` call ``closer`` too (what ``load()`` opened for this registry)."""
-        self._closers.append(closer)
-
     def close(self) -> None:
-        """Release the worker threads of sync tools called through ``acall``, and close
-        the sessions of mounted MCP servers (their processes end)."""
+        """Release the worker threads of sync tools called through ``acall``, then close
+        every source, the last gathered first (mounted MCP servers' processes end)."""
         if self._engine_instance is not None:
             self._engine_instance.close()
-        while self._closers:
-            self._closers.pop()()
+        while self._open:  # each once, however often close is called
+            self._open.pop().close()
+
+
+def _serve_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
+    """The static tokens and the introspection secret of ``[serve.auth]`` that resolve:
+    redacted by every registry built with them, served or not (``serve`` reports one
+    that does not resolve)."""
+    auth = config.serve.auth
+    if auth is None:
+        return []
+    base = config.path.parent if config.path else Path.cwd()
+    values = [static.token for static in auth.tokens.values()]
+    if auth.client_secret is not None:
+        values.append(auth.client_secret)
+    found = []
+    for value in values:
+        try:
+            text, _secret = resolve_value(value, env=env, base=base)
+        except OSError:
+            continue
+        if text:
+            found.append(text)
+    return found
 
 
 def _transform(loaded: Loaded, config: Config) -> Config:
-    from toolplug.runtime._transforms import apply_transforms
-
     def problem(name: str, message: str) -> None:
         loaded.problems.append(LoadProblem("config", name, f"{config.source}: {message}"))
 
@@ -615,28 +682,57 @@ def _transform(loaded: Loaded, config: Config) -> Config:
     return dataclasses.replace(config, settings=settings)
 
 
-def assemble(
-    config: Config | Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    grant: Iterable[str] = (),
-    deny: Iterable[str] = (),
-    plugins: Iterable[tuple[str, object]] = (),
-    strict: bool = False,
-    engine: EngineFactory | None = None,
-) -> Registry:
-    """Discover the installed plugins and build a ``Registry`` (``toolplug.load`` documents the
-    arguments; ``engine`` builds what runs its calls)."""
-    environment = os.environ if env is None else env
+def configuration(config: Config | Mapping[str, Any] | str | os.PathLike[str] | None) -> Config:
+    """The configuration ``load()`` is given: a ``Config`` as it is, a mapping checked like a
+    ``toolplug.toml`` document, or the file at a path (None: found as docs/configuration.md
+    says)."""
+    if isinstance(config, Config):
+        return config
     if isinstance(config, Mapping):
-        config = parse_config(config)
-    elif not isinstance(config, Config):
-        config = load_config(Path(config) if config is not None else None)
+        return parse_config(config)
+    return load_config(Path(config) if config is not None else None)
+
+
+def assemble(
+    config: Config, *, env: Mapping[str, str] | None, grant: Iterable[str],
+    deny: Iterable[str], plugins: Iterable[tuple[str, object]], strict: bool,
+    engine: EngineFactory | None, sources: Sequence[ToolSource],
+) -> Registry:
+    """Discover the installed plugins, register every source's tools after theirs, and
+    build a ``Registry`` (``toolplug.load`` documents the arguments; ``engine`` builds what
+    runs its calls)."""
+    environment = os.environ if env is None else env
+    check_sources(sources)
+    for source in sources:
+        config = source.configure(config)
+    plugins = [*plugins, *(pair for source in sources for pair in source.plugins())]
     loaded = discover(env=environment, extra_plugins=plugins)
     if config.transforms:  # every source's tools are in: offer them as configured
         config = _transform(loaded, config)
-    registry = Registry(loaded, config, env=environment, grant=grant, deny=deny, engine=engine)
+    registry = Registry(
+        loaded, config, env=environment, grant=grant, deny=deny, engine=engine, sources=sources
+    )
     if strict and registry.problems:
         lines = "\n".join("  " + p.describe() for p in registry.problems)
         raise PluginError(f"{len(registry.problems)} problem(s) while loading plugins:\n{lines}")
     return registry
+
+
+def check_sources(sources: Sequence[ToolSource]) -> None:
+    """Each source once, each under a name of its own.
+
+    Raises:
+        UsageError: two sources share a name, or one is not a ``ToolSource``.
+    """
+    seen: set[str] = set()
+    for source in sources:
+        if not isinstance(source, ToolSource):
+            raise UsageError(
+                f"sources= got {source!r}; expected a toolplug.ToolSource (subclass it and "
+                "list its tools)"
+            )
+        if source.name in seen:
+            raise UsageError(
+                f"two sources are named {source.name!r}; give each source a name of its own"
+            )
+        seen.add(source.name)

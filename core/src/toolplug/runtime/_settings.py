@@ -38,6 +38,7 @@ __all__ = [
     "parse_calls",
     "parse_code",
     "parse_guard",
+    "parse_named_tables",
     "parse_policies",
     "parse_serve",
     "parse_tool_settings",
@@ -563,3 +564,44 @@ def _raiser(file: str) -> Callable[..., ConfigError]:
         return ConfigError(message, file=file, key=key, expected=expected)
 
     return make
+
+
+def parse_named_tables(
+    table: Any, model: type[_Model], *, file: str, key: str, expected: str, entry: str,
+    what: str, longest: int, rule: Callable[[list[Any]], Any | None],
+) -> dict[str, _Model]:
+    """A table of named tables (``[mcp_servers.NAME]``, ``[openapi.NAME]``,
+    ``[transforms.NAME]``), checked: one ``model`` per name, sorted.
+
+    ``expected`` says what the table holds and ``entry`` what one of its tables does;
+    ``what`` and ``longest`` describe a valid name; ``rule`` picks, among pydantic's
+    problems, the model's own rule (reported with its message), or None.
+
+    Raises:
+        ConfigError: naming the file, the key and what is expected.
+    """
+    if not isinstance(table, Mapping):
+        raise ConfigError("must be a table", file=file, key=key, expected=expected)
+    found: dict[str, _Model] = {}
+    for name, body in sorted(table.items()):
+        where = f"{key}.{name}"
+        if not isinstance(body, Mapping):
+            raise ConfigError("must be a table", file=file, key=where, expected=entry)
+        try:
+            found[name] = model.model_validate({**body, "name": name})
+        except ValidationError as exc:
+            problems = exc.errors()
+            if any(p["loc"] == ("name",) for p in problems):
+                raise ConfigError(
+                    f"is not a valid {what}", file=file, key=where,
+                    expected=f"lower-case letters, digits and _, a letter first, at most {longest}",
+                ) from None
+            own = rule(problems)
+            if own is not None:  # a model's own rule: name the table it belongs to
+                at = ".".join(str(p) for p in own["loc"])
+                raise ConfigError(
+                    own["msg"].removeprefix("Value error, "), file=file,
+                    key=f"{where}.{at}" if at else where,
+                ) from None
+            raise _fail(exc, model, where + ".", _raiser(file)) from None
+    return found

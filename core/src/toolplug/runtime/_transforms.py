@@ -17,17 +17,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolplug.contract._errors import ConfigError
-from toolplug.contract._metadata import TOOL_NAME_PATTERN, Guidelines, ToolMetadata, Trust
+from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._mounts import GuidelinesTable
-from toolplug.runtime._settings import _fail, _raiser
+from toolplug.runtime._settings import parse_named_tables
 
 __all__ = ["Transform", "apply_transforms", "parse_transforms"]
 
@@ -73,8 +74,6 @@ class Transform(BaseModel):
 
     @model_validator(mode="after")
     def _names(self) -> Transform:
-        import re
-
         for new in self.rename_args:
             if not re.fullmatch(_ARG, new):
                 raise ValueError(f"rename_args: {new!r} is not a valid argument name")
@@ -94,34 +93,14 @@ def parse_transforms(table: Any, *, file: str, prefix: str = "") -> dict[str, Tr
     Raises:
         ConfigError: naming the file, the key and what is expected.
     """
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            "must be a table", file=file, key=prefix + "transforms",
-            expected="[transforms.NEW_NAME] tables",
-        )
-    transforms: dict[str, Transform] = {}
-    for name, body in sorted(table.items()):
-        key = f"{prefix}transforms.{name}"
-        if not isinstance(body, Mapping):
-            raise ConfigError(
-                "must be a table", file=file, key=key, expected='from = "TOOL", description = ...'
-            )
-        try:
-            transforms[name] = Transform.model_validate({**body, "name": name})
-        except ValidationError as exc:
-            problems = exc.errors()
-            if any(p["loc"] == ("name",) for p in problems):
-                raise ConfigError(
-                    "is not a valid tool name", file=file, key=key,
-                    expected="lower-case letters, digits and _, a letter first, at most 64",
-                ) from None
-            rule = [p for p in problems if p["type"] == "value_error" and not p["loc"]]
-            if rule:
-                raise ConfigError(
-                    rule[0]["msg"].removeprefix("Value error, "), file=file, key=key
-                ) from None
-            raise _fail(exc, Transform, key + ".", _raiser(file)) from None
-    return transforms
+    return parse_named_tables(
+        table, Transform, file=file, key=prefix + "transforms",
+        expected="[transforms.NEW_NAME] tables", entry='from = "TOOL", description = ...',
+        what="tool name", longest=64,
+        rule=lambda problems: next(
+            (p for p in problems if p["type"] == "value_error" and not p["loc"]), None
+        ),
+    )
 
 
 class TransformError(ValueError):
@@ -139,8 +118,6 @@ def _transformed_schema(
         if arg not in properties:
             known = ", ".join(sorted(properties)) or "none"
             raise TransformError(f"{transform.source} has no argument {arg!r} (it has: {known})")
-    from jsonschema import Draft202012Validator
-
     for arg, value in [*transform.hide.items(), *transform.defaults.items()]:
         check = {**properties[arg], "$defs": schema.get("$defs") or {}}
         problem = next(iter(Draft202012Validator(check).iter_errors(value)), None)
@@ -182,11 +159,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         if getattr(transform, key) is not None:
             values[key] = getattr(transform, key)
     if transform.guidelines is not None:
-        values["guidelines"] = Guidelines(
-            do=tuple(transform.guidelines.do),
-            do_not=tuple(transform.guidelines.do_not),
-            common_mistakes=tuple(transform.guidelines.common_mistakes),
-        )
+        values["guidelines"] = transform.guidelines.guidelines()
     labels = metadata.labels
     values["trust"] = Trust(
         output=labels.output,
