@@ -467,3 +467,22 @@ def test_a_task_started_in_a_conversation_is_guarded_in_it(registry: Registry) -
     assert result.error is not None
     assert result.error.details["source"]["tool"] == "read_page"
     assert POSTED == []
+
+
+def test_policies_that_can_never_match_are_problems() -> None:
+    # A deny for a misspelt tool or argument would refuse nothing; load() says so.
+    table = {
+        "postt": [{"action": "deny"}],
+        "post": [{"action": "deny", "argument": "txt", "schema": {}}],
+    }
+    registry = toolplug.load({"policies": table}, plugins=[PLUGIN], env={})
+    said = [p.message for p in registry.problems]
+    assert any("[[policies.postt]] names no installed tool" in m for m in said), said
+    assert any("policies.post[0].argument 'txt' is not a parameter of post" in m for m in said)
+    assert any("(it takes: amount, link, text)" in m for m in said), said
+    with pytest.raises(toolplug.PluginError, match="policies.postt"):
+        toolplug.load({"policies": table}, plugins=[PLUGIN], env={}, strict=True)
+    fine = toolplug.load(
+        {"policies": {"post": [{"action": "deny", "argument": "text"}]}}, plugins=[PLUGIN], env={}
+    )
+    assert not [p for p in fine.problems if "policies" in p.message]

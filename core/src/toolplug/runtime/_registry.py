@@ -156,6 +156,8 @@ class Registry:
                     f"a tool named {name!r}",
                 )
             )
+        for problem in _policy_problems(config, loaded.tools):
+            loaded.problems.append(problem)
         detect_config: dict[str, Any] = {
             "offline": config.offline,
             "tools": {n: dict(v) for n, v in self._tool_config.items()},
@@ -672,6 +674,35 @@ def _serve_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
         if text:
             found.append(text)
     return found
+
+
+def _policy_problems(
+    config: Config, tools: Mapping[str, RegisteredTool]
+) -> list[LoadProblem]:
+    """``[[policies.TOOL]]`` rules that can never match: a tool no plugin provides, or an
+    ``argument`` the tool does not take. A ``deny`` written for a misspelt name would
+    otherwise refuse nothing, and say nothing."""
+    problems = []
+    for name, rules in sorted(config.policies.items()):
+        tool = tools.get(name)
+        if tool is None:
+            problems.append(LoadProblem(
+                "config", name,
+                f"{config.source}: [[policies.{name}]] names no installed tool, so its rules "
+                "never apply; check the name ('toolplug list --all' shows every tool)",
+            ))
+            continue
+        taken = tool.metadata.parameters.get("properties", {})
+        for index, rule in enumerate(rules):
+            if rule.argument is not None and rule.argument not in taken:
+                known = ", ".join(sorted(taken)) or "none"
+                problems.append(LoadProblem(
+                    "config", name,
+                    f"{config.source}: policies.{name}[{index}].argument {rule.argument!r} is "
+                    f"not a parameter of {name} (it takes: {known}), so the rule never "
+                    "applies",
+                ))
+    return problems
 
 
 def _transform(loaded: Loaded, config: Config) -> Config:
