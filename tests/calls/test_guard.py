@@ -480,9 +480,16 @@ def test_policies_that_can_never_match_are_problems() -> None:
     assert any("[[policies.postt]] names no installed tool" in m for m in said), said
     assert any("policies.post[0].argument 'txt' is not a parameter of post" in m for m in said)
     assert any("(it takes: amount, link, text)" in m for m in said), said
-    with pytest.raises(toolplug.PluginError, match="policies.postt"):
+    with pytest.raises(toolplug.PluginError, match=r"policies\.postt"):
         toolplug.load({"policies": table}, plugins=[PLUGIN], env={}, strict=True)
     fine = toolplug.load(
         {"policies": {"post": [{"action": "deny", "argument": "text"}]}}, plugins=[PLUGIN], env={}
     )
     assert not [p for p in fine.problems if "policies" in p.message]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_the_ascii_word_path_finds_the_words_the_pattern_finds(text: str) -> None:
+    from toolplug.calls._guard import _WORD, _spaced_words
+
+    assert _spaced_words(text) == " " + " ".join(_WORD.findall(text)) + " "

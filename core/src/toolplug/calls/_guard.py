@@ -112,7 +112,7 @@ class Source:
         words is found with one substring search)."""
         found = self._words
         if found is None:
-            found = self._words = " " + " ".join(_WORD.findall(self.text)) + " "
+            found = self._words = _spaced_words(self.text)
         return found
 
     @property
@@ -120,7 +120,7 @@ class Source:
         """The call's arguments as words joined by one space."""
         words = self._given_words
         if words is None:
-            words = self._given_words = " " + " ".join(_WORD.findall(self.given)) + " "
+            words = self._given_words = _spaced_words(self.given)
         return words
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,7 +184,7 @@ class Conversation:
         folded = _fold(text)
         root._requests.append(folded)
         root._request = "\n".join(root._requests)
-        root._request_words = " " + " ".join(_WORD.findall(root._request)) + " "
+        root._request_words = _spaced_words(root._request)
         root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
@@ -543,6 +543,21 @@ class Guard:
                 "source": None if source is None else source.to_dict(),
             },
         )
+
+
+_NOT_WORD: Final = {
+    code: " " for code in range(128) if not (chr(code).isalnum() or chr(code) == "_")
+}
+"""Every ASCII character ``\\w`` does not match, to a space."""
+
+
+def _spaced_words(text: str) -> str:
+    """The words of ``text`` (``\\w+``) joined by one space, a space at each end: a run of
+    words is then found with one substring search. ASCII text (most pages) takes a path
+    about twice as fast as the regular expression, with the same words."""
+    if text.isascii():
+        return " " + " ".join(text.translate(_NOT_WORD).split()) + " "
+    return " " + " ".join(_WORD.findall(text)) + " "
 
 
 def _fold(text: str) -> str:
