@@ -46,6 +46,7 @@ from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
+from toolplug.contract._version import toolplug_version
 from toolplug.runtime._settings import CodeSettings
 from toolplug.schema._python import (
     CODE_TOOL,
@@ -315,17 +316,9 @@ def install_code_mode(registry: Registry) -> None:
     table = registry.tools
     assert isinstance(table, dict)  # the registry's own table, completed in place
     table[CODE_TOOL] = dataclasses.replace(
-        entry, cls=bound, metadata=metadata, distribution="toolplug", version=_version()
+        entry, cls=bound, metadata=metadata, distribution="toolplug", version=toolplug_version()
     )
 
-
-def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolplug")
-    except PackageNotFoundError:
-        return None
 
 
 @dataclass(frozen=True)

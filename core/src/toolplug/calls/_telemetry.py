@@ -26,6 +26,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from toolplug.contract._version import toolplug_version
+
 if TYPE_CHECKING:
     from toolplug.contract._call import ToolCall
     from toolplug.contract._tool import ToolResult
@@ -65,7 +67,7 @@ class Telemetry:
     def span(self, call: ToolCall) -> Iterator[_Ended]:
         """A current span around one call; call what it yields with the call's result."""
         if self._tracer is None:
-            self._tracer = self._trace.get_tracer("toolplug", _version())
+            self._tracer = self._trace.get_tracer("toolplug", toolplug_version())
         call_id = (call.context.host.get("call_id") if call.context else None) or (
             f"call_{uuid.uuid4().hex}"
         )
@@ -112,11 +114,3 @@ class Telemetry:
     def _text(self, value: Any) -> str:
         return self._redact(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
 
-
-def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolplug")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return None

@@ -54,9 +54,10 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         import platform
-        from importlib.metadata import version
 
-        print(f"toolplug {version('toolplug')} "
+        from toolplug.contract._version import toolplug_version
+
+        print(f"toolplug {toolplug_version()} "
               f"(Python {platform.python_version()})")
         raise _Exit(EXIT_OK)
 

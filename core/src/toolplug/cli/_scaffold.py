@@ -21,6 +21,7 @@ from typing import Final
 from toolplug.contract._errors import UsageError
 from toolplug.contract._hooks import CONTRACT_VERSION
 from toolplug.contract._metadata import TOOL_NAME_PATTERN
+from toolplug.contract._version import toolplug_version
 
 __all__ = ["distribution_name", "new_plugin", "next_steps"]
 
@@ -378,14 +379,10 @@ def _check_name(name: str) -> None:
 
 
 def _files(name: str) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     module = f"toolplug_{name}"
-    try:
-        current = version("toolplug")
-        requirement = "toolplug>=" + ".".join(current.split(".")[:2])
-    except PackageNotFoundError:  # pragma: no cover - core runs from an installed dist
-        requirement = "toolplug"
+    current = toolplug_version()
+    # a source tree never installed (no version) asks for any release
+    requirement = "toolplug>=" + ".".join(current.split(".")[:2]) if current else "toolplug"
     replacements = {
         "__DIST__": distribution_name(name),
         "__MODULE__": module,
