@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -196,7 +195,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
             reason = approval_reason(registry, tool_call.name, arguments)
         if reason is None:
             return None
-        shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
+        shown = registry.redactor.redact_data(arguments)
         return toolplug.ApprovalRequest(
             tool_call.name, shown, registry.get(tool_call.name).metadata, reason,
             tool_call.tool_call_id,
