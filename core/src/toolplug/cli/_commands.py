@@ -7,15 +7,21 @@ one line on stderr; no traceback reaches the user.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
+import difflib
 import io
 import json
+import logging
 import os
+import platform
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from toolplug.contract._version import toolplug_version
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Trust
@@ -53,10 +59,6 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        import platform
-
-        from toolplug.contract._version import toolplug_version
-
         print(f"toolplug {toolplug_version()} "
               f"(Python {platform.python_version()})")
         raise _Exit(EXIT_OK)
@@ -504,8 +506,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     registry = _load(args)
     if args.name not in registry.tools:
-        import difflib
-
         close = difflib.get_close_matches(args.name, list(registry.tools), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see 'toolplug list --all'"
         raise _Exit(EXIT_USAGE, f"no installed tool is named {args.name!r}{hint}")
@@ -614,8 +614,6 @@ def _load_lenient(args: argparse.Namespace, *, refresh: bool = False) -> Registr
 def _redact_logs() -> None:
     """This process is ours: whatever logs through its handlers (the MCP SDK, the web
     server, Python's last resort when nobody configured logging) is redacted."""
-    import logging
-
     from toolplug.runtime._logs import protect_handler
 
     for handler in [logging.lastResort, *logging.getLogger().handlers,
@@ -626,8 +624,6 @@ def _redact_logs() -> None:
 
 def _store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
-    import asyncio
-
     from toolplug.calls._store import RedisStore, open_store
     from toolplug.contract._errors import ConfigError
 
@@ -1013,8 +1009,6 @@ def _cmd_new(args: argparse.Namespace) -> int:
             args.name, args.from_openapi, args.dir, include=args.include,
             exclude=args.exclude, auth=args.auth, auth_name=args.auth_name,
         )
-        import json
-
         (operations,) = path.glob("src/*/operations.json")
         count = len(json.loads(operations.read_text(encoding="utf-8"))["operations"])
         _emit(None, f"Created {path.name} in {path}: {count} tool(s), one per operation "
@@ -1034,8 +1028,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.task is not None and args.max_tools is None:
         raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools to list at first)")
     if args.verbose:  # what the server refused or dropped, and why, on stderr
-        import logging
-
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("toolplug: %(message)s"))
         logger = logging.getLogger("toolplug")
@@ -1152,8 +1144,6 @@ def _cmd_read(args: argparse.Namespace) -> int:
 def _terminal_approver(yes: bool) -> Any:
     """``--yes`` approves; on a terminal the person is asked y/N; else nobody decides (the
     call then fails with ApprovalRequiredError, which says how to approve)."""
-    import asyncio
-
     from toolplug.contract._approval import Approval, ApprovalRequest
 
     one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
@@ -1175,8 +1165,6 @@ def _terminal_approver(yes: bool) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from toolplug.calls._plan import parse_plan, run_plan
 
     try:

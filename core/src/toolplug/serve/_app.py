@@ -66,16 +66,11 @@ log = logging.getLogger("toolplug")
 
 
 def build_server(
-    registry: Registry,
-    *,
-    toolset: str | Toolset | None = None,
-    max_tools: int | None = None,
-    task: str | None = None,
-    drain: Drain | None = None,
-    auth: AuthSettings | None = None,
+    registry: Registry, *, toolset: str | Toolset | None, max_tools: int | None,
+    task: str | None, drain: Drain | None, auth: AuthSettings | None,
 ) -> Server[Any]:
-    """The MCP server for the registry's available tools (``toolplug.serve.build_server``,
-    which checks that the SDK is installed first)."""
+    """The MCP server for the registry's available tools: ``toolplug.serve.build_server``
+    (which says what each option does) once it has checked that the SDK is installed."""
     chosen = registry.select(toolset=toolset)
     served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
     in_toolset = registry.members(toolset) if toolset is not None else frozenset(registry.tools)
