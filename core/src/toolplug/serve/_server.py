@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
@@ -80,15 +79,15 @@ def serve(
             "pass --no-auth to serve without authentication on purpose"
         )
     sdk = _sdk()
-    drain = sdk.shutdown.Drain(grace)
-    server = sdk.app.build_server(
+    drain = sdk.drain(grace)
+    server = sdk.build_server(
         registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain, auth=auth
     )
     try:
         if address is None:
             received = sdk.run_stdio(server, drain)
         else:
-            received = sdk.http.serve_http(
+            received = sdk.serve_http(
                 server, *address, drain, settings=registry.config.serve, registry=registry
             )
     finally:
@@ -119,22 +118,21 @@ def build_server(
     Raises:
         UsageError: the MCP SDK is not installed, or the toolset is unknown.
     """
-    server: Server[Any] = _sdk().app.build_server(
+    return _sdk().build_server(
         registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain, auth=auth
     )
-    return server
 
 
 @dataclass(frozen=True)
 class _Sdk:
     """The parts of the server that stand on the MCP SDK."""
 
-    app: ModuleType
+    build_server: Callable[..., Server[Any]]
     """``serve/_app.py``: the server, its tool list and its answers."""
-    http: ModuleType
-    """``serve/_http.py``: streamable HTTP."""
-    shutdown: ModuleType
-    """``serve/_shutdown.py``: the drain of calls in flight."""
+    serve_http: Callable[..., int | None]
+    """``serve/_http.py``: streamable HTTP until a signal ends it; the signal's number."""
+    drain: Callable[[float], Drain]
+    """``serve/_shutdown.py``: the drain of calls in flight, with its grace in seconds."""
     run_stdio: Callable[[Server[Any], Drain], int | None]
     """``serve/_stdio.py`` run to the end: the number of the signal that ended it."""
 
@@ -159,4 +157,4 @@ def _sdk() -> _Sdk:
     def run_stdio(server: Server[Any], drain: Drain) -> int | None:
         return anyio.run(_stdio.serve_stdio, server, drain)
 
-    return _Sdk(_app, _http, _shutdown, run_stdio)
+    return _Sdk(_app.build_server, _http.serve_http, _shutdown.Drain, run_stdio)
