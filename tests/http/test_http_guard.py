@@ -885,6 +885,21 @@ def test_importing_the_module_does_not_import_httpx() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_a_missing_httpx_names_the_extra_to_install() -> None:
+    # None in sys.modules is how Python reports a module that is not installed.
+    code = (
+        "import sys\nsys.modules['httpx'] = None\n"
+        "import toolplug.http\ntoolplug.http.new_client()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: toolplug.http needs httpx and anyio")
+    assert 'install them with: pip install "toolplug[http]"' in last
+
+
 @pytest.mark.parametrize(
     ("content", "headers", "truncated", "text"),
     [

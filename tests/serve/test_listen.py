@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from toolplug.serve._server import _listen
+from toolplug.serve._address import listen as _listen
 
 
 def test_each_connection_sends_without_waiting_for_acks() -> None:

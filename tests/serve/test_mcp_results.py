@@ -366,7 +366,7 @@ def test_agents_sdk_with_structured_content_over_http(tmp_path: Path) -> None:
 @pytest.mark.parametrize("retry", [True, False])
 def test_error_text_says_whether_to_retry(retry: bool) -> None:
     from toolplug import ToolResult
-    from toolplug.serve._server import error_text
+    from toolplug.serve._app import error_text
 
     failed = ToolResult.failure(
         "RateLimitError" if retry else "ValidationError",

@@ -179,9 +179,9 @@ _WHERE = {name: module for module, names in _HOME.items() for name in names.spli
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from importlib.metadata import version
+        from toolplug.contract._version import toolplug_version
 
-        value: Any = version("toolplug")
+        value: Any = toolplug_version()
     elif name in _WHERE:
         import importlib
 

@@ -175,6 +175,26 @@ def test_before_call_asks_per_call(registry: toolplug.Registry, watch: Watch) ->
     assert asked == [{"method": "POST", "body": "hi"}]  # a GET is read-only: not asked
 
 
+def test_the_person_asked_never_sees_a_secret(registry: toolplug.Registry, watch: Watch) -> None:
+    registry.redactor.add("s3cret-name-value")  # as a configured secret would be
+    asked: list[dict[str, Any]] = []
+
+    def ask(request: ApprovalRequest) -> bool:
+        asked.append(dict(request.arguments))
+        return True
+
+    chain = llm.get_model("echo").chain(
+        calls(("erase", {"name": "old s3cret-name-value"})),
+        tools=[toolbox(registry)],
+        before_call=approve_calls(ask),
+    )
+    [erase] = tool_results(chain)
+    assert asked == [{"name": "old ***"}]
+    assert erase["output"] != ""
+    ran = [arguments for name, arguments in watch.runs if name == "erase"]
+    assert ran == [{"name": "old s3cret-name-value"}]  # the tool itself got the real value
+
+
 def test_before_call_may_ask_asynchronously(registry: toolplug.Registry, watch: Watch) -> None:
     async def ask(request: ApprovalRequest) -> Approval:
         await asyncio.sleep(0)

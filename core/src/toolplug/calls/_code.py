@@ -37,7 +37,6 @@ import threading
 import weakref
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from toolplug.calls._guard import Conversation, current
@@ -47,6 +46,7 @@ from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
+from toolplug.contract._version import toolplug_version
 from toolplug.runtime._settings import CodeSettings
 from toolplug.runtime._sources import ToolSource
 from toolplug.schema._python import (
@@ -312,7 +312,8 @@ class CodeMode(ToolSource):
         )
         return {
             CODE_TOOL: dataclasses.replace(
-                entry, cls=bound, metadata=metadata, distribution="toolplug", version=_version()
+                entry, cls=bound, metadata=metadata, distribution="toolplug",
+                version=toolplug_version(),
             )
         }
 
@@ -333,11 +334,6 @@ def _callable_tools(registry: Registry, settings: CodeSettings) -> list[ToolMeta
     ]
 
 
-def _version() -> str | None:
-    try:
-        return version("toolplug")
-    except PackageNotFoundError:
-        return None
 
 
 @dataclass(frozen=True)

@@ -136,9 +136,7 @@ class Pipeline:
         """None when the call may run, else the result that says why it may not."""
         assert call.metadata is not None
         registry = self.registry
-        arguments = _redacted(call.arguments, registry.redact) if registry.redactor else (
-            call.arguments
-        )
+        arguments = registry.redactor.redact_data(call.arguments)
         call_id = call.context.host.get("call_id") if call.context is not None else None
         request = ApprovalRequest(
             call.tool, arguments, call.metadata, reason, None if call_id is None else str(call_id)
@@ -347,17 +345,6 @@ class _Both:
 
 
 _NO_LIMIT: Final = contextlib.nullcontext()
-
-
-def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
-    """A copy of a JSON value with every configured secret replaced, keys and strings."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {redact(str(k)): _redacted(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(v, redact) for v in value]
-    return value
 
 
 def _refused(tool: str, verdict: Verdict) -> ToolResult:

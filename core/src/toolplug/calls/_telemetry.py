@@ -24,8 +24,9 @@ import sys
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+from toolplug.contract._version import toolplug_version
 
 if TYPE_CHECKING:
     from toolplug.contract._call import ToolCall
@@ -66,7 +67,7 @@ class Telemetry:
     def span(self, call: ToolCall) -> Iterator[_Ended]:
         """A current span around one call; call what it yields with the call's result."""
         if self._tracer is None:
-            self._tracer = self._trace.get_tracer("toolplug", _version())
+            self._tracer = self._trace.get_tracer("toolplug", toolplug_version())
         call_id = (call.context.host.get("call_id") if call.context else None) or (
             f"call_{uuid.uuid4().hex}"
         )
@@ -113,9 +114,3 @@ class Telemetry:
     def _text(self, value: Any) -> str:
         return self._redact(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
 
-
-def _version() -> str | None:
-    try:
-        return version("toolplug")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return None

@@ -7,15 +7,21 @@ one line on stderr; no traceback reaches the user.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
+import difflib
 import io
 import json
+import logging
 import os
+import platform
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from toolplug.contract._version import toolplug_version
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Trust
@@ -54,10 +60,7 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        import platform
-        from importlib.metadata import version
-
-        print(f"toolplug {version('toolplug')} "
+        print(f"toolplug {toolplug_version()} "
               f"(Python {platform.python_version()})")
         raise _Exit(EXIT_OK)
 
@@ -94,126 +97,101 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action=_Version, help="print toolplug's version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser(
-        "list",
-        parents=[common],
-        help="list the available tools",
+    p = _command(
+        sub, "list", _cmd_list, [common],
+        summary="list the available tools",
         description="List the available tools (all installed ones with --all).",
     )
-    p.add_argument("--all", action="store_true", help="include unavailable tools")
+    _flags(p, "all")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument("--category", metavar="C", help="only tools of this category")
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
-    p.set_defaults(handler=_cmd_list)
+    _flags(p, "toolset")
 
-    p = sub.add_parser(
-        "info",
-        parents=[common],
-        help="everything about one tool",
-        description="Show one tool's metadata, whether it is available and why, "
-        "and how to enable it.",
+    p = _command(
+        sub, "info", _cmd_info, [common],
+        summary="everything about one tool",
+        description="Show one tool's metadata, whether it is available and why, and how to "
+        "enable it.",
     )
     p.add_argument("name", help="the tool's name")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(handler=_cmd_info)
+    _flags(p, "json")
 
-    p = sub.add_parser(
-        "doctor",
-        parents=[common],
-        help="explain plugins, capabilities, problems",
-        description="Report every plugin, every capability, every unavailable "
-        "tool with its reasons and setup steps, and every load problem. Exits 0 "
-        "unless --strict.",
+    p = _command(
+        sub, "doctor", _cmd_doctor, [common],
+        summary="explain plugins, capabilities, problems",
+        description="Report every plugin, every capability, every unavailable tool with its "
+        "reasons and setup steps, and every load problem. Exits 0 unless --strict.",
     )
-    p.set_defaults(handler=_cmd_doctor)
 
-    p = sub.add_parser(
-        "lock",
-        parents=[common],
-        help="record mounted MCP tools' definitions",
-        description="Ask every mounted MCP server for its tools now and write a digest of "
-        "each tool's definition to toolplug.lock beside the configuration. A server with "
-        "pin = true has a tool whose definition differs from the lock refused; doctor "
-        "reports every difference.",
+    p = _command(
+        sub, "lock", _cmd_lock, [common],
+        summary="record mounted MCP tools' definitions",
+        description="Ask every mounted MCP server for its tools now and write a digest of each "
+        "tool's definition to toolplug.lock beside the configuration. A server with pin = true "
+        "has a tool whose definition differs from the lock refused; doctor reports every "
+        "difference.",
     )
-    p.set_defaults(handler=_cmd_lock)
 
-    p = sub.add_parser(
-        "scan",
-        parents=[common],
-        help="check tool definitions for hidden text and instructions",
+    p = _command(
+        sub, "scan", _cmd_scan, [common],
+        summary="check tool definitions for hidden text and instructions",
         description="Scan every installed and mounted tool's definition (name, title, "
         "description, hints, guidelines, parameters, examples) for hidden characters, "
-        "instructions addressed to the model, references to other tools and names that "
-        "shadow (docs/security.md, Definitions from outside). Asks every mounted MCP server "
-        "for its tools now. Exits 1 when a finding is not accepted by the configuration.",
+        "instructions addressed to the model, references to other tools and names that shadow "
+        "(docs/security.md, Definitions from outside). Asks every mounted MCP server for its "
+        "tools now. Exits 1 when a finding is not accepted by the configuration.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON array of findings")
-    p.set_defaults(handler=_cmd_scan)
 
-    p = sub.add_parser(
-        "plugins",
-        parents=[common],
-        help="installed plugin distributions",
-        description="List installed plugin distributions, their versions, the "
-        "hooks each implements, and load problems.",
+    p = _command(
+        sub, "plugins", _cmd_plugins, [common],
+        summary="installed plugin distributions",
+        description="List installed plugin distributions, their versions, the hooks each "
+        "implements, and load problems.",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(handler=_cmd_plugins)
+    _flags(p, "json")
 
-    p = sub.add_parser(
-        "prompt",
-        parents=[common],
-        help="print the optional-tools prompt section",
-        description="Print the optional-tools section of a system prompt "
-        "(Markdown) for the available tools.",
+    p = _command(
+        sub, "prompt", _cmd_prompt, [common],
+        summary="print the optional-tools prompt section",
+        description="Print the optional-tools section of a system prompt (Markdown) for the "
+        "available tools.",
     )
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    _flags(p, "toolset")
     p.add_argument("--no-guidelines", action="store_true", help="leave out DO / DO NOT guidance")
-    p.add_argument("--task", metavar="TEXT",
-                   help="with --max-tools: keep the tools most relevant to this task")
-    p.add_argument("--max-tools", metavar="N", type=_positive_int,
-                   help="keep at most N tools (the most relevant to --task, else by name)")
-    p.set_defaults(handler=_cmd_prompt)
+    _flags(p, "task", "max_tools")
 
-    p = sub.add_parser(
-        "stubs",
-        parents=[common],
-        help="print typed Python stubs of the available tools",
+    p = _command(
+        sub, "stubs", _cmd_stubs, [common],
+        summary="print typed Python stubs of the available tools",
         description="Print the available tools as typed Python stubs (async functions with "
-        "docstrings; TypedDicts for objects, Literal for enums), what a run_code program "
-        "calls. Byte-identical on repeated runs.",
+        "docstrings; TypedDicts for objects, Literal for enums), what a run_code program calls. "
+        "Byte-identical on repeated runs.",
     )
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
-    p.add_argument("--task", metavar="TEXT",
-                   help="with --max-tools: keep the tools most relevant to this task")
-    p.add_argument("--max-tools", metavar="N", type=_positive_int,
-                   help="keep at most N tools (the most relevant to --task, else by name)")
-    p.add_argument("--all", action="store_true", help="include unavailable tools")
-    p.set_defaults(handler=_cmd_stubs)
+    _flags(p, "toolset")
+    _flags(p, "task", "max_tools")
+    _flags(p, "all")
 
-    p = sub.add_parser(
-        "search",
-        parents=[common],
-        help="rank the available tools for a task, with the reasons",
+    p = _command(
+        sub, "search", _cmd_search, [common],
+        summary="rank the available tools for a task, with the reasons",
         description="Rank the available tools for a task, as the prompt section, the schema "
-        "exports and the MCP server's search rank them: each tool's score and, per field, "
-        "the words of the task it matched. Tools that match nothing are not listed.",
+        "exports and the MCP server's search rank them: each tool's score and, per field, the "
+        "words of the task it matched. Tools that match nothing are not listed.",
     )
     p.add_argument("task", help="the task, in the user's words")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=10,
                    help="list at most N tools (default 10)")
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
-    p.add_argument("--all", action="store_true", help="include unavailable tools")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(handler=_cmd_search)
+    _flags(p, "toolset", "all", "json")
 
-    p = sub.add_parser("schema", parents=[_common(strict=False)],
-                       help="provider tool schemas as JSON",
-                       description="Print the available tools as provider tool definitions: "
-                       "OpenAI Chat Completions or Responses functions, Anthropic tools, Gemini "
-                       "function declarations (JSON Schema, or the older OpenAPI subset), or MCP "
-                       "tool definitions. Byte-identical on repeated runs.")
+    p = _command(
+        sub, "schema", _cmd_schema, [_common(strict=False)],
+        summary="provider tool schemas as JSON",
+        description="Print the available tools as provider tool definitions: OpenAI Chat "
+        "Completions or Responses functions, Anthropic tools, Gemini function declarations (JSON "
+        "Schema, or the older OpenAPI subset), or MCP tool definitions. Byte-identical on "
+        "repeated runs.",
+    )
     p.add_argument("--format", required=True, choices=list(_formats()),
                    help="the provider's format")
     p.add_argument("--strict", dest="strict_schema", action=argparse.BooleanOptionalAction,
@@ -225,34 +203,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="instead of the schemas, list every keyword the export drops, moves "
                    "into a description, or rewrites, with its JSON path")
-    p.add_argument("--task", metavar="TEXT",
-                   help="with --max-tools: the tools most relevant to this task come in full")
-    p.add_argument("--max-tools", metavar="N", type=_positive_int,
-                   help="at most N tools in full; the others are deferred to the provider's "
-                   "tool search, or to a search_tools tool the host answers")
+    _flags(p, "task", "max_tools", helps={
+        "task": "with --max-tools: the tools most relevant to this task come in full",
+        "max_tools": "at most N tools in full; the others are deferred to the provider's "
+        "tool search, or to a search_tools tool the host answers",
+    })
     p.add_argument("--code-execution", action="store_true",
                    help="anthropic, openai-responses: the tools may also be called from the "
                    "provider's own code-execution tool (allowed_callers), which is added")
-    p.add_argument("--all", action="store_true", help="include unavailable tools")
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
-    p.set_defaults(handler=_cmd_schema)
+    _flags(p, "all", "toolset")
 
-    p = sub.add_parser("docs", parents=[common], help="write Markdown reference pages",
-                       description="Write one Markdown reference page per installed tool, and "
-                       "an index, in the style of the seeds. Pages do not depend on this "
-                       "machine's environment (availability is not part of them).")
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
-    p.add_argument("--task", metavar="TEXT",
-                   help="with --max-tools: document the tools most relevant to this task")
-    p.add_argument("--max-tools", metavar="N", type=_positive_int,
-                   help="document at most N tools (the most relevant to --task, else by name)")
+    p = _command(
+        sub, "docs", _cmd_docs, [common],
+        summary="write Markdown reference pages",
+        description="Write one Markdown reference page per installed tool, and an index, in the "
+        "style of the seeds. Pages do not depend on this machine's environment (availability is "
+        "not part of them).",
+    )
+    _flags(p, "toolset")
+    _flags(p, "task", "max_tools", helps={
+        "task": "with --max-tools: document the tools most relevant to this task",
+        "max_tools": "document at most N tools (the most relevant to --task, else by name)",
+    })
     p.add_argument("--output", metavar="DIR", default="toolplug-docs",
                    help="where to write (default ./toolplug-docs)")
-    p.set_defaults(handler=_cmd_docs)
 
-    p = sub.add_parser("new", help="scaffold a new plugin package",
-                       description="Create a plugin package toolplug-NAME with a working example "
-                       "tool, its entry point, a README, and tests that use the contract kit.")
+    p = _command(
+        sub, "new", _cmd_new, [],
+        summary="scaffold a new plugin package",
+        description="Create a plugin package toolplug-NAME with a working example tool, its "
+        "entry point, a README, and tests that use the contract kit.",
+    )
     p.add_argument("name", help="the new tool's name (lower case, digits, underscores)")
     p.add_argument("--dir", default=".", metavar="D", help="where to create it (default .)")
     p.add_argument("--from-openapi", metavar="SPEC",
@@ -266,33 +247,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --from-openapi: how requests authenticate (NAME_TOKEN)")
     p.add_argument("--auth-name", metavar="N",
                    help="with --auth header or query: the header or parameter name")
-    p.set_defaults(handler=_cmd_new)
 
-    p = sub.add_parser("serve", parents=[common], help="serve the tools over MCP",
-                       description="Expose the available tools (or a toolset) to an MCP host: "
-                       "stdio by default, or streamable HTTP at http://HOST:PORT/mcp. Needs "
-                       'the optional extra: pip install "toolplug[mcp]".')
-    p.add_argument("--toolset", metavar="T", help="only tools of this configured toolset")
+    p = _command(
+        sub, "serve", _cmd_serve, [common],
+        summary="serve the tools over MCP",
+        description="Expose the available tools (or a toolset) to an MCP host: stdio by default, "
+        "or streamable HTTP at http://HOST:PORT/mcp. Needs the optional extra: pip install "
+        '"toolplug[mcp]".',
+    )
+    _flags(p, "toolset")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     p.add_argument("--no-auth", action="store_true",
                    help="serve HTTP beyond loopback without [serve.auth], on purpose: anyone "
                    "who reaches the address can call every tool")
-    p.add_argument("--max-tools", metavar="N", type=_positive_int,
-                   help="list at most N tools and a search_tools tool that adds the others "
-                   "to the session's list as they are found")
-    p.add_argument("--task", metavar="TEXT",
-                   help="with --max-tools: list the tools most relevant to this task first")
+    _flags(p, "max_tools", "task", helps={
+        "max_tools": "list at most N tools and a search_tools tool that adds the others to "
+        "the session's list as they are found",
+        "task": "with --max-tools: list the tools most relevant to this task first",
+    })
     p.add_argument("--shutdown-grace", metavar="SECONDS", type=_seconds, default=5.0,
                    help="on SIGTERM or SIGINT, let calls in flight finish for up to this many "
                    "seconds, then answer the rest with an error (default 5)")
     p.add_argument("--verbose", action="store_true",
                    help="log on stderr each message the server refused or dropped, and why")
-    p.set_defaults(handler=_cmd_serve)
 
-    p = sub.add_parser("call", parents=[common], help="call one tool",
-                       description="Call one tool with arguments given as JSON (--json) and/or "
-                       "key=value pairs (a value is read as JSON when it parses, else as text). "
-                       "Prints the output; exits 1 when the tool returns an error.")
+    p = _command(
+        sub, "call", _cmd_call, [common],
+        summary="call one tool",
+        description="Call one tool with arguments given as JSON (--json) and/or key=value pairs "
+        "(a value is read as JSON when it parses, else as text). Prints the output; exits 1 when "
+        "the tool returns an error.",
+    )
     p.add_argument("name", help="the tool's name")
     p.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="arguments")
     p.add_argument("--json", dest="json_args", metavar="OBJECT", help="arguments as a JSON object")
@@ -300,33 +285,50 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the output text (default) or the whole result as JSON")
     p.add_argument("--yes", action="store_true",
                    help="approve the call without asking, when the tool needs approval")
-    p.set_defaults(handler=_cmd_call)
 
-    p = sub.add_parser("read", parents=[common], help="read a cut output kept whole",
-                       description="Print a range of an output that the output budget cut and "
-                       "the shared store ([calls] store = a Redis URL) kept whole: the "
-                       "toolplug://results/... URI that the cut output names. Exits 1 when it is "
-                       "not kept (expired, evicted, or never kept).")
+    p = _command(
+        sub, "read", _cmd_read, [common],
+        summary="read a cut output kept whole",
+        description="Print a range of an output that the output budget cut and the shared store "
+        "([calls] store = a Redis URL) kept whole: the toolplug://results/... URI that the cut "
+        "output names. Exits 1 when it is not kept (expired, evicted, or never kept).",
+    )
     p.add_argument("uri", help="toolplug://results/ID (or ID/data for the structured data)")
     p.add_argument("--offset", type=_non_negative_int, default=0,
                    help="the first character to print (default 0)")
     p.add_argument("--length", type=_positive_int, metavar="N",
                    help="print at most N characters (default: to the end)")
-    p.set_defaults(handler=_cmd_read)
 
-    p = sub.add_parser("run", parents=[common], help="run a plan of tool calls",
-                       description="Run a plan: a JSON list of steps {id, action, parameters, "
-                       "dependencies, reasoning} whose parameters may reference earlier results "
-                       "as $stepN.output, $stepN.data.field, $stepN.citations. Independent "
-                       "steps run concurrently. Prints every "
-                       "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.")
+    p = _command(
+        sub, "run", _cmd_run, [common],
+        summary="run a plan of tool calls",
+        description="Run a plan: a JSON list of steps {id, action, parameters, dependencies, "
+        "reasoning} whose parameters may reference earlier results as $stepN.output, "
+        "$stepN.data.field, $stepN.citations. Independent steps run concurrently. Prints every "
+        "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.",
+    )
     p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
     p.add_argument("--result", choices=["text", "json"], default="text",
                    help="print a summary (default) or the whole result as JSON")
     p.add_argument("--yes", action="store_true",
                    help="approve every step that needs approval without asking")
-    p.set_defaults(handler=_cmd_run)
     return parser
+
+
+def _command(
+    sub: argparse._SubParsersAction[_Parser],
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    parents: list[_Parser],
+    *,
+    summary: str,
+    description: str,
+) -> _Parser:
+    """A command: its name, the function that runs it, its one line for ``--help`` and its
+    description."""
+    p = sub.add_parser(name, parents=parents, help=summary, description=description)
+    p.set_defaults(handler=handler)
+    return p
 
 
 def _formats() -> tuple[str, ...]:
@@ -361,6 +363,33 @@ def _whole_number(least: int) -> Callable[[str], int]:
 
 _positive_int = _whole_number(1)
 _non_negative_int = _whole_number(0)
+
+
+_FLAGS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
+    "all": ("--all", {"action": "store_true", "help": "include unavailable tools"}),
+    "json": ("--json", {"action": "store_true", "help": "print JSON"}),
+    "toolset": ("--toolset", {"metavar": "T", "help": "only tools of this configured toolset"}),
+    "task": ("--task", {
+        "metavar": "TEXT", "help": "with --max-tools: keep the tools most relevant to this task"
+    }),
+    "max_tools": ("--max-tools", {
+        "metavar": "N", "type": _positive_int,
+        "help": "keep at most N tools (the most relevant to --task, else by name)",
+    }),
+}
+"""The options several commands share, with one meaning and one help text."""
+
+
+def _flags(
+    p: argparse.ArgumentParser, *names: str, helps: Mapping[str, str] | None = None
+) -> None:
+    """Add the shared options ``names`` (keys of ``_FLAGS``), in that order; ``helps`` says
+    what an option does in this command, where that is more than its usual help."""
+    for name in names:
+        flag, options = _FLAGS[name]
+        if helps and name in helps:
+            options = {**options, "help": helps[name]}
+        p.add_argument(flag, **options)
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -480,8 +509,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     registry = _load(args)
     if args.name not in registry.tools:
-        import difflib
-
         close = difflib.get_close_matches(args.name, list(registry.tools), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see 'toolplug list --all'"
         raise _Exit(EXIT_USAGE, f"no installed tool is named {args.name!r}{hint}")
@@ -599,8 +626,6 @@ def _load_lenient(
 def _redact_logs() -> None:
     """This process is ours: whatever logs through its handlers (the MCP SDK, the web
     server, Python's last resort when nobody configured logging) is redacted."""
-    import logging
-
     from toolplug.runtime._logs import protect_handler
 
     for handler in [logging.lastResort, *logging.getLogger().handlers,
@@ -611,8 +636,6 @@ def _redact_logs() -> None:
 
 def _store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
-    import asyncio
-
     from toolplug.calls._store import RedisStore, open_store
     from toolplug.contract._errors import ConfigError
 
@@ -994,8 +1017,6 @@ def _cmd_new(args: argparse.Namespace) -> int:
             args.name, args.from_openapi, args.dir, include=args.include,
             exclude=args.exclude, auth=args.auth, auth_name=args.auth_name,
         )
-        import json
-
         (operations,) = path.glob("src/*/operations.json")
         count = len(json.loads(operations.read_text(encoding="utf-8"))["operations"])
         _emit(None, f"Created {path.name} in {path}: {count} tool(s), one per operation "
@@ -1015,8 +1036,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.task is not None and args.max_tools is None:
         raise _Exit(EXIT_USAGE, "--task needs --max-tools (how many tools to list at first)")
     if args.verbose:  # what the server refused or dropped, and why, on stderr
-        import logging
-
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("toolplug: %(message)s"))
         logger = logging.getLogger("toolplug")
@@ -1133,8 +1152,6 @@ def _cmd_read(args: argparse.Namespace) -> int:
 def _terminal_approver(yes: bool) -> Any:
     """``--yes`` approves; on a terminal the person is asked y/N; else nobody decides (the
     call then fails with ApprovalRequiredError, which says how to approve)."""
-    import asyncio
-
     from toolplug.contract._approval import Approval, ApprovalRequest
 
     one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
@@ -1156,8 +1173,6 @@ def _terminal_approver(yes: bool) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from toolplug.calls._plan import parse_plan, run_plan
 
     try:

@@ -15,16 +15,27 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from toolplug.contract._errors import UsageError
 from toolplug.contract._hooks import CONTRACT_VERSION
 from toolplug.contract._metadata import TOOL_NAME_PATTERN
+from toolplug.contract._version import toolplug_version
 
-__all__ = ["distribution_name", "new_plugin", "next_steps"]
+__all__ = [
+    "PYPROJECT",
+    "check_name",
+    "distribution_name",
+    "fill",
+    "new_plugin",
+    "next_steps",
+    "refuse_existing",
+    "write_package",
+]
 
-_PYPROJECT: Final = """\
+PYPROJECT: Final = """\
 [build-system]
 requires = ["hatchling>=1.25"]
 build-backend = "hatchling.build"
@@ -32,7 +43,7 @@ build-backend = "hatchling.build"
 [project]
 name = "__DIST__"
 version = "0.1.0"
-description = "__TITLE__: a toolplug tool for LLM agents"
+description = "__DESCRIPTION__"
 readme = "README.md"
 requires-python = ">=3.11"
 classifiers = ["Programming Language :: Python :: 3", "Typing :: Typed"]
@@ -362,7 +373,8 @@ def distribution_name(name: str) -> str:
     return "toolplug-" + name.replace("_", "-")
 
 
-def _check_name(name: str) -> None:
+def check_name(name: str) -> None:
+    """Refuse a name that cannot be a tool's (``UsageError`` saying what would do)."""
     if not re.fullmatch(TOOL_NAME_PATTERN, name):
         raise UsageError(
             f"invalid plugin name {name!r}: use a lower-case letter, then up to 63 lower-case "
@@ -378,15 +390,12 @@ def _check_name(name: str) -> None:
 
 
 def _files(name: str) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     module = f"toolplug_{name}"
-    try:
-        current = version("toolplug")
-        requirement = "toolplug>=" + ".".join(current.split(".")[:2])
-    except PackageNotFoundError:  # pragma: no cover - core runs from an installed dist
-        requirement = "toolplug"
+    current = toolplug_version()
+    # a source tree never installed (no version) asks for any release
+    requirement = "toolplug>=" + ".".join(current.split(".")[:2]) if current else "toolplug"
     replacements = {
+        "__DESCRIPTION__": "__TITLE__: a toolplug tool for LLM agents",  # first: it has a marker
         "__DIST__": distribution_name(name),
         "__MODULE__": module,
         "__CLASS__": "".join(part.capitalize() for part in name.split("_") if part) + "Tool",
@@ -395,19 +404,20 @@ def _files(name: str) -> dict[str, str]:
         "__CONTRACT__": CONTRACT_VERSION,
         "__NAME__": name,
     }
-
-    def fill(template: str) -> str:
-        for marker, value in replacements.items():
-            template = template.replace(marker, value)
-        return template
-
     return {
-        "pyproject.toml": fill(_PYPROJECT),
-        "README.md": fill(_README),
-        f"src/{module}/__init__.py": fill(_MODULE),
+        "pyproject.toml": fill(PYPROJECT, replacements),
+        "README.md": fill(_README, replacements),
+        f"src/{module}/__init__.py": fill(_MODULE, replacements),
         f"src/{module}/py.typed": "",
-        f"tests/test_{name}.py": fill(_TESTS),
+        f"tests/test_{name}.py": fill(_TESTS, replacements),
     }
+
+
+def fill(template: str, replacements: Mapping[str, str]) -> str:
+    """The template with each marker replaced, in order (a value may hold a later marker)."""
+    for marker, value in replacements.items():
+        template = template.replace(marker, value)
+    return template
 
 
 def new_plugin(name: str, directory: str | os.PathLike[str] = ".") -> Path:
@@ -422,14 +432,28 @@ def new_plugin(name: str, directory: str | os.PathLike[str] = ".") -> Path:
     Raises:
         UsageError: the name is not a valid tool name, or the package directory exists.
     """
-    _check_name(name)
-    parent = Path(directory)
-    target = parent / distribution_name(name)
+    check_name(name)
+    target = Path(directory) / distribution_name(name)
+    refuse_existing(target)
+    return write_package(target, _files(name))
+
+
+def refuse_existing(target: Path) -> None:
+    """Refuse to write a package where a file or directory (or a link) already is."""
     if target.exists() or target.is_symlink():
         raise UsageError(f"{target} already exists; choose another name or --dir, or remove it")
-    files = _files(name)
+
+
+def write_package(target: Path, files: Mapping[str, str]) -> Path:
+    """Write ``files`` (relative path: text) as the directory ``target``; return it.
+
+    Written beside the target and renamed into place, so a failure leaves nothing behind.
+
+    Raises:
+        UsageError: ``target`` was created by someone else meanwhile.
+    """
+    parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
-    # Written beside the target and renamed into place, so a failure leaves nothing behind.
     staging = parent / f".{target.name}-{secrets.token_hex(4)}.tmp"
     staging.mkdir()
     try:

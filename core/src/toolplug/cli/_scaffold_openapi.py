@@ -11,38 +11,23 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import shutil
 from pathlib import Path
 from typing import Final
 
-from toolplug.cli._scaffold import _check_name, distribution_name
+from toolplug.cli._scaffold import (
+    PYPROJECT,
+    check_name,
+    distribution_name,
+    fill,
+    refuse_existing,
+    write_package,
+)
 from toolplug.contract._errors import UsageError
+from toolplug.contract._hooks import CONTRACT_VERSION
+from toolplug.openapi._package import package
+from toolplug.openapi._spec import SpecError
 
 __all__ = ["new_openapi_plugin"]
-
-_PYPROJECT: Final = """\
-[build-system]
-requires = ["hatchling>=1.25"]
-build-backend = "hatchling.build"
-
-[project]
-name = "__DIST__"
-version = "0.1.0"
-description = "__TITLE__ as toolplug tools for LLM agents"
-readme = "README.md"
-requires-python = ">=3.11"
-dependencies = ["toolplug[openapi]"]
-
-[project.optional-dependencies]
-test = ["pytest>=8"]
-
-[project.entry-points.toolplug]
-__NAME__ = "__MODULE__"
-
-[tool.hatch.build.targets.wheel]
-packages = ["src/__MODULE__"]
-"""
 
 _MODULE: Final = '''\
 """__TITLE__ as toolplug tools: __COUNT__ operation(s) of its OpenAPI description.
@@ -118,15 +103,9 @@ def new_openapi_plugin(
         UsageError: a bad name, an existing directory, an unreadable description, or a
             selection that keeps nothing.
     """
-    from toolplug.contract._hooks import CONTRACT_VERSION
-    from toolplug.openapi._package import package
-    from toolplug.openapi._spec import SpecError
-
-    _check_name(name)
-    parent = Path(directory)
-    target = parent / distribution_name(name)
-    if target.exists():
-        raise UsageError(f"{target} already exists; choose another name or --dir, or remove it")
+    check_name(name)
+    target = Path(directory) / distribution_name(name)
+    refuse_existing(target)
     try:
         document = package(
             spec, name, include=include, exclude=exclude, auth=auth, auth_name=auth_name
@@ -138,6 +117,8 @@ def new_openapi_plugin(
     tools = [op["tool"] for op in document["operations"]]
     token_doc = f" and {env}_TOKEN" if auth else ""
     replacements = {
+        "__DESCRIPTION__": "__TITLE__ as toolplug tools for LLM agents",  # first: it has a marker
+        "__REQUIREMENT__": "toolplug[openapi]",
         "__DIST__": distribution_name(name),
         "__MODULE__": module,
         "__TITLE__": str(document["title"]),
@@ -155,29 +136,12 @@ def new_openapi_plugin(
         "__NAME__": name,
     }
 
-    def fill(template: str) -> str:
-        for marker, value in replacements.items():
-            template = template.replace(marker, value)
-        return template
-
     files = {
-        "pyproject.toml": fill(_PYPROJECT),
-        "README.md": fill(_README),
-        f"src/{module}/__init__.py": fill(_MODULE),
+        "pyproject.toml": fill(PYPROJECT, replacements),
+        "README.md": fill(_README, replacements),
+        f"src/{module}/__init__.py": fill(_MODULE, replacements),
         f"src/{module}/operations.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
         f"src/{module}/py.typed": "",
-        f"tests/test_{name}.py": fill(_TESTS),
+        f"tests/test_{name}.py": fill(_TESTS, replacements),
     }
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = parent / f".{target.name}-{secrets.token_hex(4)}.tmp"
-    staging.mkdir()
-    try:
-        for relative, text in files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return write_package(target, files)

@@ -7,10 +7,14 @@ tool is registered (``validate_tool_metadata``), so that importing a plugin stay
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolplug.contract._errors import MetadataError
@@ -238,9 +242,6 @@ _vouched: set[str] = set()
 def schema_digest(schema: Any) -> str:
     """A digest of a JSON Schema's content, keys in their order (the same schema read from
     the same source gives the same digest; another order only costs a check)."""
-    import hashlib
-    import marshal
-
     try:
         data = marshal.dumps(schema)
     except ValueError:  # not plain JSON data: never vouched for
@@ -270,9 +271,6 @@ def validate_tool_metadata(
         known_categories: Built-in categories plus those declared by plugins.
         plugin: The plugin registering the tool, named in errors.
     """
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     def fail(message: str, field: str) -> MetadataError:
         return MetadataError(message, tool=metadata.name, field=field, plugin=plugin)
 

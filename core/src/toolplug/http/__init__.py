@@ -35,35 +35,26 @@ What it does for every request:
 Importing this module does not import httpx; calling ``fetch`` does. Install with
 ``pip install "toolplug[http]"``.
 
-Errors (defined in ``toolplug.http._guard``, exported here)::
-
-    OSError
-    └── NetworkError              a guarded request could not be made or completed
-        ├── NetworkRefused        (also PermissionError) the policy forbids the URL or an address
-        │   └── TooManyRedirects  more redirects than [network] max_redirects, or a loop
-        ├── NetworkUnreachable    the host did not resolve, or the connection failed or broke
-        └── NetworkTimeout        (also TimeoutError) one phase or the whole fetch took too long
+Errors: every one is an ``OSError``. ``NetworkError`` (a request could not be made or
+completed) has three kinds: ``NetworkRefused`` (also a ``PermissionError``; its subclass
+``TooManyRedirects``), ``NetworkUnreachable`` and ``NetworkTimeout`` (also a
+``TimeoutError``). Each class says when it is raised; ``toolplug.http._errors`` draws the tree.
 
 Passing wrong arguments (both ``content`` and ``json``, a header with a line break, ...) is
 the caller's mistake and raises ``ValueError`` instead.
 """
 
-from toolplug.http._client import (
-    FetchResult,
+from toolplug.contract._network import NetworkPolicy
+from toolplug.http._client import RedirectHook, fetch, fetch_sync, guard_failure, new_client
+from toolplug.http._errors import (
     NetworkError,
-    NetworkPolicy,
     NetworkRefused,
     NetworkTimeout,
     NetworkUnreachable,
-    RedirectHook,
-    Resolver,
     TooManyRedirects,
-    check_url,
-    fetch,
-    fetch_sync,
-    guard_failure,
-    new_client,
 )
+from toolplug.http._guard import Resolver, check_url
+from toolplug.http._wire import FetchResult
 
 __all__ = [
     "FetchResult",

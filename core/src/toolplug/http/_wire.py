@@ -1,15 +1,23 @@
-"""Small pieces of HTTP the guarded client needs: redirects, headers, charsets, bodies."""
+"""Small pieces of HTTP the guarded client needs: redirects, headers, charsets, bodies, and
+the result of a fetch."""
 
 from __future__ import annotations
 
 import base64
 import codecs
+import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 __all__ = [
+    "TOKEN",
     "BoundedBody",
+    "FetchResult",
     "basic_auth",
+    "checked_headers",
     "known_charset",
     "parse_content_type",
     "redirect_method",
@@ -155,3 +163,85 @@ class BoundedBody:
             self.truncated = True
         else:
             self._buffer += data
+
+
+TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP token: what a method or a header name may be made of."""
+
+
+def checked_headers(headers: Mapping[str, str], source: str) -> dict[str, str]:
+    """The headers as a dict, each name a token and each value one line of text.
+
+    Raises:
+        ValueError: a name or value is not allowed (``source`` says which argument held it).
+    """
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not TOKEN.fullmatch(name):
+            raise ValueError(f"{source}: {name!r} is not a valid header name")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\x00"):
+            raise ValueError(f"{source}: the value of {name!r} must be a string on one line")
+        checked[name] = value
+    return checked
+
+
+@dataclass
+class FetchResult:
+    """What a guarded fetch returned: the final response after any redirects."""
+
+    url: str
+    """The URL requested (without user name and password)."""
+    final_url: str
+    """The URL of the response returned, after redirects (without user name and password)."""
+    status: int
+    """The HTTP status code of the final response."""
+    headers: dict[str, str]
+    """Response headers, names in lower case; repeated headers joined with ``", "``."""
+    content: bytes = field(repr=False)
+    """The body, gzip/deflate-decoded, at most ``max_bytes`` long."""
+    truncated: bool
+    """True when the body was longer than ``max_bytes`` and was cut there."""
+    redirects: list[tuple[int, str]]
+    """``(status, absolute location)`` of every redirect followed, in order."""
+    elapsed_ms: float
+    """Wall time of the whole fetch in milliseconds, redirects included."""
+
+    @property
+    def content_type(self) -> str | None:
+        """The media type, lower case and without parameters (``"text/html"``), if declared."""
+        return parse_content_type(self.headers.get("content-type"))[0]
+
+    @property
+    def charset(self) -> str | None:
+        """The ``charset`` parameter of ``Content-Type``, when Python knows that codec."""
+        return known_charset(parse_content_type(self.headers.get("content-type"))[1].get("charset"))
+
+    def text(self) -> str:
+        """The body as text: the declared charset, else UTF-8, else Windows-1252.
+
+        Undecodable bytes become U+FFFD. A character cut in half by ``max_bytes`` is dropped.
+        """
+        data = self.content
+        declared = self.charset
+        if declared is not None:
+            return data.decode(declared, errors="replace")
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if self.truncated and exc.reason == "unexpected end of data":
+                return data[: exc.start].decode("utf-8", errors="replace")
+        lenient = data.decode("utf-8", errors="replace")
+        # Real multi-byte characters elsewhere: UTF-8 text with a stray byte, not Windows-1252.
+        if any(ord(char) > 127 and char != "\ufffd" for char in lenient):
+            return lenient
+        return data.decode("cp1252", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON.
+
+        Raises:
+            ValueError: The body is not valid JSON (a truncated body rarely is).
+        """
+        return json.loads(self.text())

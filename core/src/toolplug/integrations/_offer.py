@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import toolplug
+
 if TYPE_CHECKING:
     from toolplug import Registry, ToolMetadata, ToolResult, Toolset
 
@@ -28,6 +30,8 @@ __all__ = [
     "refines_per_call",
     "run",
     "success_body",
+    "system_prompt",
+    "tool_description",
 ]
 
 _SHOWN_ARGUMENTS: Final = 400
@@ -59,12 +63,10 @@ def offer(
         UsageError: ``toolset`` names no configured toolset.
         ValueError: ``max_tools`` is negative.
     """
-    from toolplug import optional_tools_section
-
     if max_tools is not None and max_tools < 0:
         raise ValueError(f"max_tools must be 0 or more, got {max_tools}")
     selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
-    section = optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
+    section = system_prompt(registry, toolset=toolset, task=task, max_tools=max_tools)
     return Offer(
         tools=tuple(sorted(selection.metadata, key=lambda m: m.name)),
         deferred=tuple(sorted((t.metadata for t in selection.deferred), key=lambda m: m.name)),
@@ -72,13 +74,39 @@ def offer(
     )
 
 
+def system_prompt(
+    registry: Registry,
+    *,
+    toolset: str | Toolset | None = None,
+    task: str | None = None,
+    max_tools: int | None = None,
+) -> str:
+    """The optional-tools section, for the agent's system prompt (LangChain's
+    ``create_agent(system_prompt=...)``, llm's ``system=`` or ``llm --sf toolplug:``).
+
+    Args:
+        registry: The loaded tools (``toolplug.load()``).
+        toolset: Describe only this toolset's tools.
+        task: Keep the tools most relevant to this task (with ``max_tools``).
+        max_tools: Keep at most this many tools.
+    """
+    return toolplug.optional_tools_section(
+        registry, toolset=toolset, task=task, max_tools=max_tools
+    )
+
+
+def tool_description(metadata: ToolMetadata) -> str:
+    """The description a framework's tool carries: the tool's own, and its usage hint (the
+    model reads nothing else about a tool it must use)."""
+    hint = metadata.usage_hint.strip()
+    return f"{metadata.description}\n\n{hint}" if hint else metadata.description
+
+
 def refines_per_call(registry: Registry, name: str) -> bool:
     """Whether the tool refines its annotations per call (``Tool.annotations_for``), so that
     whether a call needs approval depends on its arguments."""
-    from toolplug import Tool
-
     refine = getattr(registry.get(name).cls.annotations_for, "__func__", None)
-    return refine is not getattr(Tool.annotations_for, "__func__", None)
+    return refine is not getattr(toolplug.Tool.annotations_for, "__func__", None)
 
 
 def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
@@ -94,13 +122,11 @@ def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None
 def guard_may_ask(registry: Registry, name: str) -> bool:
     """Whether the flow guard or a policy may ask about a call of ``name``: a policy names
     it, or its labels (declared or configured, not the cautious default) name sinks."""
-    from toolplug import Trust
-
     config = registry.config
     if name in config.policies:
         return True
     labels = registry.labels(name)
-    cautious = Trust.cautious(registry.get(name).metadata.parameters)
+    cautious = toolplug.Trust.cautious(registry.get(name).metadata.parameters)
     return config.guard.enabled and bool(labels.sinks) and labels != cautious
 
 

@@ -21,7 +21,7 @@ import collections
 import contextvars
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 try:
@@ -32,8 +32,24 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 from pydantic import ConfigDict, PrivateAttr
 
-from toolplug import Approval, ApprovalRequest, Registry, ToolResult, optional_tools_section
-from toolplug.integrations._offer import approval_reason, guard_may_ask
+from toolplug import Approval, ApprovalRequest, Registry, ToolResult
+from toolplug.integrations._offer import (
+    approval_reason,
+    guard_may_ask,
+    system_prompt,
+    tool_description,
+)
+
+_interrupt: Callable[[Any], Any] | None
+try:  # LangGraph pauses a run to ask; langchain-core alone runs without it
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.types import interrupt as _interrupt
+except ImportError:  # no graph: nobody to pause, nothing to let through
+    _GRAPH_BUBBLES: tuple[type[BaseException], ...] = ()
+    _interrupt = None
+else:
+    _GRAPH_BUBBLES = (GraphBubbleUp,)
+    """The exceptions LangGraph raises to pause or steer a run; toolplug lets them through."""
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
@@ -55,31 +71,6 @@ _CALL_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
 function)."""
 
 
-def system_prompt(
-    registry: Registry,
-    *,
-    toolset: str | Toolset | None = None,
-    task: str | None = None,
-    max_tools: int | None = None,
-) -> str:
-    """The optional-tools section, for the agent's system prompt.
-
-    Args:
-        registry: The loaded tools (``toolplug.load()``).
-        toolset: Describe only this toolset's tools.
-        task: Keep the tools most relevant to this task (with ``max_tools``).
-        max_tools: Keep at most this many tools.
-    """
-    return optional_tools_section(registry, toolset=toolset, task=task, max_tools=max_tools)
-
-
-def _graph_bubbles() -> tuple[type[BaseException], ...]:
-    """The exceptions LangGraph raises to pause or steer a run; toolplug lets them through."""
-    try:
-        from langgraph.errors import GraphBubbleUp
-    except ImportError:  # langchain-core alone: no graph, nothing to let through
-        return ()
-    return (GraphBubbleUp,)
 
 
 def _decision(answer: Any) -> Approval:
@@ -102,9 +93,7 @@ def _decision(answer: Any) -> Approval:
 
 def _interrupt_approver(request: ApprovalRequest) -> Approval | None:
     """Ask through LangGraph: pause the run here; on resume, the person's answer."""
-    try:
-        from langgraph.types import interrupt
-    except ImportError:  # langchain-core alone: nobody to pause
+    if _interrupt is None:  # langchain-core alone: nobody to pause
         return None
     value = {
         "type": "tool_approval",
@@ -115,7 +104,7 @@ def _interrupt_approver(request: ApprovalRequest) -> Approval | None:
         "reason": request.reason,
     }
     try:
-        answer = interrupt(value)
+        answer = _interrupt(value)
     except (RuntimeError, KeyError):
         # Not inside a LangGraph run (no runnable context, or one without a graph's
         # scratchpad): pass the request on to the registry's own approvers.
@@ -181,7 +170,7 @@ class ToolplugToolkit(BaseToolkit):
         super().__init__(  # type: ignore[call-arg]
             registry=registry, toolset=toolset, task=task, max_tools=max_tools
         )
-        self._passthrough = _graph_bubbles()
+        self._passthrough = _GRAPH_BUBBLES
         self._selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
         self._tools = [self._tool(meta) for meta in self._selection.metadata]
 
@@ -275,12 +264,9 @@ class ToolplugToolkit(BaseToolkit):
             )
             return _answer(result)
 
-        description = meta.description
-        if meta.usage_hint.strip():  # the model reads nothing else about a required tool
-            description = f"{description}\n\n{meta.usage_hint.strip()}"
         return _ToolplugTool(
             name=name,
-            description=description,
+            description=tool_description(meta),
             args_schema=copy.deepcopy(meta.parameters),
             func=run,
             coroutine=arun,

@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import parse_qsl
 
 try:
+    import click  # llm's command line, for asking at the terminal
     import llm
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -33,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
-from toolplug.integrations._offer import approval_reason
+from toolplug.integrations._offer import approval_reason, system_prompt, tool_description
 
 if TYPE_CHECKING:
     from toolplug import (
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
         Registry,
         ToolMetadata,
         ToolResult,
-        Toolset,
     )
 
 # llm imports every plugin at its start, for every command: toolplug's names are imported
@@ -98,24 +98,6 @@ class ToolplugCallError(Exception):
         self.result = result
 
 
-def system_prompt(
-    registry: Registry,
-    *,
-    toolset: str | Toolset | None = None,
-    task: str | None = None,
-    max_tools: int | None = None,
-) -> str:
-    """The optional-tools section, for ``system=`` (or ``llm --sf toolplug:``).
-
-    Args:
-        registry: The loaded tools (``toolplug.load()``).
-        toolset: Describe only this toolset's tools.
-        task: Keep the tools most relevant to this task (with ``max_tools``).
-        max_tools: Keep at most this many tools.
-    """
-    return toolplug.optional_tools_section(
-        registry, toolset=toolset, task=task, max_tools=max_tools
-    )
 
 
 class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_subclass__
@@ -147,9 +129,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
 
     def conversation(self) -> Conversation:
         """The conversation this toolbox's calls run in (one opened around them wins)."""
-        from toolplug import Conversation
-
-        opened = Conversation.current()
+        opened = toolplug.Conversation.current()
         if opened is not None:
             return opened
         if self._conversation is None:
@@ -179,7 +159,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     def _tool(self, meta: ToolMetadata) -> llm.Tool:
         tool = llm.Tool(
             name=meta.name,
-            description=_description(meta),
+            description=tool_description(meta),
             input_schema=copy.deepcopy(meta.parameters),
             implementation=_Call(self, meta.name, meta.parameters),
         )
@@ -196,7 +176,7 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
             reason = approval_reason(registry, tool_call.name, arguments)
         if reason is None:
             return None
-        shown = json.loads(registry.redact(json.dumps(arguments, default=str)))
+        shown = registry.redactor.redact_data(arguments)
         return toolplug.ApprovalRequest(
             tool_call.name, shown, registry.get(tool_call.name).metadata, reason,
             tool_call.tool_call_id,
@@ -290,12 +270,6 @@ class _Call:
         return result.for_model()
 
 
-def _description(meta: ToolMetadata) -> str:
-    if meta.usage_hint.strip():  # the model reads nothing else about a required tool
-        return f"{meta.description}\n\n{meta.usage_hint.strip()}"
-    return meta.description
-
-
 def _signature(parameters: Mapping[str, Any]) -> inspect.Signature:
     """What ``llm tools list`` prints: the schema's properties as keyword arguments."""
     required = set(parameters.get("required", ()))
@@ -365,14 +339,10 @@ def _loop_running() -> bool:
 def _ask_at_the_terminal(request: ApprovalRequest) -> Any:
     """On a terminal, the person is asked y/N (in a thread when an event loop runs);
     elsewhere nobody decides, and the registry's own approvers are asked."""
-    import sys
-
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return None
 
     def confirm() -> Approval:
-        import click
-
         click.echo(click.style(request.describe(), fg="yellow", bold=True), err=True)
         approved = click.confirm("Approve the call?", default=False, err=True)
         return toolplug.Approval(approved, "at the terminal")

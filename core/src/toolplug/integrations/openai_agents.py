@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug import Conversation
+from toolplug import Conversation, export_tool
 from toolplug.integrations._offer import (
     approval_reason,
     guard_may_ask,
@@ -46,6 +46,7 @@ from toolplug.integrations._offer import (
     run,
     success_body,
 )
+from toolplug.schema import restore_strict_arguments
 
 try:
     from agents import FunctionTool, RunContextWrapper, Tool
@@ -81,8 +82,6 @@ def function_tools(
         task: With ``max_tools``: offer the tools most relevant to this task.
         max_tools: Offer at most this many tools.
     """
-    from toolplug import export_tool
-
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
     tools: list[Tool] = []
     for metadata in chosen.tools:
@@ -144,8 +143,6 @@ def _approval(
     whenever it cannot parse the arguments for a callable, and toolplug answers bad JSON
     better, as a ValidationError the model reads.
     """
-    from toolplug.schema import restore_strict_arguments
-
     parameters = metadata.parameters
 
     async def needs_approval(

@@ -35,6 +35,7 @@ import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug import Conversation, ToolResult, Trust
 from toolplug.integrations._offer import (
     approval_reason,
     describe_call,
@@ -66,7 +67,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug import Conversation, Registry, ToolMetadata, Toolset
+    from toolplug import Registry, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolset"]
 
@@ -197,8 +198,6 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
     def _conversation(self, ctx: RunContext[AgentDepsT]) -> Conversation:
         """The run's conversation: the one opened around it, else one per run id, begun with
         the user's prompts and the labelled results already in the message history."""
-        from toolplug import Conversation
-
         opened = Conversation.current()
         if opened is not None:
             return opened
@@ -217,8 +216,6 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
 
 def _replay(conversation: Conversation, ctx: RunContext[Any]) -> None:
     """What the run's messages hold: the user's words, and the results toolplug labelled."""
-    from toolplug import ToolResult, Trust
-
     prompt_seen = False
     for message in ctx.messages:
         if isinstance(message, ModelResponse) or not isinstance(message, ModelRequest):

@@ -30,6 +30,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolplug.contract._version import toolplug_version
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -324,11 +326,9 @@ class Connection:
 
 
 def _client_info() -> Any:
-    from importlib.metadata import version
-
     from mcp.types import Implementation
 
-    return Implementation(name="toolplug", version=version("toolplug"))
+    return Implementation(name="toolplug", version=toolplug_version() or "0")
 
 
 def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -> Any:

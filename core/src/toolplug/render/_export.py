@@ -35,7 +35,9 @@ from toolplug.render._formats import (
     export_tool,
     is_strict,
 )
+from toolplug.render._search import deferred_export
 from toolplug.render._select import metadata_of, select_tools
+from toolplug.schema import gemini_losses, strict_losses
 from toolplug.schema._python import CODE_TOOL
 
 if TYPE_CHECKING:
@@ -109,8 +111,6 @@ def export_tools(
         real: Registry = registry  # type: ignore[assignment]
         chosen = select_tools(real, toolset=toolset, include_unavailable=include_unavailable)
         if max_tools is not None and len(chosen) > max_tools:
-            from toolplug.render._search import deferred_export
-
             return deferred_export(
                 real,
                 fmt,
@@ -138,8 +138,6 @@ def explain_tool(
         ValueError: as ``export_tool``.
     """
     check_format(fmt, strict)
-    from toolplug.schema import gemini_losses, strict_losses
-
     if fmt == "gemini-openapi":
         return gemini_losses(metadata.parameters)
     if is_strict(fmt, strict):

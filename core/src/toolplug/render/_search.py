@@ -32,6 +32,7 @@ from toolplug.contract._metadata import (
     ToolMetadata,
     Trust,
 )
+from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.render._formats import check_format, export_tool
 from toolplug.render._select import rank, search
 
@@ -191,8 +192,6 @@ class ToolSearch:
         it even where the host does not resend the tool list; ``data`` holds
         ``{"query", "tools": [definitions], "added": [names]}`` for the host.
         """
-        from toolplug.contract._tool import ErrorType, ToolResult
-
         parsed = _parse(arguments)
         if isinstance(parsed, str):
             return ToolResult.failure(ErrorType.VALIDATION, f"invalid arguments for "

@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolplug.search._index import index_of, ranked
+
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._config import Toolset
@@ -59,8 +61,6 @@ def rank(
     With an empty task the order is by name. Every tool is kept (up to ``limit``), whether
     it matches or not. ``embed``: the registry's embedder, for hybrid ranking.
     """
-    from toolplug.search._index import ranked
-
     return ranked(tools, task, limit, embed)
 
 
@@ -68,8 +68,6 @@ def search(
     tools: Sequence[ToolMetadata], query: str, limit: int, *, embed: Any = None
 ) -> list[ToolMetadata]:
     """The tools that match ``query``, best first, at most ``limit``; none for no match."""
-    from toolplug.search._index import index_of
-
     return index_of(tools).ranking(query, limit, embed=embed, keep_all=False)
 
 

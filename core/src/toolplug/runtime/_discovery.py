@@ -29,6 +29,7 @@ from toolplug.contract._metadata import (
     validate_tool_metadata,
 )
 from toolplug.contract._tool import Tool
+from toolplug.contract._version import toolplug_version
 from toolplug.runtime import _builtin
 
 __all__ = ["ENTRY_POINT_GROUP", "LoadProblem", "Loaded", "PluginInfo", "RegisteredTool", "discover"]
@@ -164,7 +165,7 @@ def discover(
     manager.add_hookspecs(_hooks)
     loaded = Loaded(manager=manager)
     sources: list[_Source] = []
-    version = _version("toolplug")
+    version = toolplug_version()
     builtin = _Source(BUILTIN_PLUGIN, "toolplug", version, None, True)
     manager.register(_builtin, name=BUILTIN_PLUGIN)
     sources.append(builtin)
@@ -291,13 +292,6 @@ def contract_problem(plugin: object) -> str | None:
         else f"install a release of the plugin written for contract {major}.x"
     )
     return f"written for toolplug contract {declared}, but this toolplug implements {core}: {fix}"
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib_metadata.version(dist)
-    except importlib_metadata.PackageNotFoundError:
-        return None
 
 
 def _exc_text(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
 from toolplug.schema._losses import Report, pointer
 
@@ -108,8 +109,6 @@ class _Resolver:
             return node
         if not pointer.startswith("/"):
             return None  # a named anchor: not followed
-        from urllib.parse import unquote
-
         for raw in pointer[1:].split("/"):
             part = unquote(raw).replace("~1", "/").replace("~0", "~")
             if isinstance(node, Mapping) and part in node:

@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from jsonschema import Draft202012Validator
+
 from toolplug.schema._losses import Report, SchemaLoss, pointer
 from toolplug.schema._simplify import (
     _ANY_BRANCHES,
@@ -604,8 +606,6 @@ def _decode(value: dict[str, Any]) -> Any:
 
 
 def _valid(node: Mapping[str, Any], value: Any) -> bool:
-    from jsonschema import Draft202012Validator
-
     try:
         return bool(Draft202012Validator(node).is_valid(value))
     except Exception:  # a schema the validator cannot use: do not prefer this branch

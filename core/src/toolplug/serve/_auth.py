@@ -39,10 +39,18 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMappi
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import httpx
+import jwt
+from jwt import PyJWKSet
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken, principal_components
+from mcp.server.auth.routes import build_resource_metadata_url
+from pydantic import AnyHttpUrl
+
 from toolplug.contract._errors import UsageError
+from toolplug.runtime._mounts import resolve_value
 
 if TYPE_CHECKING:
-    from mcp.server.auth.provider import AccessToken
 
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._registry import Registry
@@ -80,8 +88,6 @@ _NOBODY: Final = "anonymous"
 
 def access_token(ctx: Any) -> AccessToken | None:
     """The verified token of the request in ``ctx`` (an SDK request context), if any."""
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None)
     user = scope.get("user") if isinstance(scope, Mapping) else None
@@ -90,8 +96,6 @@ def access_token(ctx: Any) -> AccessToken | None:
 
 def principal(token: AccessToken) -> str:
     """The owner key of a verified token's principal: issuer, subject and client id."""
-    from mcp.server.auth.provider import principal_components
-
     client_id, issuer, subject = principal_components(token)
     who = json.dumps([issuer, subject, client_id])
     return "principal:" + hashlib.sha256(who.encode()).hexdigest()[:32]
@@ -168,8 +172,6 @@ class ScopeGate:
         self._metadata = resource_metadata
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-
         user = scope.get("user")
         if scope["type"] != "http" or not isinstance(user, AuthenticatedUser):
             await self.app(scope, receive, send)  # the SDK's middleware answers 401
@@ -266,8 +268,6 @@ class Verifier:
         Raises:
             UsageError: a token or secret's variable is unset or its file unreadable.
         """
-        import httpx
-
         self._settings = settings
         env = os.environ if env is None else env
         base = base or Path.cwd()
@@ -326,8 +326,6 @@ class Verifier:
         return bool(settings.tokens) and not (settings.jwks_uri or settings.introspection_url)
 
     def _static_token(self, token: str) -> AccessToken | None:
-        from mcp.server.auth.provider import AccessToken
-
         offered = token.encode()
         for value, name, scopes in self._static:
             if hmac.compare_digest(value, offered):
@@ -338,8 +336,6 @@ class Verifier:
         return None
 
     async def _jwt(self, token: str) -> AccessToken | None:
-        import jwt
-
         header = jwt.get_unverified_header(token)
         algorithm = header.get("alg")
         if algorithm not in self._settings.algorithms:
@@ -361,8 +357,6 @@ class Verifier:
         return self._access(token, claims)
 
     def _access(self, token: str, claims: Mapping[str, Any]) -> AccessToken:
-        from mcp.server.auth.provider import AccessToken
-
         scope = claims.get("scope", claims.get("scp", ""))
         scopes = scope.split() if isinstance(scope, str) else [str(s) for s in scope or []]
         client = claims.get("client_id") or claims.get("azp") or ""
@@ -397,8 +391,6 @@ class Verifier:
         return self._keys.get(kid)
 
     async def _fetch_keys(self) -> None:
-        from jwt import PyJWKSet
-
         self._keys_at = time.monotonic()
         if self._jwks_uri is None:
             self._jwks_uri = await self._discover()
@@ -467,8 +459,6 @@ def _expired(token: AccessToken, leeway: float) -> bool:
 
 
 def _secret(value: Any, env: Mapping[str, str], base: Path, key: str) -> str:
-    from toolplug.runtime._mounts import resolve_value
-
     try:
         text, _ = resolve_value(value, env=env, base=base)
     except OSError as exc:
@@ -483,7 +473,4 @@ def _secret(value: Any, env: Mapping[str, str], base: Path, key: str) -> str:
 
 def metadata_url(audience: str) -> str:
     """The path-suffixed protected resource metadata URL of a resource (RFC 9728, 3.1)."""
-    from mcp.server.auth.routes import build_resource_metadata_url
-    from pydantic import AnyHttpUrl
-
     return str(build_resource_metadata_url(AnyHttpUrl(audience)))

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
 from toolplug.contract._errors import UsageError
+from toolplug.render._prompt import optional_tools_section
 
 if TYPE_CHECKING:
-    from mcp import types
     from mcp.server.context import ServerRequestContext
 
     from toolplug.runtime._config import Toolset
@@ -44,8 +47,6 @@ def prompt_handlers(
     """``on_list_prompts`` and ``on_get_prompt`` for ``Server``: the optional-tools prompt
     of the tools served (``toolset``), with the server's ``task`` and ``max_tools`` as the
     defaults of its arguments."""
-    from mcp import types
-
     prompt = types.Prompt(
         name=PROMPT,
         title="Optional tools",
@@ -67,8 +68,6 @@ def prompt_handlers(
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        from toolplug.render._prompt import optional_tools_section
-
         if params.name != PROMPT:
             _invalid(f"unknown prompt {params.name!r}; this server offers {PROMPT!r}")
         options = _options(registry, params.arguments or {}, toolset, task, max_tools)
@@ -124,7 +123,4 @@ def _options(
 
 
 def _invalid(message: str) -> NoReturn:
-    from mcp import types
-    from mcp.shared.exceptions import MCPError
-
     raise MCPError(types.INVALID_PARAMS, message)

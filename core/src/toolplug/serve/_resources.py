@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
 
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
 from toolplug.serve._auth import owner_of
 
 __all__ = ["TEMPLATE", "handlers", "links"]
@@ -31,8 +34,6 @@ _MIME = {"output": "text/plain", "data": "application/json"}
 
 def links(result: ToolResult, tool: str) -> list[Any]:
     """``resource_link`` blocks for the parts of a result that were kept whole."""
-    from mcp import types
-
     if not result.spill:
         return []
     found = [
@@ -55,9 +56,6 @@ def links(result: ToolResult, tool: str) -> list[Any]:
 
 def handlers(registry: Registry) -> dict[str, Any]:
     """The ``on_...`` resource handlers of the low-level ``Server``."""
-    from mcp import types
-    from mcp.shared.exceptions import MCPError
-
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:

@@ -22,6 +22,10 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
+import anyio
+from mcp import types
+from pydantic import ValidationError
+
 from toolplug.calls._limits import MAX_ARGUMENT_DEPTH, argument_problem
 
 __all__ = ["MAX_BODY_BYTES", "ScreeningApp", "leading_id", "screen"]
@@ -51,9 +55,6 @@ _PAIRS: Final = {"]": "[", "}": "{"}
 
 def screen(line: str | bytes) -> dict[str, Any] | None:
     """None when the SDK will take the message; else the error reply to send instead."""
-    from mcp import types
-    from pydantic import ValidationError
-
     try:
         parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         text = line if isinstance(line, str) else line.decode("utf-8", "replace")
@@ -309,8 +310,6 @@ class ScreeningApp:
         the client is still sending (up to a few times the limit, for a few seconds): a
         connection closed with data unread is reset, and the client may lose the answer.
         With ``peek``, read only the first bytes, for a moment."""
-        import anyio
-
         parts = [head]
         kept = len(head)
         if more or peek:

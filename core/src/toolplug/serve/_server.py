@@ -1,74 +1,39 @@
 """``toolplug serve``: the available tools as an MCP server, over stdio or streamable HTTP.
 
-Built on the official MCP SDK's low-level ``Server``: the tool list comes from the registry
-at run time, not from decorated functions. Every call goes through ``Registry.acall``, the
-path ``toolplug call`` takes (availability, validation, defaults, time limits, retries and
-the ``tool_call`` hooks), and every failure comes back as an ``isError`` result the model
-can read and act on, never as a protocol error or a crash.
+This module is the door: it checks what it can without the MCP SDK (the address, the
+shutdown grace, authentication beyond loopback), then imports the server
+(``serve/_app.py``) and its transports (``serve/_stdio.py``, ``serve/_http.py``) once,
+in ``_sdk``, where a missing SDK becomes a ``UsageError`` with the line to install it.
 
 The SDK is optional (``pip install "toolplug[mcp]"``) and imported only when serving.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import signal
-import socket
-import sys
-from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
-from toolplug.serve._approvals import (
-    AskClient,
-    InputRequired,
-    approved_by_host,
-    install_request_state,
-)
-from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
-from toolplug.serve._shared import RedisBus
-from toolplug.serve._shutdown import DEFAULT_GRACE_SECONDS, Drain
+from toolplug.serve._address import is_loopback, parse_address
 
 if TYPE_CHECKING:
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
-    from mcp.types import (
-        CallToolRequestParams,
-        CallToolResult,
-        InputRequiredResult,
-        ListToolsResult,
-    )
-    from mcp.types import PaginatedRequestParams as PageParams
+    from collections.abc import Callable
 
-    from toolplug.contract._metadata import ToolMetadata
-    from toolplug.contract._tool import ToolResult
+    from mcp.server.lowlevel import Server
+
     from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings, ServeSettings
+    from toolplug.runtime._settings import AuthSettings
+    from toolplug.serve._shutdown import Drain
 
 __all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]
-
-log = logging.getLogger("toolplug")
 
 INSTALL_LINE: Final = 'pip install "toolplug[mcp]"'
 """What to run when the MCP SDK is missing."""
 
-HTTP_PATH: Final = "/mcp"
-"""Where the streamable HTTP endpoint answers."""
-
-_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a name other than localhost may resolve anywhere
-        return False
+DEFAULT_GRACE_SECONDS: Final = 5.0
+"""How long calls in flight may take to finish once shutdown begins, unless told."""
 
 
 def serve(
@@ -107,25 +72,22 @@ def serve(
         raise UsageError(f"the shutdown grace is a number of seconds, 0 or more; got {grace}")
     address = parse_address(http) if http is not None else None
     auth = registry.config.serve.auth if address is not None else None
-    if address is not None and auth is None and not no_auth and not _is_loopback(address[0]):
+    if address is not None and auth is None and not no_auth and not is_loopback(address[0]):
         raise UsageError(
             f"serving on {address[0]} lets anyone who reaches it call these tools: configure "
             "[serve.auth] (docs/mcp.md, Running toolplug for others), bind 127.0.0.1, or "
             "pass --no-auth to serve without authentication on purpose"
         )
-    drain = Drain(grace)
-    server = build_server(
+    sdk = _sdk()
+    drain = sdk.drain(grace)
+    server = sdk.build_server(
         registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain, auth=auth
     )
     try:
         if address is None:
-            import anyio
-
-            from toolplug.serve._stdio import serve_stdio
-
-            received = anyio.run(serve_stdio, server, drain)
+            received = sdk.run_stdio(server, drain)
         else:
-            received = _serve_http(
+            received = sdk.serve_http(
                 server, *address, drain, settings=registry.config.serve, registry=registry
             )
     finally:
@@ -156,778 +118,43 @@ def build_server(
     Raises:
         UsageError: the MCP SDK is not installed, or the toolset is unknown.
     """
-    _require_mcp()
-    from mcp import types
-    from mcp.server.lowlevel import Server
-
-    from toolplug.render._export import export_tool
-    from toolplug.render._prompt import optional_tools_section
-    from toolplug.serve._prompts import prompt_handlers
-    from toolplug.serve._resources import handlers, links
-
-    chosen = registry.select(toolset=toolset)
-    served: dict[str, ToolMetadata] = {tool.name: tool.metadata for tool in chosen}
-    in_toolset = registry.members(toolset) if toolset is not None else frozenset(registry.tools)
-    listed = [
-        types.Tool.model_validate(export_tool(meta, "mcp", labels=registry.labels(name)))
-        for name, meta in served.items()
-    ]
-    checker = _OutputCheck()
-    deferred = (
-        _DeferredTools(registry, toolset, task, max_tools, served)
-        if max_tools is not None and len(served) > max_tools
-        else None
+    return _sdk().build_server(
+        registry, toolset=toolset, max_tools=max_tools, task=task, drain=drain, auth=auth
     )
 
-    def answer(metadata: ToolMetadata | None, result: ToolResult, name: str) -> CallToolResult:
-        replied = _answer(registry, metadata, result, checker)
-        replied.content.extend(links(result, name))
-        return replied
 
-    def allowed(ctx: ServerRequestContext[Any], tools: list[types.Tool]) -> list[types.Tool]:
-        if auth is None:
-            return tools
-        token = access_token(ctx)
-        assert needed is not None
-        return [t for t in tools if may_call(needed(t.name), token)]
+@dataclass(frozen=True)
+class _Sdk:
+    """The parts of the server that stand on the MCP SDK."""
 
-    needed = tool_scopes(registry, auth) if auth is not None else None
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: PageParams | None
-    ) -> ListToolsResult:
-        if deferred is not None:
-            return types.ListToolsResult(tools=allowed(ctx, await deferred.listed(ctx)))
-        return types.ListToolsResult(
-            tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
-        )
-
-    conversations = _Conversations(registry)
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult | InputRequiredResult:
-        if drain is None:
-            return await answer_call(ctx, params)
-        key = (_session_key(ctx), ctx.request_id)
-        return await drain.call(key, params.name, lambda: answer_call(ctx, params))
-
-    async def answer_call(
-        ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult | InputRequiredResult:
-        name = params.name
-        try:
-            if deferred is not None and name == deferred.name:
-                result = _within_budget(await deferred.answer(ctx, params.arguments), params)
-            elif name in registry.tools and name not in in_toolset:
-                result = _within_budget(_outside_toolset(name, toolset, served), params)
-            else:
-                progress = _Progress.asked_by(ctx)
-                host: dict[str, Any] = {"transport": "mcp", "client": owner_of(ctx)}
-                if progress is not None:
-                    host["progress"] = progress
-                approver = AskClient(ctx, params)
-                try:
-                    with conversations.of(host["client"], _session_key(ctx)):
-                        arguments = params.arguments or {}
-                        # The host's own approval ([serve] approvals = "client") did not see
-                        # what the flow guard sees: a call it would ask about is asked here.
-                        approved = approved_by_host(registry, name) and (
-                            registry.guard_reason(name, arguments) is None
-                        )
-                        result = await registry.acall(
-                            name, arguments, context=host, approver=approver,
-                            approved=approved, passthrough=(InputRequired,),
-                        )
-                except InputRequired as asking:  # a modern client: ask, the retry answers
-                    return asking.result()
-                finally:
-                    if progress is not None:
-                        await progress.sent()
-                result = approver.unasked_result(result)
-            return answer(served.get(name), result, name)
-        except Exception as exc:  # never let one call take the server down
-            log.exception("serving the MCP call of %.100s failed", name)
-            from toolplug.contract._tool import ErrorType, ToolResult
-
-            failed = ToolResult.failure(
-                ErrorType.EXECUTION, registry.redact(f"{name} failed: {type(exc).__name__}: {exc}")
-            )
-            return _answer(registry, None, _within_budget(failed, params), checker)
-
-    has_optional = any(meta.optionality == "optional" for meta in served.values())
-    instructions = optional_tools_section(registry, toolset=toolset) if has_optional else None
-    server_class = Server
-    listen: dict[str, Any] = {}
-    if deferred is not None:
-        server_class = _announcing_list_changes(Server)
-        instructions = deferred.instructions()
-        listen["on_subscriptions_listen"] = deferred.listen
-    server = server_class(
-        "toolplug",
-        version=_version(),
-        title="toolplug tools",
-        instructions=instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        **handlers(registry),
-        **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
-        **listen,
-    )
-    from toolplug.serve._tasks import install_tasks
-
-    install_tasks(server, registry, served, answer)  # calls as tasks, for clients that ask
-    # approvals asked of modern clients (serve/_approvals.py)
-    install_request_state(server, registry.config.calls.store)
-    return server
+    build_server: Callable[..., Server[Any]]
+    """``serve/_app.py``: the server, its tool list and its answers."""
+    serve_http: Callable[..., int | None]
+    """``serve/_http.py``: streamable HTTP until a signal ends it; the signal's number."""
+    drain: Callable[[float], Drain]
+    """``serve/_shutdown.py``: the drain of calls in flight, with its grace in seconds."""
+    run_stdio: Callable[[Server[Any], Drain], int | None]
+    """``serve/_stdio.py`` run to the end: the number of the signal that ended it."""
 
 
-def tool_scopes(registry: Registry, auth: AuthSettings) -> Callable[[str], list[str]]:
-    """What a call of each tool needs (``scopes_for``); ``search_tools`` only reads, and
-    ``run_code`` needs, besides its own, the scopes of every tool a program may call (a
-    program must not reach a tool its caller could not call)."""
-    from toolplug.render._search import SEARCH_TOOLS
-    from toolplug.schema._python import CODE_TOOL
-
-    def own(name: str) -> list[str]:
-        tool = registry.tools.get(name)
-        if tool is None and name == SEARCH_TOOLS:
-            return sorted({*auth.required_scopes, auth.read_scope})
-        return scopes_for(name, tool.metadata if tool else None, registry, auth)
-
-    known: dict[str, list[str]] = {}  # the configuration does not change while serving
-
-    def needed(name: str) -> list[str]:
-        found = known.get(name)
-        if found is not None:
-            return found
-        if name != CODE_TOOL or name not in registry.tools:
-            found = own(name)
-        else:
-            toolset = registry.config.code.toolset
-            reachable = registry.members(toolset) if toolset is not None else registry.tools
-            found = sorted(set(own(name)).union(*(own(t) for t in reachable if t != CODE_TOOL)))
-        if len(known) < 10_000:  # names a client made up are not kept without bound
-            known[name] = found
-        return found
-
-    return needed
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``[IPv6]:PORT`` or ``PORT`` (on 127.0.0.1) as ``(host, port)``.
+def _sdk() -> _Sdk:
+    """The server's modules, imported here once (the one place the SDK is asked for).
 
     Raises:
-        UsageError: the text is not an address with a port from 0 to 65535.
-    """
-    raw = text.strip()
-    if raw.isdigit():
-        host, port = "", raw
-    elif raw.startswith("["):
-        host, found, port = raw[1:].partition("]:")
-        port = port if found else ""
-    else:
-        host, _, port = raw.rpartition(":")
-        if ":" in host:  # a bare IPv6 address: ambiguous without brackets
-            port = ""
-    if not port.isdigit() or int(port) > 65535:
-        raise UsageError(
-            "--http expects HOST:PORT (such as 127.0.0.1:8000), [IPv6]:PORT or a port alone; "
-            f"received {text!r}"
-        )
-    return host or "127.0.0.1", int(port)
-
-
-# -- serve --max-tools: a short list per session, grown by search_tools ----------------
-
-
-class _DeferredTools:
-    """Each client's tool list under ``--max-tools``, and the ``search_tools`` that grows it.
-
-    A client is its owner (``owner_of``): the verified principal under ``[serve.auth]``,
-    else the ``Mcp-Session-Id`` of a streamable HTTP session, else over stdio the one client
-    of the process. A client with none of these is served statelessly: it is
-    listed the short list each time, and ``search_tools`` answers with the definitions of
-    what it found, which it may call (every served tool can be called, listed or not).
-    A grown list is announced with ``notifications/tools/list_changed`` to a session, and
-    as an event on ``subscriptions/listen`` streams to stateless clients.
-    """
-
-    def __init__(
-        self,
-        registry: Registry,
-        toolset: str | Toolset | None,
-        task: str | None,
-        max_tools: int,
-        served: Mapping[str, ToolMetadata],
-    ) -> None:
-        from toolplug.render._search import SEARCH_TOOLS
-
-        if SEARCH_TOOLS in served:
-            raise UsageError(
-                f"--max-tools adds a tool named {SEARCH_TOOLS}, and an installed tool has that "
-                "name already; serve without --max-tools, or leave that tool out of the toolset"
-            )
-        self.name = SEARCH_TOOLS
-        self._registry = registry
-        self._options: dict[str, Any] = {"task": task, "max_tools": max_tools, "toolset": toolset}
-        self._sessions: dict[str, Any] = {}
-        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-
-        from toolplug.serve._shared import SharedLists
-
-        store = registry.config.calls.store
-        self._shared = SharedLists(store) if store != "memory" else None
-        self.bus: InMemorySubscriptionBus | RedisBus = (
-            RedisBus(store) if store != "memory" else InMemorySubscriptionBus()
-        )
-        self.listen = ListenHandler(self.bus)
-
-    def instructions(self) -> str:
-        """The optional-tools section of the tools listed at first, and where the rest are."""
-        from toolplug.render._prompt import optional_tools_section
-
-        section = optional_tools_section(self._registry, **self._options)
-        return (
-            f"{section.rstrip()}\n\nMore tools are installed than listed: call {self.name} "
-            "with what you need a tool for, and the tools it finds join your list."
-        ).lstrip()
-
-    def _search(self, ctx: ServerRequestContext[Any]) -> Any:
-        from toolplug.render._search import ToolSearch
-
-        key = owner_of(ctx)
-        if key is None:  # nobody to keep a list for: the short list, every time
-            return ToolSearch(self._registry, "mcp", **self._options)
-        session = self._sessions.get(key)
-        if session is None:
-            if len(self._sessions) >= _MAX_SESSIONS:
-                self._sessions.pop(next(iter(self._sessions)))  # the oldest
-            session = self._sessions[key] = ToolSearch(self._registry, "mcp", **self._options)
-        return session
-
-    async def listed(self, ctx: ServerRequestContext[Any]) -> list[Any]:
-        from mcp import types
-
-        search = self._search(ctx)
-        if isinstance(self.bus, RedisBus):
-            await self.bus.started()
-        key = owner_of(ctx)
-        if self._shared is not None and key is not None and key.startswith("principal:"):
-            search.load(await self._shared.names(key))  # what other replicas' searches added
-        return [types.Tool.model_validate(tool) for tool in search.definitions()]
-
-    async def answer(self, ctx: ServerRequestContext[Any], arguments: Any) -> ToolResult:
-        result: ToolResult = self._search(ctx).answer(arguments)
-        key = owner_of(ctx)
-        if key is None or not (result.ok and isinstance(result.data, dict)):
-            return result
-        if result.data.get("added"):
-            from mcp.shared.subscriptions import ToolsListChanged
-
-            if self._shared is not None and key.startswith("principal:"):
-                await self._shared.add(key, list(result.data["added"]))
-
-            await self.bus.publish(ToolsListChanged())  # stateless clients that listen
-            if not _stateless(ctx):  # a session: it hears notifications
-                try:
-                    await ctx.session.send_tool_list_changed()
-                except Exception:  # the search still answers; the client can list again
-                    log.warning("could not send notifications/tools/list_changed", exc_info=True)
-        return result
-
-
-_MAX_SESSIONS: Final = 1024
-
-
-def _stateless(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the request came over HTTP without a session (it hears no notifications)."""
-    headers = getattr(getattr(ctx, "request", None), "headers", None)
-    return headers is not None and not headers.get("mcp-session-id")
-
-
-def _session_key(ctx: ServerRequestContext[Any]) -> str:
-    """Which client a request in flight comes from, for the drain: ``stdio``, the HTTP
-    session, or (a stateless client, whose request ids may repeat another's) the request."""
-    headers = getattr(getattr(ctx, "request", None), "headers", None)
-    if headers is None:
-        return "stdio"
-    session_id = headers.get("mcp-session-id")
-    return str(session_id) if session_id else f"request:{id(ctx)}"
-
-
-def _announcing_list_changes(server: type[Server[Any]]) -> type[Server[Any]]:
-    """The server class, declaring ``tools.listChanged`` in its capabilities."""
-    from mcp.server.lowlevel import NotificationOptions
-
-    class Announcing(server):  # type: ignore[valid-type, misc]
-        def create_initialization_options(
-            self,
-            notification_options: NotificationOptions | None = None,
-            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-            extensions: dict[str, dict[str, Any]] | None = None,
-        ) -> Any:
-            options = notification_options or NotificationOptions(tools_changed=True)
-            return super().create_initialization_options(
-                options, experimental_capabilities, extensions
-            )
-
-    return Announcing
-
-
-# -- answers ------------------------------------------------------------------------
-
-
-class _Progress:
-    """A tool's ``progress(done, total)`` as MCP progress notifications, sent in order.
-
-    Tools call it synchronously, from the loop or from a worker thread; each call queues
-    one notification behind the previous one, and the answer waits until all are sent.
-    """
-
-    def __init__(self, ctx: ServerRequestContext[Any], token: str | int) -> None:
-        self._ctx, self._token = ctx, token
-        self._loop = asyncio.get_running_loop()
-        self._last: asyncio.Task[None] | None = None
-
-    @classmethod
-    def asked_by(cls, ctx: ServerRequestContext[Any]) -> _Progress | None:
-        """A reporter when the client sent a progress token with its request, else None."""
-        meta: Mapping[str, Any] = ctx.meta or {}
-        token = meta.get("progress_token", meta.get("progressToken"))
-        return cls(ctx, token) if isinstance(token, str | int) else None
-
-    def __call__(self, done: float, total: float | None = None) -> None:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._queue(done, total)
-        else:
-            self._loop.call_soon_threadsafe(self._queue, done, total)
-
-    def _queue(self, done: float, total: float | None) -> None:
-        self._last = self._loop.create_task(self._send(self._last, done, total))
-
-    async def _send(
-        self, before: asyncio.Task[None] | None, done: float, total: float | None
-    ) -> None:
-        if before is not None:
-            await before
-        request = self._ctx.request_id  # sends it on this request's stream (HTTP)
-        related = None if request is None else str(request)
-        try:
-            await self._ctx.session.send_progress_notification(
-                self._token, done, total, related_request_id=related
-            )
-        except Exception as exc:  # a client gone away: the call's answer still matters
-            log.debug("progress notification not sent: %s", exc)
-
-    async def sent(self) -> None:
-        """Wait until every notification queued so far is on its way."""
-        await asyncio.sleep(0)  # let reports made from worker threads land first
-        if self._last is not None:
-            await self._last
-
-
-class _OutputCheck:
-    """Validators of declared output schemas, compiled once per tool."""
-
-    def __init__(self) -> None:
-        self._validators: dict[str, Any] = {}
-
-    def problem(self, metadata: ToolMetadata, schema: dict[str, Any], value: Any) -> str | None:
-        validator = self._validators.get(metadata.name)
-        if validator is None:
-            from jsonschema import Draft202012Validator
-
-            validator = Draft202012Validator(schema)
-            self._validators[metadata.name] = validator
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))
-        if not errors:
-            return None
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
-        return f"at {where}: {errors[0].message}"
-
-
-def _answer(
-    registry: Registry, metadata: ToolMetadata | None, result: ToolResult, check: _OutputCheck
-) -> CallToolResult:
-    from mcp import types
-
-    from toolplug.calls._limits import data_cut
-    from toolplug.contract._tool import ErrorType, ToolResult
-    from toolplug.render._mcp import mcp_output_schema, structured_content
-
-    structured = None
-    if result.ok and metadata is not None:
-        schema = mcp_output_schema(metadata)
-        if schema is not None:
-            content = structured_content(
-                metadata,
-                result.data,
-                warnings=result.warnings,
-                citations=[c.to_dict() for c in result.citations],
-            )
-            structured = _redacted(registry, content)
-            problem = check.problem(metadata, schema, structured)
-            if problem is not None and data_cut(result):
-                # The output budget cut the data (or left it out) and what is left breaks
-                # the schema: no plugin bug. A success must carry structuredContent that
-                # matches (clients check, and refuse a success without it), so the reply
-                # goes as an error result, its text (which says the call succeeded and what
-                # was cut) unchanged.
-                log.info(
-                    "%s: the data cut to fit the output budget no longer matches its returns "
-                    "schema %s; answered as an error result",
-                    metadata.name,
-                    problem,
-                )
-                text = types.TextContent(type="text", text=result.for_model())
-                return types.CallToolResult(content=[text], is_error=True)
-            if problem is not None:
-                # A client checks structuredContent against outputSchema; a mismatch is the
-                # plugin's bug, reported as such rather than as a protocol violation.
-                log.error(
-                    "%s returned data that breaks its returns schema %s", metadata.name, problem
-                )
-                result = ToolResult.failure(
-                    ErrorType.EXECUTION,
-                    f"{metadata.name} returned data that does not match its declared "
-                    f"returns schema {problem}",
-                )
-                structured = None
-    # Results are redacted once, by the engine (replies made here carry no secrets).
-    if result.error is not None:
-        return _failed(result)
-    text = types.TextContent(type="text", text=result.for_model())
-    meta = _trust_meta(result)
-    if structured is not None:
-        return types.CallToolResult(content=[text], structured_content=structured, _meta=meta)
-    return types.CallToolResult(content=[text], _meta=meta)
-
-
-TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
-"""The ``_meta`` key of MCP's experimental trust annotations extension."""
-
-
-def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
-    """The result's labels as the trust annotations extension writes them: ``untrusted``
-    (anyone outside could have written it) and ``sensitive`` (the user's private data)."""
-    trust = result.trust
-    if trust is None:
-        return None
-    return {TRUST_ANNOTATIONS: {"untrusted": trust.untrusted, "sensitive": trust.private}}
-
-
-class _Conversations:
-    """One conversation per owner (``owner_of``: the verified principal, the session, the
-    credential, or the stdio client) and session (one principal's two sessions are two
-    conversations), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
-    client with no owner is served without one. Not shared through Redis: a session that
-    moves to another replica starts a new conversation there."""
-
-    def __init__(self, registry: Registry) -> None:
-        self._registry = registry
-        self._by_client: dict[str, Any] = {}
-
-    def of(self, owner: str | None, session: str) -> Any:
-        import contextlib
-
-        if owner is None:
-            return contextlib.nullcontext()
-        # a stateless request's key is the request itself: the owner's one conversation
-        key = owner if session.startswith("request:") else f"{owner}\n{session}"
-        found = self._by_client.get(key)
-        if found is None:
-            if len(self._by_client) >= _MAX_SESSIONS:
-                self._by_client.pop(next(iter(self._by_client)))  # the oldest
-            found = self._by_client[key] = self._registry.conversation()
-        return found
-
-
-ERROR_META: Final = "toolplug/error"
-"""The ``_meta`` key of an error result's structured error, for hosts."""
-
-
-def _failed(result: ToolResult) -> CallToolResult:
-    """An error result, encoded once: prose the model reads, ``isError``, and the error's
-    fields in ``_meta`` for a host.
-
-    The text is not JSON on purpose: a client that hands the model its own wrapping of an
-    error (pydantic-ai's ``{"error": "..."}``) would otherwise send JSON inside a JSON
-    string. There is no ``structuredContent`` either: pydantic-ai prefers it to the text on
-    an error and would encode it the same way, and no client checks it on an error.
-    """
-    from mcp import types
-
-    assert result.error is not None
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=error_text(result))],
-        is_error=True,
-        _meta={ERROR_META: result.to_dict(), **(_trust_meta(result) or {})},
-    )
-
-
-def error_text(result: ToolResult) -> str:
-    """What a model reads of an error result: its type and message, and whether to retry."""
-    assert result.error is not None
-    error = result.error
-    if error.retry_possible:
-        after = error.details.get("retry_after_seconds")
-        when = f", after {after:g} seconds" if isinstance(after, int | float) else ""
-        advice = f"retry_possible: true (the same call may succeed if made again{when})"
-    else:
-        advice = (
-            "retry_possible: false (the same call would fail the same way: change what the "
-            "message names, or go on without this tool)"
-        )
-    return f"{error.type}: {error.message}\n{advice}"
-
-
-def _within_budget(result: ToolResult, params: CallToolRequestParams) -> ToolResult:
-    """A reply made here rather than by a call, bounded as a call's would be."""
-    from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, bounded
-
-    return bounded(result, {"name": params.name, **(params.arguments or {})}, DEFAULT_OUTPUT_CHARS)
-
-
-def _outside_toolset(
-    name: str, toolset: str | Toolset | None, served: Mapping[str, ToolMetadata]
-) -> ToolResult:
-    from toolplug.contract._tool import ErrorType, ToolResult
-
-    label = toolset if isinstance(toolset, str) else getattr(toolset, "name", "the chosen one")
-    offered = ", ".join(served) or "none"
-    return ToolResult.failure(
-        ErrorType.NOT_FOUND,
-        f"{name} is not offered by this server (toolset {label}); available tools: {offered}",
-    )
-
-
-def _redacted(registry: Registry, value: Any) -> Any:
-    if isinstance(value, str):
-        return registry.redact(value)
-    if isinstance(value, dict):
-        return {k: _redacted(registry, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(registry, v) for v in value]
-    return value
-
-
-# -- transports ---------------------------------------------------------------------
-
-
-def _serve_http(
-    server: Server[Any], host: str, port: int, drain: Drain, *,
-    settings: ServeSettings, registry: Registry,
-) -> int | None:
-    """Serve until a signal ends serving; the signal's number."""
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from toolplug.serve._hosts import HostGuard, HostRules
-
-    listener = _listen(host, port)
-    bound = listener.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"toolplug: MCP server at http://{shown}:{bound}{HTTP_PATH}", file=sys.stderr)
-    auth = settings.auth
-    if auth is None and not _is_loopback(host):
-        print(
-            "toolplug: warning: the server has no authentication (--no-auth); anyone who "
-            f"can reach {host} can call these tools",
-            file=sys.stderr,
-        )
-    from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
-
-    # HostGuard checks Host and Origin on every bind address and path; the SDK's own check
-    # covers loopback names only, and would refuse [serve] allowed_hosts.
-    unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if auth is None:
-        app = server.streamable_http_app(
-            streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
-            transport_security=unguarded,
-        )
-    else:
-        app = _authenticating_app(server, host, auth, registry, unguarded)
-    screening = ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
-    rules = HostRules(
-        bound=listener.getsockname()[0],
-        name=None if _is_address(host) else host,
-        allowed_hosts=settings.allowed_hosts,
-        allowed_origins=settings.allowed_origins,
-    )
-    config = uvicorn.Config(
-        HostGuard(screening, rules),
-        log_level="warning",
-        # By the time uvicorn shuts down, every call is answered: what is left are idle
-        # connections and the clients' notification streams.
-        timeout_graceful_shutdown=2,
-        lifespan="on",
-    )
-    runner = _draining_server(uvicorn.Server)(config, drain, screening)
-    try:
-        runner.run(sockets=[listener])
-    finally:
-        listener.close()
-    return runner.received[0] if runner.received else None
-
-
-def _authenticating_app(
-    server: Server[Any], host: str, auth: AuthSettings, registry: Registry, security: Any
-) -> Any:
-    """The streamable HTTP app as an OAuth 2.1 resource server: the SDK's bearer middleware
-    with our ``Verifier`` (401 and its ``WWW-Authenticate``), the scope gate inside it (403),
-    and the protected resource metadata at both its paths."""
-    from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
-    from mcp.server.auth.routes import cors_middleware
-    from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
-    from mcp.shared.auth import ProtectedResourceMetadata
-    from starlette.middleware import Middleware
-    from starlette.routing import Route
-
-    from toolplug.serve._auth import METADATA_PATH, ScopeGate, Verifier, metadata_url
-    from toolplug.serve._screen import MAX_BODY_BYTES
-
-    base = registry.config.path.parent if registry.config.path else None
-    verifier = Verifier(auth, base=base)
-    for secret in verifier.secrets:  # never shown in a result, an error or a log line
-        registry.redactor.add(secret)
-    sdk_auth = SdkAuthSettings.model_validate({
-        "issuer_url": auth.issuer,
-        "resource_server_url": auth.audience,
-        "validate_token_resource": True,  # the verifier has checked aud; this checks it again
-    })
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_BODY_BYTES,
-        auth=sdk_auth, token_verifier=verifier, transport_security=security,
-    )
-    needed = tool_scopes(registry, auth)
-    served = [tool.name for tool in registry.select()]
-    supported = sorted(
-        {*auth.required_scopes, auth.read_scope, auth.write_scope}.union(
-            *(needed(name) for name in served)
-        )
-    )
-    # The SDK publishes the metadata at the path-suffixed URL without scopes_supported:
-    # ours says which scopes there are, at that URL and at the bare one.
-    app.router.routes = [
-        route for route in app.router.routes
-        if not str(getattr(route, "path", "")).startswith(METADATA_PATH)
-    ]
-    metadata = ProtectedResourceMetadata.model_validate({  # URLs exactly as configured
-        "resource": auth.audience,
-        "authorization_servers": [auth.issuer],
-        "scopes_supported": supported,
-        "resource_name": "toolplug tools",
-    })
-    handler = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
-    suffixed = metadata_url(auth.audience).split("://", 1)[1].partition("/")[2]
-    for path in sorted({METADATA_PATH, "/" + suffixed}):
-        app.router.routes.append(Route(path, handler, methods=["GET", "OPTIONS"]))
-    # Innermost, so it sees the user the SDK's middleware verified.
-    app.user_middleware.append(
-        Middleware(
-            ScopeGate, needed=needed, required=list(auth.required_scopes),
-            resource_metadata=metadata_url(auth.audience),
-        )
-    )
-    return app
-
-
-def _draining_server(base: type[Any]) -> type[Any]:
-    """uvicorn's ``Server``, draining calls in flight before it shuts down.
-
-    uvicorn's own handling of SIGTERM and SIGINT starts its shutdown at once, and the
-    event streams that carry MCP answers close when it starts (sse-starlette watches for
-    it), cutting every call in flight. Here the first signal starts the drain
-    (``_shutdown``: new calls are refused, each with an error it can read, and the calls in
-    flight finish or are cancelled), and only then lets uvicorn shut down, which closes
-    the listener. A second signal cuts the grace period short; a third stops at once.
-    """
-
-    class Draining(base):  # type: ignore[misc]
-        def __init__(self, config: Any, drain: Drain, screening: Any) -> None:
-            super().__init__(config)
-            self.drain, self.screening = drain, screening
-            self.received: list[int] = []
-            self.loop: asyncio.AbstractEventLoop | None = None
-            self.draining: asyncio.Task[None] | None = None
-
-        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-            self.loop = asyncio.get_running_loop()
-            await super().serve(sockets)
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            self.received.append(sig)
-            if len(self.received) == 2:
-                self.drain.hurry()
-            elif len(self.received) > 2 or self.loop is None:
-                self.should_exit = self.force_exit = True
-            else:
-                self.loop.call_soon_threadsafe(self._begin)
-
-        def _begin(self) -> None:
-            assert self.loop is not None
-            self.draining = self.loop.create_task(self._drain_then_exit())
-
-        async def _drain_then_exit(self) -> None:
-            try:
-                # The listener stays open meanwhile: a client that cannot connect fails
-                # its own way, one that is refused a call reads why.
-                await self.drain.drain(idle=lambda: self.screening.active == 0)
-            finally:
-                self.should_exit = True
-
-    return Draining
-
-
-def _is_address(host: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket bound here, so a busy port is our error to report, not uvicorn's.
-
-    With TCP_NODELAY, which each accepted connection inherits: asyncio sets it only on
-    sockets whose ``proto`` says TCP, and ``create_server`` leaves ``proto`` 0, so without
-    it every answer waited on Nagle's algorithm and the client's delayed ACK (~40 ms a
-    request instead of ~4).
+        UsageError: the MCP SDK (or a dependency of it) cannot be imported.
     """
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        listener = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise UsageError(f"cannot serve MCP on {host}:{port}: {exc.strerror or exc}") from None
-    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return listener
+        import anyio
+        import mcp.server.lowlevel  # noqa: F401 - asked first: its absence is the common case
 
-
-# -- helpers ------------------------------------------------------------------------
-
-
-def _require_mcp() -> None:
-    try:
-        import mcp.server.lowlevel  # noqa: F401
+        from toolplug.serve import _app, _http, _shutdown, _stdio
     except ImportError as exc:
         raise UsageError(
             f"toolplug serve needs the MCP SDK, which could not be imported ({exc}); "
             f"install it with: {INSTALL_LINE}"
         ) from None
 
+    def run_stdio(server: Server[Any], drain: Drain) -> int | None:
+        return anyio.run(_stdio.serve_stdio, server, drain)
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolplug")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
+    return _Sdk(_app.build_server, _http.serve_http, _shutdown.Drain, run_stdio)

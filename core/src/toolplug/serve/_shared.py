@@ -20,6 +20,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
+from mcp.shared.subscriptions import ToolsListChanged
+
 __all__ = ["RedisBus", "SharedLists", "shared_secret"]
 
 log = logging.getLogger("toolplug")
@@ -140,8 +142,6 @@ class RedisBus:
                 log.exception("a subscription listener failed")
 
     async def _relay_events(self) -> None:
-        from mcp.shared.subscriptions import ToolsListChanged
-
         while True:
             pubsub = self._connection().pubsub()  # one pool, whatever the reconnects
             try:

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Hashable
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
-if TYPE_CHECKING:
-    import anyio
+import anyio
+from mcp.shared.exceptions import MCPError
 
-__all__ = ["DEFAULT_GRACE_SECONDS", "SHUTTING_DOWN", "Drain"]
+__all__ = ["SHUTTING_DOWN", "Drain"]
 
 log = logging.getLogger("toolplug")
 
 _T = TypeVar("_T")
 
-DEFAULT_GRACE_SECONDS: Final = 5.0
-"""How long calls in flight may take to finish once shutdown begins, unless set."""
 SHUTTING_DOWN: Final = -32000
 """The JSON-RPC error code of a request refused or cancelled by shutdown: the MCP SDK's
 code for a connection that is closing, which clients already treat as such."""
@@ -40,7 +38,7 @@ class Drain:
         grace: Seconds calls in flight may take to finish after shutdown begins.
     """
 
-    def __init__(self, grace: float = DEFAULT_GRACE_SECONDS) -> None:
+    def __init__(self, grace: float) -> None:
         self.grace = grace
         self.closing = False
         self._calls: dict[Hashable, anyio.CancelScope | None] = {}
@@ -59,9 +57,6 @@ class Drain:
         Raises:
             MCPError: the server is shutting down, and the call was refused or cancelled.
         """
-        import anyio
-        from mcp.shared.exceptions import MCPError
-
         if self.closing:
             raise MCPError(code=SHUTTING_DOWN, message=self.refusal())
         scope = anyio.CancelScope()
@@ -112,8 +107,6 @@ class Drain:
         Args:
             idle: The transport's own say: True when it has no answer left to send.
         """
-        import anyio
-
         self.closing = True
         self._hurry = anyio.Event()
         if self._hurried:

@@ -29,6 +29,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+from mcp import types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from toolplug.serve._screen import INVALID_REQUEST, MAX_BODY_BYTES, leading_id, screen
+from toolplug.serve._screen import _reply as reply
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -46,8 +52,6 @@ _HEAD: Final = 64 * 1024
 
 async def serve_stdio(server: Server[Any], drain: Drain) -> int | None:
     """Serve until stdin closes (None) or a signal has ended serving (its number)."""
-    from mcp.server.stdio import stdio_server
-
     source, restore = _claim_stdin()
     reader = await _LineReader.open(source)
     received: list[int] = []
@@ -243,9 +247,6 @@ class _ScreenedLines:
             self._reading.cancel()
 
     async def _lines(self) -> AsyncIterator[str]:
-        from toolplug.serve._screen import INVALID_REQUEST, MAX_BODY_BYTES, leading_id, screen
-        from toolplug.serve._screen import _reply as reply
-
         while not self._ended:
             with anyio.CancelScope() as self._reading:
                 got = await self._reader.line(MAX_BODY_BYTES)
@@ -280,9 +281,6 @@ class _ScreenedLines:
                 await self._answer(answer)
 
     async def _answer(self, answer: dict[str, Any]) -> None:
-        from mcp import types
-        from mcp.shared.message import SessionMessage
-
         if self.replies is not None:
             message = types.jsonrpc_message_adapter.validate_python(answer)
             with contextlib.suppress(Exception):  # the client has gone: nothing to answer

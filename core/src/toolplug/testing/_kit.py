@@ -7,6 +7,8 @@ import bisect
 import concurrent.futures
 import contextlib
 import gc
+import inspect
+import json
 import operator
 import os
 import tempfile
@@ -19,28 +21,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import pytest
+from jsonschema import Draft202012Validator
+
+from toolplug.calls._load import load
+from toolplug.contract._errors import MetadataError
+from toolplug.contract._hooks import hookimpl
+from toolplug.contract._metadata import (
+    BUILTIN_CATEGORIES,
+    Category,
+    ToolMetadata,
+    validate_tool_metadata,
+)
+from toolplug.contract._tool import Tool, ToolContext
+from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
+from toolplug.runtime._discovery import normalize_distribution
+from toolplug.schema import restore_strict_arguments, strict_arguments
 
 if TYPE_CHECKING:
     from pytest_httpserver import HTTPServer
 
     from toolplug.contract._capabilities import Capability
-    from toolplug.contract._metadata import Example, ToolMetadata
-    from toolplug.contract._tool import Tool, ToolContext
+    from toolplug.contract._metadata import Example
     from toolplug.runtime._registry import Registry
 
 _T = TypeVar("_T")
-
-__all__ = [
-    "ContractError",
-    "LoopbackService",
-    "check_plugin",
-    "check_tool",
-    "concurrent_calls",
-    "fake_context",
-    "toolplug_config",
-    "toolplug_registry",
-    "toolplug_service",
-]
 
 
 class ContractError(AssertionError):
@@ -55,8 +59,6 @@ class ContractError(AssertionError):
 
 def fake_context(tool: str, config: Mapping[str, Any] | None = None) -> ToolContext:
     """A context for calling ``run`` directly: temporary directories, no network allowed."""
-    from toolplug.contract._tool import ToolContext
-
     root = Path(tempfile.mkdtemp(prefix=f"toolplug-{tool}-"))
     return ToolContext(
         tool=tool,
@@ -125,10 +127,6 @@ def check_tool(
     Raises:
         ContractError: listing every rule broken.
     """
-    from toolplug.contract._errors import MetadataError
-    from toolplug.contract._metadata import BUILTIN_CATEGORIES, ToolMetadata, validate_tool_metadata
-    from toolplug.contract._tool import Tool
-
     name = getattr(cls, "__qualname__", repr(cls))
     problems: list[str] = []
     if not (isinstance(cls, type) and issubclass(cls, Tool)):
@@ -197,12 +195,6 @@ class _Setup:
 
 
 def _example_problems(cls: type[Tool], meta: ToolMetadata, setup: _Setup) -> list[str]:
-    import inspect
-
-    from toolplug.calls._load import load
-    from toolplug.contract._hooks import hookimpl
-    from toolplug.contract._metadata import Category
-
     class Single:
         """Registers the tool under test (and its category), and the capabilities given."""
 
@@ -286,8 +278,6 @@ def _run_example(
 
 
 def _short(value: object, limit: int = 120) -> str:
-    import json
-
     text = json.dumps(value, sort_keys=True, default=repr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -617,8 +607,6 @@ async def _calls_at_once(
 
 
 def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[str]:
-    from jsonschema import Draft202012Validator
-
     errors = sorted(
         Draft202012Validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path))
     )
@@ -630,9 +618,6 @@ def _returns_problems(schema: dict[str, Any], data: object, label: str) -> list[
 
 
 def _export_problems(meta: Any) -> list[str]:
-    from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
-    from toolplug.schema import restore_strict_arguments, strict_arguments
-
     problems = []
     variants = [(fmt, None) for fmt in FORMATS] + [(fmt, True) for fmt in STRICT_DEFAULTS]
     for fmt, strict in variants:
@@ -673,9 +658,6 @@ def check_plugin(
     Raises:
         ContractError: the plugin had load problems, registered no tool, or a tool failed.
     """
-    from toolplug.calls._load import load
-    from toolplug.runtime._discovery import normalize_distribution
-
     registry = load(config or {}, env={**(env or {}), "TOOLPLUG_PLUGINS": distribution})
     wanted = normalize_distribution(distribution)
     problems = [p.describe() for p in registry.problems]
@@ -728,8 +710,6 @@ def toolplug_config(tmp_path: Path) -> Callable[..., dict[str, Any]]:
 @pytest.fixture
 def toolplug_registry(toolplug_config: Callable[..., dict[str, Any]]) -> Iterator[Registry]:
     """A registry of every installed plugin with an isolated, empty configuration."""
-    from toolplug.calls._load import load
-
     registry = load(toolplug_config())
     yield registry
     registry.close()

@@ -1,0 +1,83 @@
+"""Imports stand at the top of each module: a dependency is seen where the module starts.
+
+An import inside a function is allowed only where the module guards an optional SDK (once
+per module, in one place), or at the start-up boundaries the benchmarks measure
+(``toolplug/__init__.py``, the command line's ``cli/__init__.py``, ``cli/_commands.py``
+and ``cli/_cache.py``). Imports under ``if TYPE_CHECKING:`` name types only. The layers
+checked here are those whose function-level imports have been moved to the top; the
+others (calls, mount, openapi, runtime, and serve's tasks and approvals) follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "core" / "src" / "toolplug"
+
+CHECKED = ("contract", "http", "integrations", "render", "schema", "search", "serve", "testing")
+ALSO = ("cli/_scaffold.py", "cli/_scaffold_openapi.py")
+NOT_YET = ("serve/_approvals.py", "serve/_tasks.py")
+
+GUARDS: dict[str, set[str]] = {
+    # the door of `toolplug serve`: the MCP SDK and the modules standing on it, once
+    "serve/_server.py": {"anyio", "mcp.server.lowlevel", "toolplug.serve"},
+    # `[calls] store = "redis://..."` (the redis extra)
+    "serve/_shared.py": {"redis.asyncio"},
+    # httpx and anyio (the http extra), on the first fetch: importing toolplug.http is free
+    "http/_client.py": {"toolplug.http"},
+    # the toolplug_service fixture (the testing extra)
+    "testing/_kit.py": {"pytest_httpserver"},
+    # the stemmer costs the uncached `toolplug list` ~20 ms; only ranking needs it
+    "search/_text.py": {"snowballstemmer"},
+}
+"""Each module's guarded imports: the modules imported inside a function, nothing else."""
+
+
+def _imported_in_functions(path: Path) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for branch in node.orelse:
+                visit(branch, in_function)
+            return
+        if in_function and isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif in_function and isinstance(node, ast.ImportFrom):
+            found.add(node.module or "")
+        inside = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def _modules() -> list[Path]:
+    paths = [p for layer in CHECKED for p in sorted((PACKAGE / layer).rglob("*.py"))]
+    paths += [PACKAGE / name for name in ALSO]
+    return [p for p in paths if p.relative_to(PACKAGE).as_posix() not in NOT_YET]
+
+
+def test_imports_inside_functions_are_only_the_guards() -> None:
+    found = {
+        name: imported
+        for name, imported in (
+            (p.relative_to(PACKAGE).as_posix(), _imported_in_functions(p)) for p in _modules()
+        )
+        if imported
+    }
+    assert found == GUARDS
+
+
+def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    module = tmp_path / "late.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import decimal\n"
+        "def f():\n    import json\n    from os import path\n"
+        "class C:\n    async def g(self):\n        import csv\n",
+        encoding="utf-8",
+    )
+    assert _imported_in_functions(module) == {"json", "os", "csv"}
