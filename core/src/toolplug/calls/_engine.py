@@ -74,7 +74,7 @@ class Invoker:
         )
         self._spills = (
             Spills(
-                self._store,
+                self._store.backend,
                 ttl=settings.spill_ttl_seconds,
                 max_chars=int(settings.spill_max_mb * 1_000_000),
                 max_count=settings.spill_max_count,
@@ -97,7 +97,7 @@ class Invoker:
         if tasks is None:
             with self._lock:
                 if self._tasks is None:
-                    self._tasks = Tasks(self, self.registry.config.calls, self._store)
+                    self._tasks = _tasks_of(self)
                 tasks = self._tasks
         return tasks
 
@@ -404,6 +404,29 @@ class Invoker:
             thread.run(self._store.aclose())
             thread.stop()
         self._pipeline.close()
+
+
+def _tasks_of(engine: Invoker) -> Tasks:
+    """The engine's tasks, given what they need of it; weakly, so a registry dropped
+    without close() is still collected (and its loop thread stopped) at once."""
+    owner = weakref.ref(engine)
+
+    def alive() -> Invoker:
+        found = owner()
+        if found is None:
+            raise RuntimeError("the registry of these tasks was dropped")
+        return found
+
+    async def call(*args: Any, **kwargs: Any) -> ToolResult:
+        return await alive().acall(*args, **kwargs)
+
+    def wait(coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return alive()._loop_thread().run(coroutine)
+
+    return Tasks(
+        call, engine.registry.config.calls, engine.store.backend,
+        home=lambda: alive()._loop_thread().loop, wait=wait,
+    )
 
 
 async def _within(conversation: Conversation, coroutine: Coroutine[Any, Any, _T]) -> _T:
