@@ -137,8 +137,8 @@ class Backend(Protocol):
         """The members with their scores, highest first (those below ``drop_below`` left out)."""
 
     async def write_text(self, key: str, text: str, ttl: float) -> bool:
-        """Keep a long text, to be read by range; False when only this process holds it
-        though the backend is shared (it fell back to memory)."""
+        """Keep a long text, to be read by range; False when not every process sharing the
+        backend can read it (it fell back to memory, or it was too large to keep)."""
 
     async def read_text(self, key: str, start: int, end: int) -> str | None:
         """Characters ``start`` to ``end`` of a text ``write_text`` kept, or None when it is
@@ -281,8 +281,11 @@ class MemoryBackend:
         return sorted(kept, key=lambda item: item[1], reverse=True)
 
     async def write_text(self, key: str, text: str, ttl: float) -> bool:
+        value = (_expires(ttl), text)
+        if _text_size(value) > self._texts.maxsize:
+            return False  # larger than this region may hold: not kept
         with self._lock:
-            self._texts[key] = (_expires(ttl), text)
+            self._texts[key] = value
         return True
 
     async def read_text(self, key: str, start: int, end: int) -> str | None:
