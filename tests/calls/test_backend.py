@@ -51,6 +51,10 @@ def test_values_with_a_time_to_live(redis_url: str) -> None:
             assert await backend.get_many(["a", "b"]) == ["1", None]
             await asyncio.sleep(0.3)
             assert await backend.get("a") is None, backend  # expired
+            await backend.set_many({"a": "4", "d": "5"}, 60, only_if_present=True)
+            assert await backend.get_many(["a", "d"]) == [None, None]  # a expired, d absent
+            await backend.set_many({"a": "4", "d": "5"}, 60)
+            assert await backend.get_many(["a", "d"]) == ["4", "5"]
             await backend.set("c", "3", None)
             await backend.delete("c")
             assert await backend.get("c") is None
@@ -67,6 +71,16 @@ def test_compare_and_set(redis_url: str) -> None:
             assert await backend.swap("k", "old", "new", 60)
             assert await backend.get("k") == "new"
             assert not await backend.swap("missing", "old", "new", 60)
+
+    asyncio.run(scenario())
+
+
+def test_counters(redis_url: str) -> None:
+    async def scenario() -> None:
+        async for backend in _each(redis_url):
+            assert [await backend.count("n", 60) for _ in range(3)] == [1, 2, 3]
+            assert await backend.get("n") == "3"
+            assert await backend.count("other", None) == 1
 
     asyncio.run(scenario())
 

@@ -24,10 +24,11 @@ A feature takes its ``part`` of the backend: its keys under a prefix of its own,
 memory a region of its own with its own bounds (the cache's entries do not push tasks out).
 
 The primitives: values with a time to live (``get``, ``get_many``, ``set``, with
-set-if-absent and set-if-present, ``delete``), compare-and-set (``swap``), a moving window
-for rate limits (``admit``), an ordered index (``index_add``: a member with a score, the
-lowest dropped beyond a count or below a score; ``index_newest``), and long texts kept in
-chunks and read by range (``write_text``, ``read_text``).
+set-if-absent and set-if-present, ``set_many``, ``delete``), compare-and-set (``swap``),
+counters (``count``), a moving window for rate limits (``admit``), an ordered index
+(``index_add``: a member with a score, the lowest dropped beyond a count or below a score;
+``index_newest``), and long texts kept in chunks and read by range (``write_text``,
+``read_text``).
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
+import importlib
 import logging
 import math
 import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -50,15 +53,6 @@ from urllib.parse import urlsplit
 from cachetools import TLRUCache
 
 from toolplug.contract._errors import ConfigError
-
-try:  # the optional SDK, guarded once: open_backend says how to install it
-    import redis.asyncio as aioredis
-    from redis.asyncio.retry import Retry
-    from redis.backoff import ExponentialBackoff
-    from redis.exceptions import ConnectionError as DroppedError
-    from redis.exceptions import RedisError
-except ImportError:  # pragma: no cover - the redis extra is not installed
-    aioredis = None  # type: ignore[assignment]
 
 __all__ = [
     "Backend",
@@ -89,6 +83,37 @@ _FELL_BACK: contextvars.ContextVar[bool] = contextvars.ContextVar(
 (each call's own flag: replicas and concurrent calls see different outcomes)."""
 
 
+@dataclass(frozen=True)
+class _Sdk:
+    """What the Redis backend uses of redis-py."""
+
+    Redis: Any
+    Retry: Any
+    ExponentialBackoff: Any
+    DroppedError: type[Exception]
+    RedisError: type[Exception]
+
+
+@functools.cache
+def _sdk() -> _Sdk:
+    """redis-py, imported once, on first use: the memory backend never needs it (and
+    importing it brings OpenTelemetry's instrumentation along where that is installed)."""
+    aioredis = importlib.import_module("redis.asyncio")
+    backoff = importlib.import_module("redis.backoff")
+    return _Sdk(
+        aioredis.Redis, aioredis.retry.Retry, backoff.ExponentialBackoff,
+        aioredis.ConnectionError, aioredis.RedisError,
+    )
+
+
+def _installed() -> bool:
+    try:
+        _sdk()
+    except ImportError:
+        return False
+    return True
+
+
 class Unreachable(Exception):
     """A shared backend could not be used (Redis down, refused, timed out)."""
 
@@ -101,7 +126,8 @@ class Backend(Protocol):
 
     def part(self, prefix: str, *, entries: int, chars: int = 0) -> Backend:
         """The keys under ``prefix``; in memory a region of its own holding at most
-        ``entries`` values and ``chars`` characters of long texts."""
+        ``entries`` values and ``chars`` characters of long texts (the bounds of whoever
+        took it first: the same prefix is the same region)."""
 
     async def get(self, key: str) -> str | None:
         """The value under ``key``, or None."""
@@ -116,11 +142,20 @@ class Backend(Protocol):
         """Keep ``value`` for ``ttl`` seconds (None: until evicted); False when the
         condition kept it from being written."""
 
+    async def set_many(
+        self, values: Mapping[str, str], ttl: float | None, *, only_if_present: bool = False
+    ) -> None:
+        """``set`` of each key, in one round trip."""
+
     async def delete(self, *keys: str) -> None:
         """Drop the keys."""
 
     async def swap(self, key: str, expected: str, value: str, ttl: float | None) -> bool:
         """Compare-and-set: write ``value`` only if ``key`` still holds ``expected``."""
+
+    async def count(self, key: str, ttl: float | None) -> int:
+        """Add one to the counter under ``key`` (kept ``ttl`` seconds from now); its new
+        value."""
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         """A moving window: take one of ``calls`` slots per ``per_seconds``; 0.0, or the
@@ -188,12 +223,17 @@ class MemoryBackend:
             maxsize=max(chars, 1), ttu=_ttu, timer=time.monotonic, getsizeof=_text_size
         )
         self._windows: dict[str, deque[float]] = {}
+        self._parts: dict[str, MemoryBackend] = {}
         # Calls run on many loops and threads (the sync ``call`` on its own); held for
         # dictionary work only, never across a wait.
         self._lock = threading.Lock()
 
     def part(self, prefix: str, *, entries: int, chars: int = 0) -> MemoryBackend:
-        return MemoryBackend(entries, chars)
+        with self._lock:  # one region per prefix: who takes it again shares it
+            found = self._parts.get(prefix)
+            if found is None:
+                found = self._parts[prefix] = MemoryBackend(entries, chars)
+        return found
 
     def __len__(self) -> int:
         return len(self._values)
@@ -224,6 +264,15 @@ class MemoryBackend:
             self._values[key] = (_expires(ttl), value)
         return True
 
+    async def set_many(
+        self, values: Mapping[str, str], ttl: float | None, *, only_if_present: bool = False
+    ) -> None:
+        expires = _expires(ttl)
+        with self._lock:
+            for key, value in values.items():
+                if not only_if_present or self._values.get(key) is not None:
+                    self._values[key] = (expires, value)
+
     async def delete(self, *keys: str) -> None:
         with self._lock:
             for key in keys:
@@ -237,6 +286,13 @@ class MemoryBackend:
                 return False
             self._values[key] = (_expires(ttl), value)
         return True
+
+    async def count(self, key: str, ttl: float | None) -> int:
+        with self._lock:
+            found = self._values.get(key)
+            number = (int(found[1]) if found is not None else 0) + 1
+            self._values[key] = (_expires(ttl), str(number))
+        return number
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         return self.admit_now(key, calls, per_seconds)
@@ -369,13 +425,15 @@ class _Connection:
             # One retry, on a fresh connection, when a pooled one was dropped by the server
             # (it restarted); none on a timeout: a frozen server would hold every call
             # for a multiple of the socket limit, and the fallback answers meanwhile.
-            retry = Retry(ExponentialBackoff(cap=0.05, base=0.01), 1, (DroppedError,))
-            self._client = aioredis.Redis.from_url(
+            sdk = _sdk()
+            dropped = sdk.DroppedError
+            retry = sdk.Retry(sdk.ExponentialBackoff(cap=0.05, base=0.01), 1, (dropped,))
+            self._client = sdk.Redis.from_url(
                 self.url,
                 socket_connect_timeout=_SOCKET_SECONDS,
                 socket_timeout=_SOCKET_SECONDS,
                 retry=retry,
-                retry_on_error=[DroppedError],
+                retry_on_error=[dropped],
                 health_check_interval=_HEALTH_CHECK_SECONDS,
             )
         return self._client
@@ -389,7 +447,7 @@ class _Connection:
                 return await work(self.client())
             coroutine = work(self.client())
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, home))
-        except (RedisError, OSError) as exc:
+        except (_sdk().RedisError, OSError) as exc:
             raise Unreachable(f"{type(exc).__name__}: {exc}") from exc
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
@@ -454,6 +512,21 @@ class RedisBackend:
 
         return bool(await self._connection.run(work))
 
+    async def set_many(
+        self, values: Mapping[str, str], ttl: float | None, *, only_if_present: bool = False
+    ) -> None:
+        if not values:
+            return
+        px = _ms(ttl)
+
+        async def work(client: Any) -> None:
+            async with client.pipeline(transaction=False) as pipe:
+                for key, value in values.items():
+                    pipe.set(self.prefix + key, value, px=px, xx=only_if_present)
+                await pipe.execute()
+
+        await self._connection.run(work)
+
     async def delete(self, *keys: str) -> None:
         if keys:
             names = [self.prefix + k for k in keys]
@@ -464,6 +537,18 @@ class RedisBackend:
         args = (expected, value, "" if px is None else px)
         found = await self._connection.run(lambda c: c.eval(_SWAP, 1, self.prefix + key, *args))
         return bool(found)
+
+    async def count(self, key: str, ttl: float | None) -> int:
+        name, px = self.prefix + key, _ms(ttl)
+
+        async def work(client: Any) -> Any:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.incr(name)
+                if px is not None:
+                    pipe.pexpire(name, px)
+                return (await pipe.execute())[0]
+
+        return int(await self._connection.run(work))
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         window, name = int(per_seconds * 1_000_000), self.prefix + key
@@ -656,6 +741,17 @@ class SharedBackend:
             key, value, ttl, only_if_absent=only_if_absent, only_if_present=only_if_present
         )
 
+    async def set_many(
+        self, values: Mapping[str, str], ttl: float | None, *, only_if_present: bool = False
+    ) -> None:
+        if self._usable():
+            try:
+                await self.primary.set_many(values, ttl, only_if_present=only_if_present)
+                return
+            except Unreachable as exc:
+                self._failed(exc)
+        await self.spare.set_many(values, ttl, only_if_present=only_if_present)
+
     async def delete(self, *keys: str) -> None:
         await self.spare.delete(*keys)
         if self._usable():
@@ -672,6 +768,14 @@ class SharedBackend:
             except Unreachable as exc:
                 self._failed(exc)
         return await self.spare.swap(key, expected, value, ttl)
+
+    async def count(self, key: str, ttl: float | None) -> int:
+        if self._usable():
+            try:
+                return await self.primary.count(key, ttl)
+            except Unreachable as exc:
+                self._failed(exc)
+        return await self.spare.count(key, ttl)
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         if self._usable():
@@ -745,7 +849,7 @@ def open_backend(
     """The backend a ``[calls] store`` value names: ``memory``, or a Redis URL."""
     if url == "memory":
         return MemoryBackend(entries)
-    if aioredis is None:
+    if not _installed():
         raise ConfigError(
             "the Redis store needs the redis package",
             key="calls.store",

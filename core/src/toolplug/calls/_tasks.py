@@ -216,8 +216,8 @@ class _Records:
         those asked to stop."""
         backend = self._backend
         await backend.set("alive:" + self._owner, "1", STALE_SECONDS)
-        for record in running:
-            await backend.set("rec:" + record.id, record.dumps(), self._ttl, only_if_present=True)
+        progress = {"rec:" + record.id: record.dumps() for record in running}
+        await backend.set_many(progress, self._ttl, only_if_present=True)
         flags = await backend.get_many(["cancel:" + r.id for r in running])
         return {r.id for r, flag in zip(running, flags, strict=True) if flag is not None}
 
