@@ -78,6 +78,11 @@ STALE_SECONDS: Final = 3.0
 _POLL_SECONDS: Final = (0.02, 0.25)
 """Waiting for another process's task: the first and the longest pause between reads."""
 _ENDED: Final = frozenset({"completed", "failed", "cancelled"})
+_RECORD: Final = ":"
+_ALIVE: Final = "-alive:"
+_CANCEL: Final = "-cancel:"
+_ENDED_INDEX: Final = "s-ended"
+"""The keys under the backend's ``task`` part: ``task:ID``, ``task-alive:OWNER``..."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,58 +177,61 @@ class _Records:
     oldest leave first), each for ``ttl`` seconds."""
 
     def __init__(self, backend: Backend, ttl: float, entries: int, owner: str) -> None:
-        # room for the finished records, and for those running, their beats and cancels
-        self._backend = backend.part("task:", entries=2 * entries + 10_000)
+        # room for the finished records, and for those running, their beats and cancels;
+        # the keys are named as earlier versions named them (``task:ID``, ``task-alive:``,
+        # ``task-cancel:``, ``tasks-ended``), so both read one another's tasks during an
+        # upgrade of the replicas one by one
+        self._backend = backend.part("task", entries=2 * entries + 10_000)
         self._ttl, self._entries, self._owner = ttl, entries, owner
 
     async def put(self, record: _Record) -> None:
-        await self._backend.set("alive:" + self._owner, "1", STALE_SECONDS)
-        await self._backend.set("rec:" + record.id, record.dumps(), self._ttl)
+        await self._backend.set(_ALIVE + self._owner, "1", STALE_SECONDS)
+        await self._backend.set(_RECORD + record.id, record.dumps(), self._ttl)
 
     async def finish(self, record: _Record, expected: str = "") -> bool:
         """Write the record of a task that ended; with ``expected``, only if it still
         reads so (failing a task whose process died must not overwrite a result written
         meanwhile)."""
-        text, key = record.dumps(), "rec:" + record.id
+        text, key = record.dumps(), _RECORD + record.id
         if expected:
             if not await self._backend.swap(key, expected, text, self._ttl):
                 return False
         else:
             await self._backend.set(key, text, self._ttl)
         dropped = await self._backend.index_add(
-            "ended", record.id, record.updated_at, keep=self._entries,
+            _ENDED_INDEX, record.id, record.updated_at, keep=self._entries,
             drop_below=time.time() - self._ttl, ttl=None,
         )
         if dropped:
-            await self._backend.delete(*("rec:" + d for d in dropped))
+            await self._backend.delete(*(_RECORD + d for d in dropped))
         return True
 
     async def get(self, task_id: str) -> tuple[_Record | None, str]:
         """The record and the text it was read from."""
-        text = await self._backend.get("rec:" + task_id)
+        text = await self._backend.get(_RECORD + task_id)
         if text is None:
             return None, ""
         return _Record.loads(text), text
 
     async def alive(self, owner: str) -> bool:
-        return await self._backend.get("alive:" + owner) is not None
+        return await self._backend.get(_ALIVE + owner) is not None
 
     async def ask_cancel(self, task_id: str) -> None:
-        await self._backend.set("cancel:" + task_id, "1", self._ttl)
+        await self._backend.set(_CANCEL + task_id, "1", self._ttl)
 
     async def beat(self, running: list[_Record]) -> set[str]:
         """Say this process is alive, write its tasks' progress, and return the ids of
         those asked to stop."""
         backend = self._backend
-        await backend.set("alive:" + self._owner, "1", STALE_SECONDS)
-        progress = {"rec:" + record.id: record.dumps() for record in running}
+        await backend.set(_ALIVE + self._owner, "1", STALE_SECONDS)
+        progress = {_RECORD + record.id: record.dumps() for record in running}
         await backend.set_many(progress, self._ttl, only_if_present=True)
-        flags = await backend.get_many(["cancel:" + r.id for r in running])
+        flags = await backend.get_many([_CANCEL + r.id for r in running])
         return {r.id for r, flag in zip(running, flags, strict=True) if flag is not None}
 
     async def gone(self) -> None:
         """This process runs no more tasks."""
-        await self._backend.delete("alive:" + self._owner)
+        await self._backend.delete(_ALIVE + self._owner)
 
 
 # -- the engine side -----------------------------------------------------------------
