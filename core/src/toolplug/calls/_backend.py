@@ -34,6 +34,7 @@ counters (``count``), a moving window for rate limits (``admit``), an ordered in
 from __future__ import annotations
 
 import asyncio
+import bisect
 import concurrent.futures
 import contextlib
 import contextvars
@@ -47,10 +48,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
-
-from cachetools import TLRUCache
 
 from toolplug.contract._errors import ConfigError
 
@@ -198,12 +197,92 @@ def _expires(ttl: float | None) -> float:
     return math.inf if ttl is None else time.monotonic() + ttl
 
 
-def _ttu(_key: str, value: tuple[float, Any], _now: float) -> float:
-    return value[0]
+def _one(_value: tuple[float, Any]) -> int:
+    return 1
 
 
 def _text_size(value: tuple[float, str]) -> int:
     return len(value[1]) + 1
+
+
+_V = TypeVar("_V", bound=tuple[float, Any])
+
+
+class _Region(Generic[_V]):
+    """``(expires, value)`` items, at most ``maxsize`` of them as ``size`` counts them; the
+    least recently used go first, an expired one when it is next read. A dict in its own
+    order: a few times cheaper than cachetools' ``TLRUCache``, which the spill path felt."""
+
+    __slots__ = ("_items", "_size", "_used", "maxsize")
+
+    def __init__(self, maxsize: int, size: Callable[[_V], int] = _one) -> None:
+        self._items: dict[str, _V] = {}
+        self._size = size
+        self._used = 0
+        self.maxsize = max(maxsize, 1)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> _V | None:
+        item = self._items.pop(key, None)
+        if item is None:
+            return None
+        if item[0] <= time.monotonic():
+            self._used -= self._size(item)
+            return None
+        self._items[key] = item  # the most recently used now
+        return item
+
+    def __setitem__(self, key: str, item: _V) -> None:
+        self.pop(key)
+        self._items[key] = item
+        self._used += self._size(item)
+        items = self._items
+        while self._used > self.maxsize:
+            self._used -= self._size(items.pop(next(iter(items))))
+
+    def pop(self, key: str, default: None = None) -> _V | None:
+        item = self._items.pop(key, None)
+        if item is not None:
+            self._used -= self._size(item)
+        return item
+
+
+class _Index:
+    """An ordered index in memory: members by score, lowest first (kept sorted, so adding
+    the newest and dropping the oldest cost a binary search)."""
+
+    __slots__ = ("_order", "_scores")
+
+    def __init__(self) -> None:
+        self._order: list[tuple[float, str]] = []
+        self._scores: dict[str, float] = {}
+
+    def add(self, member: str, score: float, keep: int, drop_below: float) -> list[str]:
+        order, scores = self._order, self._scores
+        old = scores.get(member)
+        if old is not None:
+            del order[bisect.bisect_left(order, (old, member))]
+        scores[member] = score
+        bisect.insort(order, (score, member))
+        below = bisect.bisect_left(order, (drop_below, ""))
+        for _, gone in order[:below]:
+            del scores[gone]
+        del order[:below]
+        over = len(order) - keep
+        if over <= 0:
+            return []
+        dropped = [gone for _, gone in order[:over]]
+        for gone in dropped:
+            del scores[gone]
+        del order[:over]
+        return dropped
+
+    def newest(self, drop_below: float) -> list[tuple[str, float]]:
+        order = self._order
+        start = bisect.bisect_left(order, (drop_below, ""))
+        return [(member, score) for score, member in reversed(order[start:])]
 
 
 class MemoryBackend:
@@ -213,15 +292,9 @@ class MemoryBackend:
     local = True
 
     def __init__(self, entries: int = 10_000, chars: int = 0) -> None:
-        self._values: TLRUCache[str, tuple[float, str]] = TLRUCache(
-            maxsize=max(entries, 1), ttu=_ttu, timer=time.monotonic
-        )
-        self._indexes: TLRUCache[str, tuple[float, dict[str, float]]] = TLRUCache(
-            maxsize=max(entries, 1), ttu=_ttu, timer=time.monotonic
-        )
-        self._texts: TLRUCache[str, tuple[float, str]] = TLRUCache(
-            maxsize=max(chars, 1), ttu=_ttu, timer=time.monotonic, getsizeof=_text_size
-        )
+        self._values: _Region[tuple[float, str]] = _Region(entries)
+        self._indexes: _Region[tuple[float, _Index]] = _Region(entries)
+        self._texts: _Region[tuple[float, str]] = _Region(chars, _text_size)
         self._windows: dict[str, deque[float]] = {}
         self._parts: dict[str, MemoryBackend] = {}
         # Calls run on many loops and threads (the sync ``call`` on its own); held for
@@ -315,26 +388,15 @@ class MemoryBackend:
     ) -> list[str]:
         with self._lock:
             found = self._indexes.get(index)
-            members = found[1] if found is not None else {}
-            members.pop(member, None)
-            members[member] = score
-            for old in [m for m, s in members.items() if s < drop_below]:
-                del members[old]
-            dropped: list[str] = []
-            if len(members) > keep:
-                ordered = sorted(members.items(), key=lambda item: item[1])
-                for old, _ in ordered[: len(members) - keep]:
-                    del members[old]
-                    dropped.append(old)
-            self._indexes[index] = (_expires(ttl), members)
+            ordered = found[1] if found is not None else _Index()
+            dropped = ordered.add(member, score, keep, drop_below)
+            self._indexes[index] = (_expires(ttl), ordered)
         return dropped
 
     async def index_newest(self, index: str, *, drop_below: float) -> list[tuple[str, float]]:
         with self._lock:
             found = self._indexes.get(index)
-            members = dict(found[1]) if found is not None else {}
-        kept = [(m, s) for m, s in members.items() if s >= drop_below]
-        return sorted(kept, key=lambda item: item[1], reverse=True)
+            return found[1].newest(drop_below) if found is not None else []
 
     async def write_text(self, key: str, text: str, ttl: float) -> bool:
         value = (_expires(ttl), text)

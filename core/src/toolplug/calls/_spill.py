@@ -11,8 +11,8 @@ match to read it. The ID is 128 random bits, so it cannot be guessed either.
 Kept in the registry's state backend (``toolplug.calls._backend``): this process's memory
 by default, bounded in characters and in count (the oldest go first); Redis when ``[calls]
 store`` names it, so any replica can serve the reads, in chunks, each key with the spill's
-lifetime. While Redis cannot be reached the spill is kept in this process, and the result
-says so.
+lifetime, at most the count listed per owner. While Redis cannot be reached the spill is
+kept in this process, and the result says so.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ __all__ = ["SCHEME", "Page", "Spills", "parse_uri"]
 
 SCHEME: Final = "toolplug://results/"
 """Where spilled outputs are named."""
-_EVERY: Final = "all"
-"""The index of every spill, newest last: the oldest beyond the count go first."""
 _PARTS: Final = ("output", "data")
 
 
@@ -79,9 +77,11 @@ class Spills:
     """Spilled outputs of one registry's calls, in its backend."""
 
     def __init__(self, backend: Backend, *, ttl: float, max_chars: int, max_count: int) -> None:
-        # room for each spill's description and its two indexes beside its texts
+        # In memory: at most max_count spills (their descriptions; the oldest go first) and
+        # max_chars characters of their texts. In Redis: max_count listed per owner, each
+        # key for the spill's lifetime.
         self._backend = backend.part(
-            "spill:", entries=3 * max_count + 16, chars=max_chars + 2 * len(_PARTS)
+            "spill:", entries=max_count, chars=max_chars + 2 * len(_PARTS)
         )
         self.ttl = ttl
         self._max_chars = max_chars
@@ -115,10 +115,6 @@ class Spills:
             _index(owner), spill_id, entry.expires, keep=self._max_count, drop_below=now,
             ttl=ttl,
         )
-        for old in await backend.index_add(
-            _EVERY, spill_id, entry.expires, keep=self._max_count, drop_below=now, ttl=None
-        ):
-            await backend.delete(old, *(f"{old}:{p}" for p in _PARTS))
         return SCHEME + spill_id, not shared
 
     # -- reading ------------------------------------------------------------------------
