@@ -75,12 +75,14 @@ def test_compare_and_set(redis_url: str) -> None:
     asyncio.run(scenario())
 
 
-def test_counters(redis_url: str) -> None:
+def test_lists_that_count(redis_url: str) -> None:
     async def scenario() -> None:
         async for backend in _each(redis_url):
-            assert [await backend.count("n", 60) for _ in range(3)] == [1, 2, 3]
-            assert await backend.get("n") == "3"
-            assert await backend.count("other", None) == 1
+            assert [await backend.append("log", f"e{n}", 60) for n in range(3)] == [1, 2, 3]
+            assert await backend.read_list("log", 0) == ["e0", "e1", "e2"]
+            assert await backend.read_list("log", 2) == ["e2"]
+            assert await backend.read_list("log", 3) == []
+            assert await backend.read_list("none", 0) == []
 
     asyncio.run(scenario())
 

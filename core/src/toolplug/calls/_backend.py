@@ -25,10 +25,10 @@ memory a region of its own with its own bounds (the cache's entries do not push 
 
 The primitives: values with a time to live (``get``, ``get_many``, ``set``, with
 set-if-absent and set-if-present, ``set_many``, ``delete``), compare-and-set (``swap``),
-counters (``count``), a moving window for rate limits (``admit``), an ordered index
-(``index_add``: a member with a score, the lowest dropped beyond a count or below a score;
-``index_newest``), and long texts kept in chunks and read by range (``write_text``,
-``read_text``).
+lists that count what they hold (``append``, ``read_list``), a moving window for rate
+limits (``admit``), an ordered index (``index_add``: a member with a score, the lowest
+dropped beyond a count or below a score; ``index_newest``), and long texts kept in chunks
+and read by range (``write_text``, ``read_text``).
 """
 
 from __future__ import annotations
@@ -152,9 +152,12 @@ class Backend(Protocol):
     async def swap(self, key: str, expected: str, value: str, ttl: float | None) -> bool:
         """Compare-and-set: write ``value`` only if ``key`` still holds ``expected``."""
 
-    async def count(self, key: str, ttl: float | None) -> int:
-        """Add one to the counter under ``key`` (kept ``ttl`` seconds from now); its new
-        value."""
+    async def append(self, key: str, value: str, ttl: float | None) -> int:
+        """Add ``value`` at the end of the list under ``key`` (kept ``ttl`` seconds from
+        now); the list's length with it: a counter and a log in one."""
+
+    async def read_list(self, key: str, start: int) -> list[str]:
+        """The items of the list under ``key`` from ``start`` (0 the first) on."""
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         """A moving window: take one of ``calls`` slots per ``per_seconds``; 0.0, or the
@@ -294,6 +297,7 @@ class MemoryBackend:
     def __init__(self, entries: int = 10_000, chars: int = 0) -> None:
         self._values: _Region[tuple[float, str]] = _Region(entries)
         self._indexes: _Region[tuple[float, _Index]] = _Region(entries)
+        self._lists: _Region[tuple[float, list[str]]] = _Region(entries)
         self._texts: _Region[tuple[float, str]] = _Region(chars, _text_size)
         self._windows: dict[str, deque[float]] = {}
         self._parts: dict[str, MemoryBackend] = {}
@@ -360,12 +364,18 @@ class MemoryBackend:
             self._values[key] = (_expires(ttl), value)
         return True
 
-    async def count(self, key: str, ttl: float | None) -> int:
+    async def append(self, key: str, value: str, ttl: float | None) -> int:
         with self._lock:
-            found = self._values.get(key)
-            number = (int(found[1]) if found is not None else 0) + 1
-            self._values[key] = (_expires(ttl), str(number))
-        return number
+            found = self._lists.get(key)
+            items = found[1] if found is not None else []
+            items.append(value)
+            self._lists[key] = (_expires(ttl), items)
+            return len(items)
+
+    async def read_list(self, key: str, start: int) -> list[str]:
+        with self._lock:
+            found = self._lists.get(key)
+            return found[1][start:] if found is not None else []
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         return self.admit_now(key, calls, per_seconds)
@@ -600,17 +610,21 @@ class RedisBackend:
         found = await self._connection.run(lambda c: c.eval(_SWAP, 1, self.prefix + key, *args))
         return bool(found)
 
-    async def count(self, key: str, ttl: float | None) -> int:
+    async def append(self, key: str, value: str, ttl: float | None) -> int:
         name, px = self.prefix + key, _ms(ttl)
 
         async def work(client: Any) -> Any:
             async with client.pipeline(transaction=True) as pipe:
-                pipe.incr(name)
+                pipe.rpush(name, value)
                 if px is not None:
                     pipe.pexpire(name, px)
                 return (await pipe.execute())[0]
 
         return int(await self._connection.run(work))
+
+    async def read_list(self, key: str, start: int) -> list[str]:
+        found = await self._connection.run(lambda c: c.lrange(self.prefix + key, start, -1))
+        return [t for t in map(_text, found) if t is not None]
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         window, name = int(per_seconds * 1_000_000), self.prefix + key
@@ -831,13 +845,21 @@ class SharedBackend:
                 self._failed(exc)
         return await self.spare.swap(key, expected, value, ttl)
 
-    async def count(self, key: str, ttl: float | None) -> int:
+    async def append(self, key: str, value: str, ttl: float | None) -> int:
         if self._usable():
             try:
-                return await self.primary.count(key, ttl)
+                return await self.primary.append(key, value, ttl)
             except Unreachable as exc:
                 self._failed(exc)
-        return await self.spare.count(key, ttl)
+        return await self.spare.append(key, value, ttl)
+
+    async def read_list(self, key: str, start: int) -> list[str]:
+        if self._usable():
+            try:
+                return await self.primary.read_list(key, start)
+            except Unreachable as exc:
+                self._failed(exc)
+        return await self.spare.read_list(key, start)
 
     async def admit(self, key: str, calls: int, per_seconds: float) -> float:
         if self._usable():

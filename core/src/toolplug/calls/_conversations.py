@@ -6,8 +6,8 @@ two sessions are two conversations; a stateless client's requests are its one
 conversation. In-process conversations past ``most`` go, the oldest first.
 
 With a shared backend (``[calls] store`` on Redis), each conversation also keeps a log
-there: every source a call records is appended (a counter numbers them), and before each
-call a replica reads what the others appended since it last looked. So replicas behind a
+there: every source a call records is appended to a list, and before each call a replica
+reads what the others appended since it last looked. So replicas behind a
 load balancer guard one conversation together: what a fetch on one brought in is seen by a
 send on another. Exact values (what a program received) stay with the program. While
 Redis cannot be reached, the backend falls back to this process's memory, as for every
@@ -76,7 +76,7 @@ class _Kept:
         self._backend = backend
         self._key = hashlib.sha256(key.encode()).hexdigest()
         self._seen = 0
-        """The log's entries up to here are in the conversation."""
+        """The log's first entries, this many, are in the conversation."""
         self._pushed = 0
         """The conversation's sources up to here are in the log (or came from it)."""
         self._mine: set[int] = set()
@@ -89,23 +89,13 @@ class _Kept:
         backend = self._backend
         if backend is None:
             return
-        total = int(await backend.get(self._key) or 0)
-        if total <= self._seen:
-            return
-        numbers = range(self._seen + 1, total + 1)
-        found = await backend.get_many([f"{self._key}:{n}" for n in numbers])
-        # An entry numbered and not written yet is read next time, unless a later one is
-        # there already (then it expired, or its writer died before writing it).
-        last = max((n for n, raw in zip(numbers, found, strict=True) if raw is not None),
-                   default=self._seen)
-        for number, raw in zip(numbers, found, strict=True):
-            if number > last:
-                break
-            if number not in self._mine and raw is not None:
+        found = await backend.read_list(self._key, self._seen)
+        for number, raw in enumerate(found, start=self._seen + 1):
+            if number not in self._mine:
                 source = Source.from_json(raw)
                 if source is not None:
                     self._theirs.add(id(self.conversation.absorb(source)))
-            self._seen = number
+        self._seen += len(found)
         self._mine = {n for n in self._mine if n > self._seen}
 
     async def push(self) -> None:
@@ -119,6 +109,4 @@ class _Kept:
             if id(source) in self._theirs:
                 self._theirs.discard(id(source))
                 continue
-            number = await backend.count(self._key, _TTL_SECONDS)
-            self._mine.add(number)
-            await backend.set(f"{self._key}:{number}", source.to_json(), _TTL_SECONDS)
+            self._mine.add(await backend.append(self._key, source.to_json(), _TTL_SECONDS))

@@ -185,23 +185,27 @@ class _Records:
         self._ttl, self._entries, self._owner = ttl, entries, owner
 
     async def put(self, record: _Record) -> None:
-        await self._backend.set(_ALIVE + self._owner, "1", STALE_SECONDS)
-        await self._backend.set(_RECORD + record.id, record.dumps(), self._ttl)
+        # at once, not one after the other: each is a round trip to Redis
+        await asyncio.gather(
+            self._backend.set(_ALIVE + self._owner, "1", STALE_SECONDS),
+            self._backend.set(_RECORD + record.id, record.dumps(), self._ttl),
+        )
 
     async def finish(self, record: _Record, expected: str = "") -> bool:
         """Write the record of a task that ended; with ``expected``, only if it still
         reads so (failing a task whose process died must not overwrite a result written
         meanwhile)."""
-        text, key = record.dumps(), _RECORD + record.id
-        if expected:
-            if not await self._backend.swap(key, expected, text, self._ttl):
-                return False
-        else:
-            await self._backend.set(key, text, self._ttl)
-        dropped = await self._backend.index_add(
+        text, key, backend = record.dumps(), _RECORD + record.id, self._backend
+        if expected and not await backend.swap(key, expected, text, self._ttl):
+            return False
+        ended = backend.index_add(
             _ENDED_INDEX, record.id, record.updated_at, keep=self._entries,
             drop_below=time.time() - self._ttl, ttl=None,
         )
+        if expected:
+            dropped = await ended
+        else:  # the record and the index at once: each is a round trip to Redis
+            _, dropped = await asyncio.gather(backend.set(key, text, self._ttl), ended)
         if dropped:
             await self._backend.delete(*(_RECORD + d for d in dropped))
         return True
@@ -223,10 +227,12 @@ class _Records:
         """Say this process is alive, write its tasks' progress, and return the ids of
         those asked to stop."""
         backend = self._backend
-        await backend.set(_ALIVE + self._owner, "1", STALE_SECONDS)
         progress = {_RECORD + record.id: record.dumps() for record in running}
-        await backend.set_many(progress, self._ttl, only_if_present=True)
-        flags = await backend.get_many([_CANCEL + r.id for r in running])
+        _, _, flags = await asyncio.gather(  # at once: each is a round trip to Redis
+            backend.set(_ALIVE + self._owner, "1", STALE_SECONDS),
+            backend.set_many(progress, self._ttl, only_if_present=True),
+            backend.get_many([_CANCEL + r.id for r in running]),
+        )
         return {r.id for r, flag in zip(running, flags, strict=True) if flag is not None}
 
     async def gone(self) -> None:
