@@ -15,6 +15,9 @@ import pytest
 import toolplug
 from tests.helpers.redis import redis_server
 from toolplug import ConfigError, ErrorType, Tool, ToolMetadata, ToolResult, hookimpl
+from toolplug.calls._backend import MemoryBackend
+from toolplug.calls._tasks import Task, Tasks
+from toolplug.runtime._settings import CallsSettings
 
 TIMEOUT = 30
 
@@ -281,3 +284,35 @@ def test_redis_keeps_a_bounded_count_of_finished_tasks(redis_url: str) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_tasks_need_a_call_runner_a_loop_and_a_backend_nothing_of_the_engine() -> None:
+    """The tasks take what they need as arguments: a function that runs a call, the loop
+    they run on, a waiter for the sync handles, and any backend (here one in memory)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    seen: list[tuple[str, Any]] = []
+
+    async def call(name: str, arguments: Any, host: Any, *_: Any, **__: Any) -> ToolResult:
+        seen.append((name, arguments))
+        host["progress"](1, 2, "half")
+        return ToolResult.success(f"ran {name}")
+
+    def wait(coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+    tasks = Tasks(call, CallsSettings(), MemoryBackend(), home=lambda: loop, wait=wait)
+    try:
+        task = tasks.start("echo", {"x": 1}, None, None, approved=True)
+        result = task.result(wait=TIMEOUT)
+        assert result is not None
+        assert result.output == "ran echo"
+        assert seen == [("echo", {"x": 1})]
+        assert Task(tasks, task.id).status().state == "completed"  # read from the backend
+        assert Task(tasks, "nope").status().state == "unknown"
+    finally:
+        wait(tasks.aclose())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(TIMEOUT)
+        loop.close()

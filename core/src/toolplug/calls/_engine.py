@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
-from toolplug.calls._bridge import Bridge, LoopThread, loop_running
+from toolplug.calls._bridge import Bridge, loop_running
 from toolplug.calls._dispatch import Chain, Next
 from toolplug.calls._guard import Conversation, current
 from toolplug.calls._limits import bounded, fits
@@ -89,7 +89,7 @@ class Invoker:
         )
         self._spills = (
             Spills(
-                self._store,
+                self._store.backend,
                 ttl=settings.spill_ttl_seconds,
                 max_chars=int(settings.spill_max_mb * 1_000_000),
                 max_count=settings.spill_max_count,
@@ -111,7 +111,7 @@ class Invoker:
         if tasks is None:
             with self._lock:
                 if self._tasks is None:
-                    self._tasks = Tasks(self, self.registry.config.calls, self._store)
+                    self._tasks = _tasks_of(self)
                 tasks = self._tasks
         return tasks
 
@@ -380,9 +380,6 @@ class Invoker:
         """``ToolCall.aexecute``: the tool with its policy, awaited."""
         return await self._pipeline.run(call)
 
-    def _loop_thread(self) -> LoopThread:
-        return self._bridge.thread()
-
     def close(self) -> None:
         """Release the worker threads, the loop thread and the store's connections."""
         thread = self._bridge.started()
@@ -391,6 +388,30 @@ class Invoker:
                 thread.run(self._tasks.aclose())  # the loop thread still the store's home
             thread.run(self._store.aclose())
         self._bridge.close()
+
+
+def _tasks_of(engine: Invoker) -> Tasks:
+    """The engine's tasks, given what they need of it: its ``acall``, and its bridge's loop
+    thread (the tasks' home, where a sync handle waits). Weakly, so a registry dropped
+    without close() is still collected (and its loop thread stopped) at once."""
+    owner = weakref.ref(engine)
+
+    def alive() -> Invoker:
+        found = owner()
+        if found is None:
+            raise RuntimeError("the registry of these tasks was dropped")
+        return found
+
+    async def call(*args: Any, **kwargs: Any) -> ToolResult:
+        return await alive().acall(*args, **kwargs)
+
+    def wait(coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return alive().bridge.thread().run(coroutine)
+
+    return Tasks(
+        call, engine.registry.config.calls, engine.store.backend,
+        home=lambda: alive().bridge.thread().loop, wait=wait,
+    )
 
 
 def _delimited(tool: str, output: str) -> str:

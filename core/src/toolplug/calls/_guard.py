@@ -28,6 +28,7 @@ knows and a ``deny`` into a refusal.
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -122,6 +123,26 @@ class Source:
         if words is None:
             words = self._given_words = _spaced_words(self.given)
         return words
+
+    def to_json(self) -> str:
+        """What another process needs to guard with this source (``Conversation.absorb``);
+        exact values stay with the program that received them."""
+        return json.dumps({
+            "tool": self.tool, "call_id": self.call_id, "text": self.text, "given": self.given,
+            "trust": self.trust.model_dump(mode="json"),
+        })
+
+    @classmethod
+    def from_json(cls, raw: str) -> Source | None:
+        """A source ``to_json`` wrote, or None when it cannot be read."""
+        try:
+            body = json.loads(raw)
+            return cls(
+                0, body["tool"], body["call_id"], Trust.model_validate(body["trust"]),
+                body["text"], given=body["given"],
+            )
+        except (ValueError, TypeError, KeyError):  # written by another version: skipped
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         """The source as JSON data (for ``details``)."""
@@ -255,6 +276,30 @@ class Conversation:
             if trust.private:
                 node.private = True
             node = node.parent
+
+    def absorb(self, source: Source) -> Source:
+        """Add what another process recorded in this conversation (a replica's call or
+        request, ``Source.to_json``): the guard reads it as if recorded here. The source
+        as numbered here."""
+        root = self._root
+        if source.tool is None:
+            root.trust(source.text)
+            return root.sources[-1]
+        with root._lock:
+            root.calls += 1
+            here = Source(
+                root.calls, source.tool, source.call_id, source.trust, source.text,
+                given=source.given,
+            )
+            root.sources.append(here)
+        trust = source.trust
+        if trust.untrusted:
+            root._untrusted.append(here)
+            root.untrusted = True
+        if trust.private:
+            root._private.append(here)
+            root.private = True
+        return here
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))

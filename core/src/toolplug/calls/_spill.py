@@ -8,9 +8,10 @@ serve`` offers it as a resource. A spill is kept for ``[calls] spill_ttl_seconds
 belongs to the client that made the call: ``owner`` (``context={"client": ...}``) must
 match to read it. The ID is 128 random bits, so it cannot be guessed either.
 
-In the in-process store by default, bounded in characters and in count (the oldest go
-first); in Redis when ``[calls] store`` names it, so any replica can serve the reads, in
-chunks, each key with the spill's lifetime. While Redis cannot be reached the spill is
+Kept in the registry's state backend (``toolplug.calls._backend``): this process's memory
+by default, bounded in characters and in count (the oldest go first); Redis when ``[calls]
+store`` names it, so any replica can serve the reads, in chunks, each key with the spill's
+lifetime, at most the count listed per owner. While Redis cannot be reached the spill is
 kept in this process, and the result says so.
 """
 
@@ -19,20 +20,17 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from toolplug.calls._store import Store
+    from toolplug.calls._backend import Backend
 
 __all__ = ["SCHEME", "Page", "Spills", "parse_uri"]
 
 SCHEME: Final = "toolplug://results/"
 """Where spilled outputs are named."""
-_CHUNK: Final = 1 << 20  # characters a Redis key holds
 _PARTS: Final = ("output", "data")
 
 
@@ -76,18 +74,18 @@ def parse_uri(uri: str) -> tuple[str, str] | None:
 
 
 class Spills:
-    """Spilled outputs of one registry's calls, in its store."""
+    """Spilled outputs of one registry's calls, in its backend."""
 
-    def __init__(self, store: Store, *, ttl: float, max_chars: int, max_count: int) -> None:
-        self._store = store
+    def __init__(self, backend: Backend, *, ttl: float, max_chars: int, max_count: int) -> None:
+        # In memory: at most max_count spills (their descriptions; the oldest go first) and
+        # max_chars characters of their texts. In Redis: max_count listed per owner, each
+        # key for the spill's lifetime.
+        self._backend = backend.part(
+            "spill:", entries=max_count, chars=max_chars + 2 * len(_PARTS)
+        )
         self.ttl = ttl
         self._max_chars = max_chars
         self._max_count = max_count
-        self._local: OrderedDict[str, tuple[Entry, str | None, dict[str, str]]] = OrderedDict()
-        self._local_chars = 0
-        # Calls run on many loops and threads (the sync ``call`` on its own); held for
-        # dictionary work only, never across I/O.
-        self._lock = threading.Lock()
 
     # -- keeping ------------------------------------------------------------------------
 
@@ -95,7 +93,8 @@ class Spills:
         self, tool: str, output: str, data: Any, owner: str | None
     ) -> tuple[str, bool] | None:
         """Keep a result's whole text (and data, when given); its URI, and whether only this
-        process holds it. None when it is larger than the store may hold."""
+        process holds it though the backend is shared. None when it is larger than the
+        store may hold."""
         parts = {"output": output}
         if data is not None:
             with contextlib.suppress(TypeError, ValueError):  # data JSON cannot carry: cut
@@ -104,55 +103,19 @@ class Spills:
         if sum(sizes.values()) > self._max_chars:
             return None
         spill_id = secrets.token_hex(16)
-        entry = Entry(spill_id, tool, sizes, time.time() + self.ttl)
-        local_only = True
-        redis = _redis(self._store)
-        if redis is not None and redis._usable():
-            try:
-                await redis._at_home(self._put_redis(redis, entry, owner, parts))
-                local_only = False
-            except redis._errors as exc:
-                redis._failed(exc)
-        if local_only:
-            self._put_local(entry, owner, parts)
-        return SCHEME + spill_id, local_only and redis is not None
-
-    def _put_local(self, entry: Entry, owner: str | None, parts: dict[str, str]) -> None:
-        with self._lock:
-            self._expire_local()
-            self._local[entry.id] = (entry, owner, parts)
-            self._local_chars += sum(entry.sizes.values())
-            while self._local and (
-                self._local_chars > self._max_chars or len(self._local) > self._max_count
-            ):
-                _, (old, _, _) = self._local.popitem(last=False)
-                self._local_chars -= sum(old.sizes.values())
-
-    def _expire_local(self) -> None:
-        """Drop what expired (with ``_lock`` held)."""
         now = time.time()
-        for spill_id in [k for k, (e, _, _) in self._local.items() if e.expires <= now]:
-            entry, _, _ = self._local.pop(spill_id)
-            self._local_chars -= sum(entry.sizes.values())
-
-    async def _put_redis(
-        self, redis: Any, entry: Entry, owner: str | None, parts: dict[str, str]
-    ) -> None:
-        client, prefix = redis._client(), redis._prefix + "spill:"
-        ttl_ms = max(int(self.ttl * 1000), 1)
-        index = prefix + "index:" + (owner or "")
-        meta = {"tool": entry.tool, "sizes": entry.sizes, "expires": entry.expires, "owner": owner}
-        async with client.pipeline(transaction=False) as pipe:
-            for part, text in parts.items():
-                for number, start in enumerate(range(0, max(len(text), 1), _CHUNK)):
-                    key = f"{prefix}{entry.id}:{part}:{number}"
-                    pipe.set(key, text[start : start + _CHUNK], px=ttl_ms)
-            pipe.set(prefix + entry.id, json.dumps(meta), px=ttl_ms)
-            pipe.zadd(index, {entry.id: entry.expires})
-            pipe.zremrangebyscore(index, "-inf", time.time())
-            pipe.zremrangebyrank(index, 0, -self._max_count - 1)  # the oldest beyond the bound
-            pipe.pexpire(index, ttl_ms)
-            await pipe.execute()
+        entry = Entry(spill_id, tool, sizes, now + self.ttl)
+        backend, ttl = self._backend, self.ttl
+        shared = True
+        for part, text in parts.items():
+            shared = await backend.write_text(f"{spill_id}:{part}", text, ttl) and shared
+        meta = {"tool": tool, "sizes": sizes, "expires": entry.expires, "owner": owner}
+        await backend.set(spill_id, json.dumps(meta), ttl)
+        await backend.index_add(
+            _index(owner), spill_id, entry.expires, keep=self._max_count, drop_below=now,
+            ttl=ttl,
+        )
+        return SCHEME + spill_id, not shared
 
     # -- reading ------------------------------------------------------------------------
 
@@ -165,82 +128,32 @@ class Spills:
         if parsed is None or offset < 0 or (length is not None and length < 0):
             return None
         spill_id, part = parsed
-        with self._lock:
-            self._expire_local()
-            local = self._local.get(spill_id)
-        if local is not None:
-            _, kept_for, parts = local
-            if kept_for != owner or part not in parts:
-                return None
-            text = parts[part]
-            end = len(text) if length is None else offset + length
-            return Page(text[offset:end], min(offset, len(text)), len(text))
-        redis = _redis(self._store)
-        if redis is None or not redis._usable():
-            return None
-        try:
-            reading = self._read_redis(redis, spill_id, part, owner, (offset, length))
-            page: Page | None = await redis._at_home(reading)
-        except redis._errors as exc:
-            redis._failed(exc)
-            return None
-        return page
-
-    async def _read_redis(
-        self, redis: Any, spill_id: str, part: str, owner: str | None,
-        span: tuple[int, int | None],
-    ) -> Page | None:
-        offset, length = span
-        client, prefix = redis._client(), redis._prefix + "spill:"
-        raw = await client.get(prefix + spill_id)
+        raw = await self._backend.get(spill_id)
         if raw is None:
             return None
         meta = json.loads(raw)
         total = meta["sizes"].get(part)
-        if meta.get("owner") != owner or total is None:
+        if meta.get("owner") != owner or total is None or meta["expires"] <= time.time():
             return None
         end = total if length is None else min(total, offset + length)
-        if offset >= end:
-            return Page("", min(offset, total), total)
-        first, last = offset // _CHUNK, (end - 1) // _CHUNK
-        keys = [f"{prefix}{spill_id}:{part}:{n}" for n in range(first, last + 1)]
-        chunks = await client.mget(keys)
-        if any(chunk is None for chunk in chunks):
-            return None  # expired while being read
-        text = "".join(c.decode("utf-8") if isinstance(c, bytes) else c for c in chunks)
-        start = offset - first * _CHUNK
-        return Page(text[start : start + (end - offset)], offset, total)
+        start = min(offset, total)
+        text = await self._backend.read_text(f"{spill_id}:{part}", start, max(end, start))
+        if text is None:
+            return None  # expired or evicted while being read
+        return Page(text, start, total)
 
     async def listing(self, owner: str | None) -> list[Entry]:
         """The spills this owner may read, newest first."""
-        with self._lock:
-            self._expire_local()
-            found = [e for e, kept_for, _ in self._local.values() if kept_for == owner]
-        redis = _redis(self._store)
-        if redis is not None and redis._usable():
-            try:
-                found += await redis._at_home(self._list_redis(redis, owner))
-            except redis._errors as exc:
-                redis._failed(exc)
-        return sorted(found, key=lambda e: e.expires, reverse=True)
-
-    async def _list_redis(self, redis: Any, owner: str | None) -> list[Entry]:
-        client, prefix = redis._client(), redis._prefix + "spill:"
-        index = prefix + "index:" + (owner or "")
-        await client.zremrangebyscore(index, "-inf", time.time())
-        ids = [i.decode() if isinstance(i, bytes) else i for i in await client.zrange(index, 0, -1)]
-        if not ids:
-            return []
-        metas = await client.mget([prefix + i for i in ids])
+        now = time.time()
+        ids = [i for i, _ in await self._backend.index_newest(_index(owner), drop_below=now)]
         entries = []
-        for spill_id, raw in zip(ids, metas, strict=True):
+        for spill_id, raw in zip(ids, await self._backend.get_many(ids), strict=True):
             if raw is not None:
                 meta = json.loads(raw)
                 entries.append(Entry(spill_id, meta["tool"], meta["sizes"], meta["expires"]))
         return entries
 
 
-def _redis(store: Store) -> Any:
-    """The store when it is the Redis one, else None."""
-    return None if getattr(store, "local", True) else store
-
+def _index(owner: str | None) -> str:
+    """The index of one owner's spills."""
+    return "index:" + (owner or "")

@@ -2,10 +2,11 @@
 
 ``registry.start(name, arguments)`` runs the call through the engine (``acall``: validation,
 approvals, limits, telemetry) on the registry's loop thread and returns a ``Task`` at once.
-Its state is a record in the call store (``[calls] store``): this process's memory by
-default, Redis when the store names it. With Redis every process that shares the store can
-ask for a task by id (``registry.task(id)``), and a cancel asked for anywhere reaches the
-process that runs it on its next heartbeat.
+Its state is a record in the registry's state backend (``toolplug.calls._backend``, as
+``[calls] store`` names it): this process's memory by default, Redis when the store names
+it. With Redis every process that shares the store can ask for a task by id
+(``registry.task(id)``), and a cancel asked for anywhere reaches the process that runs it
+on its next heartbeat. The same code runs on both: the tasks see only the backend.
 
 A process that runs tasks beats every ``BEAT_SECONDS``: it marks itself alive, writes its
 tasks' progress and picks up cancels. A working task whose process has not beaten for
@@ -15,8 +16,12 @@ task_ttl_seconds``, and at most ``[calls] task_entries`` of them are kept, the o
 first: the store's memory is bounded.
 
 When Redis cannot be reached, the tasks this process runs keep working from its memory
-(their state reaches Redis again with the next write); other processes' tasks read as
-``unknown`` meanwhile.
+(the backend falls back; their state reaches Redis again with the next write); other
+processes' tasks read as ``unknown`` meanwhile, saying the store cannot be reached.
+
+The registry gives the tasks what they need of it, nothing more: the coroutine function
+that runs a call (its engine's ``acall``), the loop tasks run on, and a function that runs
+a coroutine there and waits for it (for the sync handles).
 """
 
 from __future__ import annotations
@@ -28,25 +33,36 @@ import dataclasses
 import json
 import logging
 import secrets
-import threading
 import time
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 from toolplug.calls._guard import Conversation, current
-from toolplug.calls._store import RedisStore, Store, decode_result, encode_result
+from toolplug.calls._store import decode_result, encode_result
 from toolplug.contract._tool import ErrorType, ToolResult
 
 if TYPE_CHECKING:
-    from toolplug.calls._bridge import LoopThread
-    from toolplug.calls._engine import Invoker
+    from toolplug.calls._backend import Backend
     from toolplug.contract._approval import Approver
     from toolplug.runtime._settings import CallsSettings
 
-__all__ = ["BEAT_SECONDS", "STALE_SECONDS", "Task", "TaskState", "TaskStatus", "Tasks"]
+__all__ = [
+    "BEAT_SECONDS", "STALE_SECONDS", "CallRunner", "Task", "TaskState", "TaskStatus", "Tasks",
+    "Waiter",
+]
+
+_T = TypeVar("_T")
+
+
+class Waiter(Protocol):
+    """Runs a coroutine on the registry's loop thread and waits for it (sync handles)."""
+
+    def __call__(self, coroutine: Coroutine[Any, Any, _T], /) -> _T: ...
+
+
+CallRunner: TypeAlias = Callable[..., Awaitable[ToolResult]]
+"""The engine's ``acall``: ``(name, arguments, host, approver, *, approved, passthrough)``."""
 
 log = logging.getLogger("toolplug")
 
@@ -62,6 +78,11 @@ STALE_SECONDS: Final = 3.0
 _POLL_SECONDS: Final = (0.02, 0.25)
 """Waiting for another process's task: the first and the longest pause between reads."""
 _ENDED: Final = frozenset({"completed", "failed", "cancelled"})
+_RECORD: Final = ":"
+_ALIVE: Final = "-alive:"
+_CANCEL: Final = "-cancel:"
+_ENDED_INDEX: Final = "s-ended"
+"""The keys under the backend's ``task`` part: ``task:ID``, ``task-alive:OWNER``..."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,145 +171,73 @@ def _ended_by(record: _Record, state: TaskState, result: ToolResult, *, lost: bo
 # -- where records live --------------------------------------------------------------
 
 
-class _MemoryRecords:
-    """Task records in this process: every finished one for ``ttl`` seconds, at most
-    ``entries`` of them."""
+class _Records:
+    """Task records in the backend: the record of each task, each process's heartbeat, the
+    cancels asked for, and the index that keeps at most ``entries`` finished tasks (the
+    oldest leave first), each for ``ttl`` seconds."""
 
-    def __init__(self, ttl: float, entries: int) -> None:
-        self._ttl, self._entries = ttl, entries
-        self._records: dict[str, _Record] = {}
-        self._finished: OrderedDict[str, float] = OrderedDict()  # id -> when it expires
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def put(self, record: _Record) -> None:
-        with self._lock:
-            self._records[record.id] = record
-
-    def finish(self, record: _Record) -> None:
-        now = time.monotonic()
-        with self._lock:
-            self._records[record.id] = record
-            self._finished.pop(record.id, None)
-            self._finished[record.id] = now + self._ttl
-            while self._finished and (
-                len(self._finished) > self._entries or next(iter(self._finished.values())) <= now
-            ):
-                old, _ = self._finished.popitem(last=False)
-                self._records.pop(old, None)
-
-    def get(self, task_id: str) -> _Record | None:
-        with self._lock:
-            expires = self._finished.get(task_id)
-            if expires is not None and expires <= time.monotonic():
-                del self._finished[task_id]
-                self._records.pop(task_id, None)
-            return self._records.get(task_id)
-
-
-# Keep a finished task for ``ttl``, and no more than ``entries`` finished tasks: the
-# sorted set orders them by when they ended, the oldest leave first. With an expected
-# value (ARGV[7]) the write happens only if the record still reads so (failing a task
-# whose process died must not overwrite a result written meanwhile).
-_FINISH: Final = """
-if ARGV[7] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[7] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[3]) - tonumber(ARGV[2]) / 1000)
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
-if over > 0 then
-  local old = redis.call('ZPOPMIN', KEYS[2], over)
-  for i = 1, #old, 2 do redis.call('DEL', ARGV[6] .. old[i]) end
-end
-return 1
-"""
-
-
-class _RedisRecords:
-    """Task records in Redis, shared by every process of the store."""
-
-    def __init__(self, store: RedisStore, ttl: float, entries: int, owner: str) -> None:
-        self._store, self._ttl, self._entries, self._owner = store, ttl, entries, owner
-        prefix = store.prefix
-        self._task, self._cancel = prefix + "task:", prefix + "task-cancel:"
-        self._alive, self._ended = prefix + "task-alive:", prefix + "tasks-ended"
-        self._ttl_ms = max(int(ttl * 1000), 1)
+    def __init__(self, backend: Backend, ttl: float, entries: int, owner: str) -> None:
+        # room for the finished records, and for those running, their beats and cancels;
+        # the keys are named as earlier versions named them (``task:ID``, ``task-alive:``,
+        # ``task-cancel:``, ``tasks-ended``), so both read one another's tasks during an
+        # upgrade of the replicas one by one
+        self._backend = backend.part("task", entries=2 * entries + 10_000)
+        self._ttl, self._entries, self._owner = ttl, entries, owner
 
     async def put(self, record: _Record) -> None:
-        text, task_key = record.dumps(), self._task + record.id
-        alive, stale = self._alive + self._owner, int(STALE_SECONDS * 1000)
-
-        async def work(client: Any) -> None:
-            async with client.pipeline(transaction=False) as pipe:
-                pipe.set(alive, "1", px=stale)
-                pipe.set(task_key, text, px=self._ttl_ms)
-                await pipe.execute()
-
-        await self._store.run(work)
+        # at once, not one after the other: each is a round trip to Redis
+        await asyncio.gather(
+            self._backend.set(_ALIVE + self._owner, "1", STALE_SECONDS),
+            self._backend.set(_RECORD + record.id, record.dumps(), self._ttl),
+        )
 
     async def finish(self, record: _Record, expected: str = "") -> bool:
-        text = record.dumps()
-
-        async def work(client: Any) -> Any:
-            return await client.eval(
-                _FINISH, 2, self._task + record.id, self._ended, text, self._ttl_ms,
-                record.updated_at, record.id, self._entries, self._task, expected,
-            )
-
-        return bool(await self._store.run(work))
+        """Write the record of a task that ended; with ``expected``, only if it still
+        reads so (failing a task whose process died must not overwrite a result written
+        meanwhile)."""
+        text, key, backend = record.dumps(), _RECORD + record.id, self._backend
+        if expected and not await backend.swap(key, expected, text, self._ttl):
+            return False
+        ended = backend.index_add(
+            _ENDED_INDEX, record.id, record.updated_at, keep=self._entries,
+            drop_below=time.time() - self._ttl, ttl=None,
+        )
+        if expected:
+            dropped = await ended
+        else:  # the record and the index at once: each is a round trip to Redis
+            _, dropped = await asyncio.gather(backend.set(key, text, self._ttl), ended)
+        if dropped:
+            await self._backend.delete(*(_RECORD + d for d in dropped))
+        return True
 
     async def get(self, task_id: str) -> tuple[_Record | None, str]:
         """The record and the text it was read from."""
-
-        async def work(client: Any) -> Any:
-            return await client.get(self._task + task_id)
-
-        raw = await self._store.run(work)
-        if raw is None:
+        text = await self._backend.get(_RECORD + task_id)
+        if text is None:
             return None, ""
-        text = raw.decode() if isinstance(raw, bytes) else raw
         return _Record.loads(text), text
 
     async def alive(self, owner: str) -> bool:
-        async def work(client: Any) -> Any:
-            return await client.exists(self._alive + owner)
-
-        return bool(await self._store.run(work))
+        return await self._backend.get(_ALIVE + owner) is not None
 
     async def ask_cancel(self, task_id: str) -> None:
-        async def work(client: Any) -> None:
-            await client.set(self._cancel + task_id, "1", px=self._ttl_ms)
-
-        await self._store.run(work)
+        await self._backend.set(_CANCEL + task_id, "1", self._ttl)
 
     async def beat(self, running: list[_Record]) -> set[str]:
         """Say this process is alive, write its tasks' progress, and return the ids of
         those asked to stop."""
-        alive, stale = self._alive + self._owner, int(STALE_SECONDS * 1000)
-
-        async def work(client: Any) -> Any:
-            async with client.pipeline(transaction=False) as pipe:
-                pipe.set(alive, "1", px=stale)
-                for record in running:
-                    pipe.set(self._task + record.id, record.dumps(), px=self._ttl_ms, xx=True)
-                if running:
-                    pipe.mget([self._cancel + r.id for r in running])
-                return await pipe.execute()
-
-        answers = await self._store.run(work)
-        if not running:
-            return set()
-        return {r.id for r, flag in zip(running, answers[-1], strict=True) if flag is not None}
+        backend = self._backend
+        progress = {_RECORD + record.id: record.dumps() for record in running}
+        _, _, flags = await asyncio.gather(  # at once: each is a round trip to Redis
+            backend.set(_ALIVE + self._owner, "1", STALE_SECONDS),
+            backend.set_many(progress, self._ttl, only_if_present=True),
+            backend.get_many([_CANCEL + r.id for r in running]),
+        )
+        return {r.id for r, flag in zip(running, flags, strict=True) if flag is not None}
 
     async def gone(self) -> None:
         """This process runs no more tasks."""
-
-        async def work(client: Any) -> None:
-            await client.delete(self._alive + self._owner)
-
-        await self._store.run(work)
+        await self._backend.delete(_ALIVE + self._owner)
 
 
 # -- the engine side -----------------------------------------------------------------
@@ -321,21 +270,24 @@ class _Running:
 class Tasks:
     """The tasks of one registry: starts them, keeps their records, answers for them."""
 
-    def __init__(self, engine: Invoker, settings: CallsSettings, store: Store) -> None:
-        # Weak: the engine holds its tasks, and a registry dropped without close() must still
-        # be collected (and its loop thread stopped) as soon as nothing else refers to it.
-        self._engine = weakref.ref(engine)
+    def __init__(
+        self,
+        call: CallRunner,
+        settings: CallsSettings,
+        backend: Backend,
+        *,
+        home: Callable[[], asyncio.AbstractEventLoop],
+        wait: Waiter,
+    ) -> None:
+        self._call = call
+        self._home = home
+        self._wait = wait
         self.owner = secrets.token_hex(8)
-        """This process's name in the store (its heartbeat key)."""
+        """This process's name in the backend (its heartbeat key)."""
         self.ttl = settings.task_ttl_seconds
-        self._memory = _MemoryRecords(settings.task_ttl_seconds, settings.task_entries)
-        self._redis = (
-            _RedisRecords(store, settings.task_ttl_seconds, settings.task_entries, self.owner)
-            if isinstance(store, RedisStore)
-            else None
-        )
-        self._errors: tuple[type[BaseException], ...] = (
-            store.errors if isinstance(store, RedisStore) else ()
+        self._backend = backend
+        self._records = _Records(
+            backend, settings.task_ttl_seconds, settings.task_entries, self.owner
         )
         self._running: dict[str, _Running] = {}
         self._beating: asyncio.Task[None] | None = None
@@ -348,27 +300,18 @@ class Tasks:
             self._writing = asyncio.Lock()
         return self._writing
 
-    def _invoker(self) -> Invoker:
-        engine = self._engine()
-        if engine is None:
-            raise RuntimeError("the registry of these tasks was dropped")
-        return engine
-
-    def _loop_thread(self) -> LoopThread:
-        return self._invoker()._loop_thread()
-
     @property
     def home(self) -> asyncio.AbstractEventLoop:
         """The loop tasks run on: the registry's loop thread."""
-        return self._loop_thread().loop
+        return self._home()
 
     def running(self) -> int:
         """How many tasks this process runs now."""
         return len(self._running)
 
-    def kept(self) -> int:
-        """How many task records this process's memory holds."""
-        return len(self._memory)
+    def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coroutine`` on the home loop and wait for it in this thread."""
+        return self._wait(coroutine)
 
     # -- starting ----------------------------------------------------------------
 
@@ -377,17 +320,16 @@ class Tasks:
         approver: Approver | None, *, approved: bool,
     ) -> Task:
         call = _Call(name, arguments, host, approver, approved, current())
-        return self._loop_thread().run(self._begin(call))
+        return self._wait(self._begin(call))
 
     async def astart(
         self, name: str, arguments: Any, host: Mapping[str, Any] | None,
         approver: Approver | None, *, approved: bool,
     ) -> Task:
         call = _Call(name, arguments, host, approver, approved, current())
-        task: Task = await self._at_home(self._begin(call))
-        return task
+        return await self._at_home(self._begin(call))
 
-    async def _at_home(self, coroutine: Any) -> Any:
+    async def _at_home(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         home = self.home
         if asyncio.get_running_loop() is home:
             return await coroutine
@@ -402,15 +344,11 @@ class Tasks:
         )
         running = _Running(record, concurrent.futures.Future())
         self._running[record.id] = running
-        self._memory.put(record)
-        if self._redis is not None:
-            try:
-                await self._redis.put(record)
-            except self._errors as exc:
-                log.warning("task %s is kept in this process only: %s", record.id, exc)
-            if self._beating is None or self._beating.done():
-                self._beating = asyncio.get_running_loop().create_task(self._beat())
-        running.job = asyncio.get_running_loop().create_task(self._run(running, call))
+        await self._records.put(record)
+        loop = asyncio.get_running_loop()
+        if self._beating is None or self._beating.done():
+            self._beating = loop.create_task(self._beat())
+        running.job = loop.create_task(self._run(running, call))
         return Task(self, record.id)
 
     async def _run(self, running: _Running, call: _Call) -> None:
@@ -418,7 +356,7 @@ class Tasks:
         host = {**(call.host or {}), "task": record.id, "progress": _reporter(record, call.host)}
         try:
             with call.conversation or contextlib.nullcontext():
-                result = await self._invoker().acall(
+                result = await self._call(
                     call.name, call.arguments, host, call.approver, approved=call.approved,
                     passthrough=(),
                 )
@@ -437,13 +375,8 @@ class Tasks:
             _ended_by(record, "failed", broken, lost=False)
         else:
             _ended_by(record, "completed" if result.ok else "failed", result, lost=False)
-        self._memory.finish(record)
-        if self._redis is not None:
-            try:
-                async with self._write_lock():
-                    await self._redis.finish(record)
-            except self._errors as exc:
-                log.warning("task %s ended; kept in this process only: %s", record.id, exc)
+        async with self._write_lock():
+            await self._records.finish(record)
         self._running.pop(record.id, None)
         assert record.result is not None
         if not running.ended.done():
@@ -451,15 +384,10 @@ class Tasks:
 
     async def _beat(self) -> None:
         """While this process runs tasks: say so, write progress, pick up cancels."""
-        assert self._redis is not None
         while True:
             running = [r for r in self._running.values() if r.record.state == "working"]
-            try:
-                async with self._write_lock():
-                    stop = await self._redis.beat([r.record for r in running])
-            except self._errors as exc:
-                log.debug("task heartbeat not written: %s", exc)
-                stop = set()
+            async with self._write_lock():
+                stop = await self._records.beat([r.record for r in running])
             for item in running:
                 if item.record.id in stop and item.job is not None:
                     item.job.cancel()
@@ -474,40 +402,26 @@ class Tasks:
         running = self._running.get(task_id)
         if running is not None:
             return running.record.status(), None
-        if self._redis is not None:
-            try:
-                found: tuple[TaskStatus, ToolResult | None] = await self._at_home(
-                    self._read_shared(task_id)
-                )
-                return found
-            except self._errors as exc:
-                local = self._memory.get(task_id)
-                if local is not None:
-                    return local.status(), local.result
-                why = f"the shared store cannot be reached: {type(exc).__name__}: {exc}"
-                return TaskStatus(task_id, "unknown", message=why), None
-        record = self._memory.get(task_id)
-        if record is None:
-            return _unknown(task_id), None
-        return record.status(), record.result
+        found: tuple[TaskStatus, ToolResult | None] = await self._at_home(self._read(task_id))
+        return found
 
-    async def _read_shared(self, task_id: str) -> tuple[TaskStatus, ToolResult | None]:
-        assert self._redis is not None
-        record, text = await self._redis.get(task_id)
+    async def _read(self, task_id: str) -> tuple[TaskStatus, ToolResult | None]:
+        record, text = await self._records.get(task_id)
         if record is None:
-            local = self._memory.get(task_id)  # ended while Redis could not be reached
-            if local is not None:
-                return local.status(), local.result
+            problem = self._backend.problem
+            if problem is not None:
+                why = f"the shared store cannot be reached: {problem}"
+                return TaskStatus(task_id, "unknown", message=why), None
             return _unknown(task_id), None
-        if record.state == "working" and not await self._redis.alive(record.owner):
+        if record.state == "working" and not await self._records.alive(record.owner):
             why = (
                 f"the process running this task stopped: no heartbeat for {STALE_SECONDS:g} "
                 "seconds (it died or lost the store)"
             )
             failed = ToolResult.failure(ErrorType.EXECUTION, why, retry_possible=True)
             _ended_by(record, "failed", failed, lost=True)
-            if not await self._redis.finish(record, expected=text):
-                return await self._read_shared(task_id)  # it changed meanwhile: read again
+            if not await self._records.finish(record, expected=text):
+                return await self._read(task_id)  # it changed meanwhile: read again
         return record.status(), record.result
 
     async def result(self, task_id: str, wait: float | None) -> ToolResult | None:
@@ -547,13 +461,8 @@ class Tasks:
                 self.home.call_soon_threadsafe(running.job.cancel)
             return running.record.status()
         status, _ = await self.read(task_id)
-        if status.state == "working" and self._redis is not None:
-            try:
-                await self._at_home(self._redis.ask_cancel(task_id))
-            except self._errors as exc:
-                return dataclasses.replace(
-                    status, message=f"the cancel could not be stored: {exc}"
-                )
+        if status.state == "working":
+            await self._at_home(self._records.ask_cancel(task_id))
         return status
 
     async def aclose(self) -> None:
@@ -570,9 +479,7 @@ class Tasks:
             await asyncio.wait(jobs, timeout=5)
         if self._beating is not None:
             self._beating.cancel()
-        if self._redis is not None:
-            with contextlib.suppress(*self._errors):  # the key expires by itself
-                await self._redis.gone()
+        await self._records.gone()
 
 
 class Task:
@@ -598,7 +505,7 @@ class Task:
         running = self._tasks._running.get(self.id)
         if running is not None:
             return running.record.status()
-        return self._tasks._loop_thread().run(self.astatus())
+        return self._tasks.wait(self.astatus())
 
     async def astatus(self) -> TaskStatus:
         """``status`` for async code."""
@@ -608,7 +515,7 @@ class Task:
     def result(self, wait: float | None = None) -> ToolResult | None:
         """The call's ``ToolResult`` once the task ended, waiting up to ``wait`` seconds
         for it (None: as long as it takes); None if it is still working then."""
-        return self._tasks._invoker().bridge.run(self._tasks.result(self.id, wait))
+        return self._tasks.wait(self._tasks.result(self.id, wait))
 
     async def aresult(self, wait: float | None = None) -> ToolResult | None:
         """``result`` for async code."""
@@ -617,7 +524,7 @@ class Task:
     def cancel(self) -> TaskStatus:
         """Ask the task to stop; its status as it reads now (it reads ``cancelled`` once
         the process that runs it has stopped the tool). An ended task stays as it is."""
-        return self._tasks._loop_thread().run(self._tasks.cancel(self.id))
+        return self._tasks.wait(self._tasks.cancel(self.id))
 
     async def acancel(self) -> TaskStatus:
         """``cancel`` for async code."""

@@ -636,14 +636,14 @@ def _redact_logs() -> None:
 
 def _store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
-    from toolplug.calls._store import RedisStore, open_store
+    from toolplug.calls._backend import SharedBackend, open_backend
     from toolplug.contract._errors import ConfigError
 
     try:
-        store = open_store(url, entries=1)
+        store = open_backend(url, entries=1)
     except ConfigError as exc:
         return f"unusable: {exc}"
-    assert isinstance(store, RedisStore)
+    assert isinstance(store, SharedBackend)
 
     async def check() -> str | None:
         try:

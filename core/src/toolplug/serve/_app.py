@@ -12,7 +12,6 @@ Imported by ``toolplug.serve._server`` once it knows the SDK is installed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -23,6 +22,8 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
+from toolplug.calls._backend import Backend, open_backend
+from toolplug.calls._conversations import Conversations
 from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, bounded, data_cut
 from toolplug.contract._errors import UsageError
 from toolplug.contract._tool import ErrorType, ToolResult
@@ -108,7 +109,9 @@ def build_server(
             tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
         )
 
-    conversations = _Conversations(registry)
+    conversations = Conversations(
+        registry.conversation, _shared_backend(registry), most=_MAX_SESSIONS
+    )
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -134,7 +137,7 @@ def build_server(
                     host["progress"] = progress
                 approver = AskClient(ctx, params)
                 try:
-                    with conversations.of(host["client"], _session_key(ctx)):
+                    async with conversations.of(host["client"], _session_key(ctx)):
                         arguments = params.arguments or {}
                         # The host's own approval ([serve] approvals = "client") did not see
                         # what the flow guard sees: a call it would ask about is asked here.
@@ -299,6 +302,12 @@ class _DeferredTools:
 
 
 _MAX_SESSIONS: Final = 1024
+
+
+def _shared_backend(registry: Registry) -> Backend | None:
+    """The replicas' shared state backend (``[calls] store`` on Redis), or None."""
+    store = registry.config.calls.store
+    return None if store == "memory" else open_backend(store, entries=_MAX_SESSIONS)
 
 
 def _stateless(ctx: ServerRequestContext[Any]) -> bool:
@@ -471,30 +480,6 @@ def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
     if trust is None:
         return None
     return {TRUST_ANNOTATIONS: {"untrusted": trust.untrusted, "sensitive": trust.private}}
-
-
-class _Conversations:
-    """One conversation per owner (``owner_of``: the verified principal, the session, the
-    credential, or the stdio client) and session (one principal's two sessions are two
-    conversations), kept in this process (the oldest dropped past ``_MAX_SESSIONS``); a
-    client with no owner is served without one. Not shared through Redis: a session that
-    moves to another replica starts a new conversation there."""
-
-    def __init__(self, registry: Registry) -> None:
-        self._registry = registry
-        self._by_client: dict[str, Any] = {}
-
-    def of(self, owner: str | None, session: str) -> Any:
-        if owner is None:
-            return contextlib.nullcontext()
-        # a stateless request's key is the request itself: the owner's one conversation
-        key = owner if session.startswith("request:") else f"{owner}\n{session}"
-        found = self._by_client.get(key)
-        if found is None:
-            if len(self._by_client) >= _MAX_SESSIONS:
-                self._by_client.pop(next(iter(self._by_client)))  # the oldest
-            found = self._by_client[key] = self._registry.conversation()
-        return found
 
 
 ERROR_META: Final = "toolplug/error"

@@ -29,16 +29,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import secrets
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.calls._backend import RedisBackend, Unreachable
 from toolplug.contract._approval import Approval, ApprovalRequest
+from toolplug.contract._tool import ErrorType, ToolResult
 
 if TYPE_CHECKING:
     from mcp import types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
 
 __all__ = ["AskClient", "InputRequired", "approved_by_host", "install_request_state"]
@@ -103,8 +106,6 @@ class _Sealing:
     """The SDK's ``RequestStateBoundary``, with this process's key or the replicas' shared one."""
 
     def __init__(self, store: str) -> None:
-        import os
-
         self._store = store
         self._own = os.urandom(32)
         self._shared: Any = None  # the boundary under the replicas' key, once read
@@ -119,8 +120,6 @@ class _Sealing:
         elif self._shared is not None:
             boundary = self._shared
         else:
-            from toolplug.serve._shared import shared_secret
-
             try:
                 key = await shared_secret(self._store, "request-state")
             except Exception as exc:  # answer from here: a retry must come back to this replica
@@ -129,6 +128,22 @@ class _Sealing:
             else:  # what this replica sealed alone still opens
                 boundary = self._shared = _boundary([key, self._own])
         return await boundary(ctx, call_next)
+
+
+async def shared_secret(url: str, name: str) -> bytes:
+    """A random secret every replica sharing the Redis at ``url`` reads alike: the first to
+    ask makes it (set-if-absent in the state backend). Raises ``Unreachable`` when Redis
+    cannot be reached."""
+    backend = RedisBackend(url)  # on this loop, for this one question
+    try:
+        key = "secret:" + name
+        await backend.set(key, secrets.token_hex(32), None, only_if_absent=True)
+        found = await backend.get(key)
+    finally:
+        await backend.aclose()
+    if not found:
+        raise Unreachable(f"Redis kept no value at {backend.prefix}{key}")
+    return found.encode()
 
 
 def _boundary(keys: list[bytes]) -> Any:
@@ -214,8 +229,6 @@ class AskClient:
 
     def unasked_result(self, result: ToolResult) -> ToolResult:
         """``ApprovalRequiredError`` saying how the host can approve, when nobody was asked."""
-        from toolplug.contract._tool import ErrorType, ToolResult
-
         error, request = result.error, self._unasked_request
         if self.unasked is None or request is None or error is None:
             return result

@@ -5,7 +5,8 @@ request. Under ``--max-tools`` its list (keyed by its verified principal, ``owne
 in Redis, so every replica lists what a search on another added; and list changes travel
 over Redis pub/sub, so a client listening on one replica (``subscriptions/listen``) hears
 of a search made on another. The key that seals the ``requestState`` of approval questions
-(serve/_approvals.py) is one for all replicas, so a client may answer on any of them. With
+(serve/_approvals.py, through the state backend) is one for all replicas, so a client may
+answer on any of them. With
 the in-process store there is one replica to ask, and none of this is needed. When Redis
 cannot be reached, each replica answers from what it has and says so in its log; nothing
 fails.
@@ -16,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
 from mcp.shared.subscriptions import ToolsListChanged
 
-__all__ = ["RedisBus", "SharedLists", "shared_secret"]
+__all__ = ["RedisBus", "SharedLists"]
 
 log = logging.getLogger("toolplug")
 
@@ -34,21 +34,6 @@ def _client(url: str) -> Any:
     import redis.asyncio
 
     return redis.asyncio.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
-
-
-async def shared_secret(url: str, name: str) -> bytes:
-    """A random secret every replica sharing the Redis at ``url`` reads alike: the first to
-    ask makes it. Raises what the Redis client raises when Redis cannot be reached."""
-    redis = _client(url)
-    try:
-        key = f"toolplug:secret:{name}"
-        await redis.set(key, secrets.token_hex(32), nx=True)
-        found = await redis.get(key)
-    finally:
-        await redis.aclose()
-    if not found:
-        raise RuntimeError(f"Redis kept no value at toolplug:secret:{name}")
-    return found if isinstance(found, bytes) else str(found).encode()
 
 
 class SharedLists:
