@@ -110,3 +110,33 @@ def test_over_http_each_session_is_a_conversation_of_its_own(tmp_path: Path) -> 
     assert carried.is_error
     assert "read untrusted content" in text_of(carried)
     assert not fresh.is_error, text_of(fresh)  # another session read nothing
+
+
+def test_calls_run_as_tasks_are_guarded_in_the_session_s_conversation(tmp_path: Path) -> None:
+    # A client that declares the Tasks extension, and a threshold of 0: every call it makes
+    # runs as a task. What a task read is the session's, and a sink call that carries it
+    # is asked about (here: refused, nobody can be asked), not run as a task unguarded.
+    from mcp import Client
+
+    from tests.helpers import tasks
+
+    config = "[calls]\ntask_after_seconds = 0\n"
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with Client(_params(tmp_path, config), extensions=[tasks.TasksClient()]) as client:
+            read = await tasks.call(client, "read_page", {"url": NEWS})
+            assert isinstance(read, tasks.CreatedTask), read
+            done = await tasks.wait(client.session, read.task_id)
+            post = await tasks.call(client, "post", {"text": f"see {EVIL}"})
+            fine: Any = await tasks.call(client, "post", {"text": "nothing read"})
+            if isinstance(fine, tasks.CreatedTask):
+                fine = await tasks.wait(client.session, fine.task_id)
+            return done, post, fine
+
+    done, post, fine = anyio.run(session)
+    assert done.status == "completed"
+    assert isinstance(post, types.CallToolResult), post  # not a task that ran unguarded
+    assert post.is_error
+    assert "read_page (call 1)" in text_of(post)
+    assert "ApprovalRequiredError" in text_of(post)
+    assert getattr(fine, "status", None) == "completed", fine

@@ -94,7 +94,8 @@ class _Kept:
             if number not in self._mine:
                 source = Source.from_json(raw)
                 if source is not None:
-                    self._theirs.add(id(self.conversation.absorb(source)))
+                    self.conversation.absorb(source)
+                    self._theirs.add(id(self.conversation.root.sources[-1]))
         self._seen += len(found)
         self._mine = {n for n in self._mine if n > self._seen}
 

@@ -277,14 +277,14 @@ class Conversation:
                 node.private = True
             node = node.parent
 
-    def absorb(self, source: Source) -> Source:
+    def absorb(self, source: Source) -> None:
         """Add what another process recorded in this conversation (a replica's call or
-        request, ``Source.to_json``): the guard reads it as if recorded here. The source
-        as numbered here."""
+        request, ``Source.to_json``): the guard reads it as if recorded here, numbered
+        here (the last of ``sources``)."""
         root = self._root
         if source.tool is None:
             root.trust(source.text)
-            return root.sources[-1]
+            return
         with root._lock:
             root.calls += 1
             here = Source(
@@ -299,7 +299,6 @@ class Conversation:
         if trust.private:
             root._private.append(here)
             root.private = True
-        return here
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))

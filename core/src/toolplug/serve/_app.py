@@ -181,7 +181,10 @@ def build_server(
         **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
         **listen,
     )
-    install_tasks(server, registry, served, answer)  # calls as tasks, for clients that ask
+    # calls as tasks, for clients that ask, in the same conversations as plain calls
+    install_tasks(
+        server, registry, served, answer, conversations=conversations, session=_session_key
+    )
     # approvals asked of modern clients (serve/_approvals.py)
     install_request_state(server, registry.config.calls.store)
     return server

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
+    from toolplug.calls._conversations import Conversations
     from toolplug.calls._tasks import Task
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
@@ -87,10 +88,12 @@ class TasksExtension(Extension):
     identifier = TASKS_EXTENSION
 
     def __init__(
-        self, registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer
+        self, registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer,
+        *, conversations: Conversations, session: Callable[[Any], str],
     ) -> None:
         self._registry, self._served = registry, served
         self._answer = answer
+        self._conversations, self._session = conversations, session
         self._ttl_ms = int(registry.config.calls.task_ttl_seconds * 1000)
         self._after = registry.config.calls.task_after_seconds
         self._cancels: set[asyncio.Task[Any]] = set()  # kept until they ran
@@ -114,15 +117,23 @@ class TasksExtension(Extension):
         ``[calls] task_after_seconds``, and a task when it is still running then."""
         if params.name not in self._served or not _asked(ctx):
             return await call_next(ctx)
-        approved = approved_by_host(self._registry, params.name)
-        if not approved and self._registry.needs_approval(params.name, params.arguments):
-            return await call_next(ctx)  # a plain call, which can ask (serve/_approvals.py)
+        registry, name = self._registry, params.name
+        arguments = params.arguments or {}
         owner = owner_of(ctx)
-        task = await self._registry.astart(
-            params.name, params.arguments or {},
-            context={"transport": "mcp", "client": owner},  # owns a spilled output
-            approved=approved,
-        )
+        task = None
+        # The session's conversation, as for a plain call: the task records what it reads
+        # there, and a call the flow guard would ask about is not started as a task.
+        async with self._conversations.of(owner, self._session(ctx)):
+            if registry.guard_reason(name, arguments) is None:
+                approved = approved_by_host(registry, name)
+                if approved or registry.needs_approval(name, arguments) is None:
+                    task = await registry.astart(
+                        name, arguments,
+                        context={"transport": "mcp", "client": owner},  # owns a spill
+                        approved=approved,
+                    )
+        if task is None:
+            return await call_next(ctx)  # a plain call, which can ask (serve/_approvals.py)
         metadata = self._served[params.name]
         if not (metadata.long_running or params.task is not None or self._after <= 0):
             answer = await self._soon(task, metadata, params.name)
@@ -198,12 +209,17 @@ class TasksExtension(Extension):
 
 
 def install_tasks(
-    server: Server[Any], registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer
+    server: Server[Any], registry: Registry, served: Mapping[str, ToolMetadata], answer: Answer,
+    *, conversations: Conversations, session: Callable[[Any], str],
 ) -> None:
     """Serve the Tasks extension on ``server``: its methods, its ``tools/call``
     interceptor, and its identifier in the server's capabilities. ``answer`` turns a
-    finished task's result into the ``CallToolResult`` a plain call would get."""
-    extension = TasksExtension(registry, served, answer)
+    finished task's result into the ``CallToolResult`` a plain call would get; a task runs
+    in the conversation ``conversations`` keeps for its owner and ``session`` (the
+    request's session key), as a plain call does."""
+    extension = TasksExtension(
+        registry, served, answer, conversations=conversations, session=session
+    )
     for method in extension.methods():
         server.add_request_handler(method.method, method.params_type, _gated(method))
     entry = server.get_request_handler("tools/call")
