@@ -205,19 +205,11 @@ class Invoker:
         return self._bridge.run(self._run(call, first), loopless=self._cannot_wait(call, first))
 
     async def acall(
-        self,
-        name: str,
-        arguments: Any,
-        host: Mapping[str, Any] | None = None,
-        approver: Approver | None = None,
-        *,
-        approved: bool = False,
-        passthrough: tuple[type[BaseException], ...] = (),
+        self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None, **options: Unpack[CallOptions],
     ) -> ToolResult:
         """Run one call on the running loop; cancelling the caller cancels the tool."""
-        call = self.prepare(
-            name, arguments, host, approver, approved=approved, passthrough=passthrough
-        )
+        call = self.prepare(name, arguments, host, approver, **options)
         return await self._run(call, self._chain.links())
 
     def conversation(self, request: str | None = None) -> Conversation:
@@ -254,13 +246,8 @@ class Invoker:
         return self._bridge.run(self.astart(name, arguments, host, approver, approved=approved))
 
     async def astart(
-        self,
-        name: str,
-        arguments: Any,
-        host: Mapping[str, Any] | None = None,
-        approver: Approver | None = None,
-        *,
-        approved: bool = False,
+        self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,
+        approver: Approver | None = None, *, approved: bool = False,
     ) -> Task:
         """Start one call as a task on the registry's loop thread; its handle at once."""
         return await self.tasks.astart(name, arguments, host, approver, approved=approved)
