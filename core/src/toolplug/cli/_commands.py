@@ -556,31 +556,23 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _cmd_prompt(args: argparse.Namespace) -> int:
     from toolplug.render._prompt import optional_tools_section
 
-    registry = _load(args)
-    text = optional_tools_section(
-        registry,
-        toolset=args.toolset,
-        include_guidelines=not args.no_guidelines,
-        task=args.task,
-        max_tools=args.max_tools,
-    )
-    _emit(registry, text)
-    return EXIT_OK
+    return _print_selected(args, optional_tools_section,
+                           include_guidelines=not args.no_guidelines)
 
 
 @_runs("stubs")
 def _cmd_stubs(args: argparse.Namespace) -> int:
     from toolplug.render._stubs import tool_stubs
 
+    return _print_selected(args, tool_stubs, include_unavailable=args.all)
+
+
+def _print_selected(args: argparse.Namespace, render: Callable[..., str], **options: Any) -> int:
+    """Print what ``render`` makes of the tools ``--toolset``, ``--task`` and ``--max-tools``
+    select, given the command's own ``options`` (prompt, stubs)."""
     registry = _load(args)
-    text = tool_stubs(
-        registry,
-        toolset=args.toolset,
-        include_unavailable=args.all,
-        task=args.task,
-        max_tools=args.max_tools,
-    )
-    _emit(registry, text)
+    selection = {"toolset": args.toolset, "task": args.task, "max_tools": args.max_tools}
+    _emit(registry, render(registry, **selection, **options))
     return EXIT_OK
 
 
@@ -620,30 +612,15 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise _Exit(EXIT_USAGE, str(exc)) from None
     registry = _load(args)
+    options: dict[str, Any] = {
+        "strict": args.strict_schema, "toolset": args.toolset, "include_unavailable": args.all,
+        "task": args.task, "max_tools": args.max_tools, "code_execution": args.code_execution,
+    }
     if args.explain:
-        report = explain_export(
-            registry,
-            args.format,
-            strict=args.strict_schema,
-            toolset=args.toolset,
-            include_unavailable=args.all,
-            task=args.task,
-            max_tools=args.max_tools,
-            code_execution=args.code_execution,
-        )
+        report = explain_export(registry, args.format, **options)
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
-    exported = export_tools(
-        registry,
-        args.format,
-        strict=args.strict_schema,
-        toolset=args.toolset,
-        include_unavailable=args.all,
-        task=args.task,
-        max_tools=args.max_tools,
-        code_execution=args.code_execution,
-    )
-    _emit(registry, dumps(exported))
+    _emit(registry, dumps(export_tools(registry, args.format, **options)))
     return EXIT_OK
 
 
