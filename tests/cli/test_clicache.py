@@ -6,8 +6,11 @@ within two seconds of storing it is never trusted (see ``toolplug.cli._cache``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +65,29 @@ def test_second_run_is_answered_from_the_cache(setup: Any, cli: Callable[..., An
     assert HIT in second.err
     assert first.out == second.out
     assert "probe" in second.out
+
+
+MODULES = """
+import json, sys
+from toolplug.cli import main
+code = main(sys.argv[1:])
+print("@@MODULES@@" + json.dumps(sorted(sys.modules)))
+raise SystemExit(code)
+"""
+
+
+def test_a_cached_answer_neither_builds_the_parser_nor_reads_its_spec(setup: Any) -> None:
+    env = {**setup.env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    loaded = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", MODULES, "list", "--all"], env=env,
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+        loaded.append(set(json.loads(done.stdout.split("@@MODULES@@")[1])))
+    # the first run parses its arguments; the second is answered before any parsing
+    assert {"toolplug.cli._parser", "tomllib"} <= loaded[0]
+    assert "toolplug.cli._parser" not in loaded[1]
+    assert "toolplug.cli._commands" not in loaded[1]
 
 
 def test_installing_a_plugin_invalidates(setup: Any, cli: Callable[..., Any]) -> None:

@@ -15,13 +15,13 @@ import io
 import json
 import logging
 import os
-import platform
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.contract._version import toolplug_version
+from toolplug.cli import _parser
+from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, _Exit
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Trust
@@ -30,366 +30,25 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordingEnv", "build_parser", "run"]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 STRICT_ENV = "TOOLPLUG_STRICT"
 
-
-class _Exit(Exception):
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+_HANDLERS: Final[dict[str, Handler]] = {}
+"""What runs each command of ``commands.toml``, by the command's name."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _Exit(EXIT_USAGE, f"{message} (see '{self.prog} --help')")
+def _runs(command: str) -> Callable[[Handler], Handler]:
+    """Register the decorated function as what ``toolplug COMMAND`` runs."""
 
+    def register(handler: Handler) -> Handler:
+        _HANDLERS[command] = handler
+        return handler
 
-class _Version(argparse.Action):
-    """``--version``/``-V``: print the installed toolplug's version and stop, exit 0.
-
-    argparse's own ``version`` action leaves through ``SystemExit``; this one leaves the way
-    every other command does, so ``main`` returns the code to a host that calls it.
-    """
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        print(f"toolplug {toolplug_version()} "
-              f"(Python {platform.python_version()})")
-        raise _Exit(EXIT_OK)
-
-
-def _common(*, strict: bool = True) -> _Parser:
-    common = _Parser(add_help=False)
-    common.add_argument(
-        "--config",
-        metavar="PATH",
-        default=argparse.SUPPRESS,
-        help="configuration file (default: $TOOLPLUG_CONFIG, ./toolplug.toml, "
-        "or [tool.toolplug] in ./pyproject.toml)",
-    )
-    if strict:
-        common.add_argument(
-            "--strict",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help=f"treat any plugin load problem as an error, exit 2 (also {STRICT_ENV}=1)",
-        )
-    return common
+    return register
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, with help text for every command."""
-    common = _common()
-    parser = _Parser(
-        prog="toolplug",
-        description="Plugin-based tools for LLM agents: list them, explain them, and render "
-        "what an agent needs.",
-        parents=[common],
-        epilog="Exit codes: 0 ok, 1 a tool or plan failed, 2 usage or configuration error.",
-    )
-    parser.add_argument("-V", "--version", action=_Version, help="print toolplug's version")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    p = _command(
-        sub, "list", _cmd_list, [common],
-        summary="list the available tools",
-        description="List the available tools (all installed ones with --all).",
-    )
-    _flags(p, "all")
-    p.add_argument("--json", action="store_true", help="print a JSON array")
-    p.add_argument("--category", metavar="C", help="only tools of this category")
-    _flags(p, "toolset")
-
-    p = _command(
-        sub, "info", _cmd_info, [common],
-        summary="everything about one tool",
-        description="Show one tool's metadata, whether it is available and why, and how to "
-        "enable it.",
-    )
-    p.add_argument("name", help="the tool's name")
-    _flags(p, "json")
-
-    p = _command(
-        sub, "doctor", _cmd_doctor, [common],
-        summary="explain plugins, capabilities, problems",
-        description="Report every plugin, every capability, every unavailable tool with its "
-        "reasons and setup steps, and every load problem. Exits 0 unless --strict.",
-    )
-
-    p = _command(
-        sub, "lock", _cmd_lock, [common],
-        summary="record mounted MCP tools' definitions",
-        description="Ask every mounted MCP server for its tools now and write a digest of each "
-        "tool's definition to toolplug.lock beside the configuration. A server with pin = true "
-        "has a tool whose definition differs from the lock refused; doctor reports every "
-        "difference.",
-    )
-
-    p = _command(
-        sub, "scan", _cmd_scan, [common],
-        summary="check tool definitions for hidden text and instructions",
-        description="Scan every installed and mounted tool's definition (name, title, "
-        "description, hints, guidelines, parameters, examples) for hidden characters, "
-        "instructions addressed to the model, references to other tools and names that shadow "
-        "(docs/security.md, Definitions from outside). Asks every mounted MCP server for its "
-        "tools now. Exits 1 when a finding is not accepted by the configuration.",
-    )
-    p.add_argument("--json", action="store_true", help="print a JSON array of findings")
-
-    p = _command(
-        sub, "plugins", _cmd_plugins, [common],
-        summary="installed plugin distributions",
-        description="List installed plugin distributions, their versions, the hooks each "
-        "implements, and load problems.",
-    )
-    _flags(p, "json")
-
-    p = _command(
-        sub, "prompt", _cmd_prompt, [common],
-        summary="print the optional-tools prompt section",
-        description="Print the optional-tools section of a system prompt (Markdown) for the "
-        "available tools.",
-    )
-    _flags(p, "toolset")
-    p.add_argument("--no-guidelines", action="store_true", help="leave out DO / DO NOT guidance")
-    _flags(p, "task", "max_tools")
-
-    p = _command(
-        sub, "stubs", _cmd_stubs, [common],
-        summary="print typed Python stubs of the available tools",
-        description="Print the available tools as typed Python stubs (async functions with "
-        "docstrings; TypedDicts for objects, Literal for enums), what a run_code program calls. "
-        "Byte-identical on repeated runs.",
-    )
-    _flags(p, "toolset")
-    _flags(p, "task", "max_tools")
-    _flags(p, "all")
-
-    p = _command(
-        sub, "search", _cmd_search, [common],
-        summary="rank the available tools for a task, with the reasons",
-        description="Rank the available tools for a task, as the prompt section, the schema "
-        "exports and the MCP server's search rank them: each tool's score and, per field, the "
-        "words of the task it matched. Tools that match nothing are not listed.",
-    )
-    p.add_argument("task", help="the task, in the user's words")
-    p.add_argument("--limit", metavar="N", type=_positive_int, default=10,
-                   help="list at most N tools (default 10)")
-    _flags(p, "toolset", "all", "json")
-
-    p = _command(
-        sub, "schema", _cmd_schema, [_common(strict=False)],
-        summary="provider tool schemas as JSON",
-        description="Print the available tools as provider tool definitions: OpenAI Chat "
-        "Completions or Responses functions, Anthropic tools, Gemini function declarations (JSON "
-        "Schema, or the older OpenAPI subset), or MCP tool definitions. Byte-identical on "
-        "repeated runs.",
-    )
-    p.add_argument("--format", required=True, choices=list(_formats()),
-                   help="the provider's format")
-    p.add_argument("--strict", dest="strict_schema", action=argparse.BooleanOptionalAction,
-                   default=None,
-                   help="strict mode (openai, openai-responses, anthropic): parameters rewritten "
-                   "to what the provider's strict mode accepts; on by default for "
-                   "openai-responses (for plugin strictness here, use 'toolplug --strict "
-                   f"schema' or {STRICT_ENV}=1)")
-    p.add_argument("--explain", action="store_true",
-                   help="instead of the schemas, list every keyword the export drops, moves "
-                   "into a description, or rewrites, with its JSON path")
-    _flags(p, "task", "max_tools", helps={
-        "task": "with --max-tools: the tools most relevant to this task come in full",
-        "max_tools": "at most N tools in full; the others are deferred to the provider's "
-        "tool search, or to a search_tools tool the host answers",
-    })
-    p.add_argument("--code-execution", action="store_true",
-                   help="anthropic, openai-responses: the tools may also be called from the "
-                   "provider's own code-execution tool (allowed_callers), which is added")
-    _flags(p, "all", "toolset")
-
-    p = _command(
-        sub, "docs", _cmd_docs, [common],
-        summary="write Markdown reference pages",
-        description="Write one Markdown reference page per installed tool, and an index, in the "
-        "style of the seeds. Pages do not depend on this machine's environment (availability is "
-        "not part of them).",
-    )
-    _flags(p, "toolset")
-    _flags(p, "task", "max_tools", helps={
-        "task": "with --max-tools: document the tools most relevant to this task",
-        "max_tools": "document at most N tools (the most relevant to --task, else by name)",
-    })
-    p.add_argument("--output", metavar="DIR", default="toolplug-docs",
-                   help="where to write (default ./toolplug-docs)")
-
-    p = _command(
-        sub, "new", _cmd_new, [],
-        summary="scaffold a new plugin package",
-        description="Create a plugin package toolplug-NAME with a working example tool, its "
-        "entry point, a README, and tests that use the contract kit.",
-    )
-    p.add_argument("name", help="the new tool's name (lower case, digits, underscores)")
-    p.add_argument("--dir", default=".", metavar="D", help="where to create it (default .)")
-    p.add_argument("--from-openapi", metavar="SPEC",
-                   help="a tool per operation of this OpenAPI description (path or URL)")
-    p.add_argument("--include", action="append", default=[], metavar="P",
-                   help="with --from-openapi: keep these operations (operationId or glob, "
-                   "tag:NAME, path:/GLOB, method:GET); repeatable")
-    p.add_argument("--exclude", action="append", default=[], metavar="P",
-                   help="with --from-openapi: leave these operations out; repeatable")
-    p.add_argument("--auth", choices=["bearer", "header", "query", "basic"],
-                   help="with --from-openapi: how requests authenticate (NAME_TOKEN)")
-    p.add_argument("--auth-name", metavar="N",
-                   help="with --auth header or query: the header or parameter name")
-
-    p = _command(
-        sub, "serve", _cmd_serve, [common],
-        summary="serve the tools over MCP",
-        description="Expose the available tools (or a toolset) to an MCP host: stdio by default, "
-        "or streamable HTTP at http://HOST:PORT/mcp. Needs the optional extra: pip install "
-        '"toolplug[mcp]".',
-    )
-    _flags(p, "toolset")
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    p.add_argument("--no-auth", action="store_true",
-                   help="serve HTTP beyond loopback without [serve.auth], on purpose: anyone "
-                   "who reaches the address can call every tool")
-    _flags(p, "max_tools", "task", helps={
-        "max_tools": "list at most N tools and a search_tools tool that adds the others to "
-        "the session's list as they are found",
-        "task": "with --max-tools: list the tools most relevant to this task first",
-    })
-    p.add_argument("--shutdown-grace", metavar="SECONDS", type=_seconds, default=5.0,
-                   help="on SIGTERM or SIGINT, let calls in flight finish for up to this many "
-                   "seconds, then answer the rest with an error (default 5)")
-    p.add_argument("--verbose", action="store_true",
-                   help="log on stderr each message the server refused or dropped, and why")
-
-    p = _command(
-        sub, "call", _cmd_call, [common],
-        summary="call one tool",
-        description="Call one tool with arguments given as JSON (--json) and/or key=value pairs "
-        "(a value is read as JSON when it parses, else as text). Prints the output; exits 1 when "
-        "the tool returns an error.",
-    )
-    p.add_argument("name", help="the tool's name")
-    p.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="arguments")
-    p.add_argument("--json", dest="json_args", metavar="OBJECT", help="arguments as a JSON object")
-    p.add_argument("--result", choices=["text", "json"], default="text",
-                   help="print the output text (default) or the whole result as JSON")
-    p.add_argument("--yes", action="store_true",
-                   help="approve the call without asking, when the tool needs approval")
-
-    p = _command(
-        sub, "read", _cmd_read, [common],
-        summary="read a cut output kept whole",
-        description="Print a range of an output that the output budget cut and the shared store "
-        "([calls] store = a Redis URL) kept whole: the toolplug://results/... URI that the cut "
-        "output names. Exits 1 when it is not kept (expired, evicted, or never kept).",
-    )
-    p.add_argument("uri", help="toolplug://results/ID (or ID/data for the structured data)")
-    p.add_argument("--offset", type=_non_negative_int, default=0,
-                   help="the first character to print (default 0)")
-    p.add_argument("--length", type=_positive_int, metavar="N",
-                   help="print at most N characters (default: to the end)")
-
-    p = _command(
-        sub, "run", _cmd_run, [common],
-        summary="run a plan of tool calls",
-        description="Run a plan: a JSON list of steps {id, action, parameters, dependencies, "
-        "reasoning} whose parameters may reference earlier results as $stepN.output, "
-        "$stepN.data.field, $stepN.citations. Independent steps run concurrently. Prints every "
-        "step's outcome; exits 1 when a step failed, 2 when the plan is invalid.",
-    )
-    p.add_argument("plan", metavar="PLAN.json", help="the plan file ('-' for stdin)")
-    p.add_argument("--result", choices=["text", "json"], default="text",
-                   help="print a summary (default) or the whole result as JSON")
-    p.add_argument("--yes", action="store_true",
-                   help="approve every step that needs approval without asking")
-    return parser
-
-
-def _command(
-    sub: argparse._SubParsersAction[_Parser],
-    name: str,
-    handler: Callable[[argparse.Namespace], int],
-    parents: list[_Parser],
-    *,
-    summary: str,
-    description: str,
-) -> _Parser:
-    """A command: its name, the function that runs it, its one line for ``--help`` and its
-    description."""
-    p = sub.add_parser(name, parents=parents, help=summary, description=description)
-    p.set_defaults(handler=handler)
-    return p
-
-
-def _formats() -> tuple[str, ...]:
-    # The names only: importing the exporters here would slow every command's start.
-    return ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected 0 to 3600 seconds, got {text}")
-    return value
-
-
-def _whole_number(least: int) -> Callable[[str], int]:
-    """An argument type: a whole number, ``least`` or more."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"expected {least} or more, got {value}")
-        return value
-
-    return parse
-
-
-_positive_int = _whole_number(1)
-_non_negative_int = _whole_number(0)
-
-
-_FLAGS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
-    "all": ("--all", {"action": "store_true", "help": "include unavailable tools"}),
-    "json": ("--json", {"action": "store_true", "help": "print JSON"}),
-    "toolset": ("--toolset", {"metavar": "T", "help": "only tools of this configured toolset"}),
-    "task": ("--task", {
-        "metavar": "TEXT", "help": "with --max-tools: keep the tools most relevant to this task"
-    }),
-    "max_tools": ("--max-tools", {
-        "metavar": "N", "type": _positive_int,
-        "help": "keep at most N tools (the most relevant to --task, else by name)",
-    }),
-}
-"""The options several commands share, with one meaning and one help text."""
-
-
-def _flags(
-    p: argparse.ArgumentParser, *names: str, helps: Mapping[str, str] | None = None
-) -> None:
-    """Add the shared options ``names`` (keys of ``_FLAGS``), in that order; ``helps`` says
-    what an option does in this command, where that is more than its usual help."""
-    for name in names:
-        flag, options = _FLAGS[name]
-        if helps and name in helps:
-            options = {**options, "help": helps[name]}
-        p.add_argument(flag, **options)
+    """The argument parser, with help text for every command (declared in commands.toml)."""
+    return _parser.build_parser(_HANDLERS)
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -480,6 +139,7 @@ def _tool_record(registry: Registry, name: str) -> dict[str, Any]:
 # -- commands ---------------------------------------------------------------------------
 
 
+@_runs("list")
 def _cmd_list(args: argparse.Namespace) -> int:
     registry = _load(args)
     tools = registry.select(
@@ -506,6 +166,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("info")
 def _cmd_info(args: argparse.Namespace) -> int:
     registry = _load(args)
     if args.name not in registry.tools:
@@ -660,6 +321,7 @@ def _store_state(url: str) -> str:
     )
 
 
+@_runs("lock")
 def _cmd_lock(args: argparse.Namespace) -> int:
     from toolplug.mount import lock, mounted, report_drift
 
@@ -688,6 +350,7 @@ def _scan_lines(reported: Sequence[Any]) -> list[str]:
     return lines
 
 
+@_runs("scan")
 def _cmd_scan(args: argparse.Namespace) -> int:
     from toolplug.mount import mounted
     from toolplug.mount._screen import findings
@@ -715,6 +378,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failing else EXIT_OK
 
 
+@_runs("doctor")
 def _cmd_doctor(args: argparse.Namespace) -> int:
     registry = _load_lenient(args, refresh=True)
     out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
@@ -846,6 +510,7 @@ def _schema_warnings(registry: Registry) -> list[str]:
     return warnings
 
 
+@_runs("plugins")
 def _cmd_plugins(args: argparse.Namespace) -> int:
     registry = _load_lenient(args)
     problems = registry.problems
@@ -887,36 +552,31 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("prompt")
 def _cmd_prompt(args: argparse.Namespace) -> int:
     from toolplug.render._prompt import optional_tools_section
 
-    registry = _load(args)
-    text = optional_tools_section(
-        registry,
-        toolset=args.toolset,
-        include_guidelines=not args.no_guidelines,
-        task=args.task,
-        max_tools=args.max_tools,
-    )
-    _emit(registry, text)
-    return EXIT_OK
+    return _print_selected(args, optional_tools_section,
+                           include_guidelines=not args.no_guidelines)
 
 
+@_runs("stubs")
 def _cmd_stubs(args: argparse.Namespace) -> int:
     from toolplug.render._stubs import tool_stubs
 
+    return _print_selected(args, tool_stubs, include_unavailable=args.all)
+
+
+def _print_selected(args: argparse.Namespace, render: Callable[..., str], **options: Any) -> int:
+    """Print what ``render`` makes of the tools ``--toolset``, ``--task`` and ``--max-tools``
+    select, given the command's own ``options`` (prompt, stubs)."""
     registry = _load(args)
-    text = tool_stubs(
-        registry,
-        toolset=args.toolset,
-        include_unavailable=args.all,
-        task=args.task,
-        max_tools=args.max_tools,
-    )
-    _emit(registry, text)
+    selection = {"toolset": args.toolset, "task": args.task, "max_tools": args.max_tools}
+    _emit(registry, render(registry, **selection, **options))
     return EXIT_OK
 
 
+@_runs("search")
 def _cmd_search(args: argparse.Namespace) -> int:
     registry = _load(args)
     found = registry.search(
@@ -936,6 +596,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("schema")
 def _cmd_schema(args: argparse.Namespace) -> int:
     from toolplug.render._export import STRICT_DEFAULTS, dumps, explain_export, export_tools
 
@@ -951,30 +612,15 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise _Exit(EXIT_USAGE, str(exc)) from None
     registry = _load(args)
+    options: dict[str, Any] = {
+        "strict": args.strict_schema, "toolset": args.toolset, "include_unavailable": args.all,
+        "task": args.task, "max_tools": args.max_tools, "code_execution": args.code_execution,
+    }
     if args.explain:
-        report = explain_export(
-            registry,
-            args.format,
-            strict=args.strict_schema,
-            toolset=args.toolset,
-            include_unavailable=args.all,
-            task=args.task,
-            max_tools=args.max_tools,
-            code_execution=args.code_execution,
-        )
+        report = explain_export(registry, args.format, **options)
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
-    exported = export_tools(
-        registry,
-        args.format,
-        strict=args.strict_schema,
-        toolset=args.toolset,
-        include_unavailable=args.all,
-        task=args.task,
-        max_tools=args.max_tools,
-        code_execution=args.code_execution,
-    )
-    _emit(registry, dumps(exported))
+    _emit(registry, dumps(export_tools(registry, args.format, **options)))
     return EXIT_OK
 
 
@@ -996,6 +642,7 @@ def _explained(fmt: str, strict: bool | None, report: Mapping[str, Sequence[Any]
     return "\n".join(lines)
 
 
+@_runs("docs")
 def _cmd_docs(args: argparse.Namespace) -> int:
     from toolplug.render._docs import write_reference
 
@@ -1007,6 +654,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("new")
 def _cmd_new(args: argparse.Namespace) -> int:
     from toolplug.cli._scaffold import new_plugin, next_steps
 
@@ -1030,6 +678,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("serve")
 def _cmd_serve(args: argparse.Namespace) -> int:
     from toolplug.serve._server import serve
 
@@ -1101,6 +750,7 @@ def _kept_only_with_a_shared_store(config: Config) -> Config:
     return config
 
 
+@_runs("call")
 def _cmd_call(args: argparse.Namespace) -> int:
     arguments = _parse_call_arguments(args)
     registry = _load(args, adjust=_kept_only_with_a_shared_store)
@@ -1130,6 +780,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_runs("read")
 def _cmd_read(args: argparse.Namespace) -> int:
     registry = _load(args)
     try:
@@ -1172,6 +823,7 @@ def _terminal_approver(yes: bool) -> Any:
     return decide
 
 
+@_runs("run")
 def _cmd_run(args: argparse.Namespace) -> int:
     from toolplug.calls._plan import parse_plan, run_plan
 
