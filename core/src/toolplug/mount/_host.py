@@ -26,18 +26,18 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from toolplug.contract._version import toolplug_version
 
 if TYPE_CHECKING:
     from mcp import Client
 
     from toolplug.runtime._mounts import ServerSettings
 
-__all__ = ["Connection", "ServerDown", "close_all", "run", "run_blocking"]
+__all__ = [
+    "Connection", "Resolved", "ServerDown", "close_all", "run", "run_blocking", "session", "tail",
+]
 
 log = logging.getLogger("toolplug.mount")
 T = TypeVar("T")
@@ -123,6 +123,20 @@ def close_all() -> None:
         run_blocking(close, _CLOSE_SECONDS)
 
 
+def session() -> Any:
+    """``toolplug.mount._session``: the part that speaks MCP, imported (with the SDK) once,
+    when a server is first started or called; the mounted tools' lists are read without it.
+
+    Raises:
+        ServerDown: the MCP SDK is not installed.
+    """
+    try:
+        from toolplug.mount import _session
+    except ImportError:
+        raise ServerDown('the MCP SDK is not installed: pip install "toolplug[mcp]"') from None
+    return _session
+
+
 @dataclass
 class Resolved:
     """A server's settings with its ``{ env = ... }`` and ``{ file = ... }`` values read."""
@@ -194,6 +208,11 @@ class Connection:
             self._closing.set()
         self._client = None
 
+    def ended(self, client: Any) -> None:
+        """The session of ``client`` ended (its owning task is over)."""
+        if self._client is client:
+            self._client = None
+
     @property
     def started(self) -> bool:
         """Whether a session was ever opened (or is being opened)."""
@@ -224,18 +243,13 @@ class Connection:
             raise ServerDown(self.server.problem)
         if settings.command is not None and shutil.which(settings.command) is None:
             raise ServerDown(f"command not found: {settings.command}")
-        try:
-            import mcp  # noqa: F401 - only to say what is missing
-        except ImportError:
-            raise ServerDown(
-                'the MCP SDK is not installed: pip install "toolplug[mcp]"'
-            ) from None
+        sdk = session()
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Client] = loop.create_future()
         closing = asyncio.Event()
         # closed by _own, which outlives this call
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        owner = loop.create_task(self._own(ready, closing, stderr), name=f"mcp-{self.name}")
+        owner = loop.create_task(sdk.own(self, ready, closing, stderr), name=f"mcp-{self.name}")
         try:
             return await asyncio.wait_for(
                 asyncio.shield(ready), settings.startup_timeout_seconds
@@ -245,7 +259,7 @@ class Connection:
             owner.cancel()
             raise ServerDown(
                 f"no answer within {settings.startup_timeout_seconds:g} s"
-                + _tail(stderr, "; its stderr ends with: ")
+                + tail(stderr, "; its stderr ends with: ")
             ) from None
         except ServerDown:
             raise
@@ -253,71 +267,8 @@ class Connection:
             if ready.done() and not ready.cancelled() and ready.exception() is None:
                 self._owner, self._closing = owner, closing
 
-    async def _own(
-        self, ready: asyncio.Future[Client], closing: asyncio.Event, stderr: Any
-    ) -> None:
-        """Open the session, hand it over, hold it until closed; the one task that owns it."""
-        from mcp import Client, StdioServerParameters
-
-        settings = self.server.settings
-        statuses: list[int] = []
-        target: Any
-        if settings.command is not None:
-            from mcp.client.stdio import stdio_client
-
-            params = StdioServerParameters(
-                command=settings.command,
-                args=list(settings.args),
-                env=self.server.env or None,
-                cwd=self.server.cwd,
-            )
-            target = stdio_client(params, errlog=stderr)
-        else:
-            target = _http_transport(settings.url or "", self.server.headers, statuses)
-        client = Client(
-            target, message_handler=self._message, client_info=_client_info(), cache=None
-        )
-        try:
-            async with client:
-                if not ready.done():
-                    ready.set_result(client)
-                async with asyncio.TaskGroup() as group:
-                    listener = group.create_task(self._listen(client))
-                    await closing.wait()
-                    listener.cancel()
-        except BaseException as exc:  # reported as the reason it is down
-            if isinstance(exc, asyncio.CancelledError) and not ready.done():
-                ready.cancel()  # the start was given up (its time ran out): nobody waits
-            elif not ready.done():
-                problem = _start_problem(exc, settings, statuses)
-                ready.set_exception(ServerDown(problem + _tail(stderr, "; its stderr ends with: ")))
-            elif not isinstance(exc, asyncio.CancelledError):
-                log.debug("MCP server %s: session ended: %r", self.name, exc)
-        finally:
-            stderr.close()
-            if self._client is client:
-                self._client = None
-
-    async def _listen(self, client: Client) -> None:
-        """Refresh the tool list when the server says it changed (2026-07-28 sessions)."""
-        caps = client.server_capabilities
-        if caps.tools is None or not caps.tools.list_changed:
-            return
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    await self._tools_changed()
-        except Exception as exc:  # a legacy session, or a server that refuses: notices only
-            log.debug("MCP server %s: no listen stream: %r", self.name, exc)
-
-    async def _message(self, message: Any) -> None:
-        """Notifications of a legacy session: ``tools/list_changed`` refreshes the list."""
-        from mcp import types
-
-        if isinstance(message, types.ToolListChangedNotification):
-            await self._tools_changed()
-
-    async def _tools_changed(self) -> None:
+    async def tools_changed(self) -> None:
+        """The server said its tools changed: the mount refreshes its list."""
         if self._on_tools_changed is not None:
             try:
                 await self._on_tools_changed()
@@ -325,60 +276,8 @@ class Connection:
                 log.warning("MCP server %s: refreshing its tool list failed: %r", self.name, exc)
 
 
-def _client_info() -> Any:
-    from mcp.types import Implementation
-
-    return Implementation(name="toolplug", version=toolplug_version() or "0")
-
-
-def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -> Any:
-    """The SDK's streamable HTTP transport with the headers; every HTTP error status is
-    noted in ``statuses`` (the SDK's error names none)."""
-    import httpx2  # the SDK's HTTP client; the SDK's own defaults: 30 s, 300 s to read
-    from mcp.client.streamable_http import streamable_http_client
-
-    async def note(response: httpx2.Response) -> None:
-        if response.status_code >= 400:
-            statuses.append(response.status_code)
-
-    @contextlib.asynccontextmanager
-    async def transport() -> AsyncIterator[Any]:
-        async with (
-            httpx2.AsyncClient(  # the caller of the SDK's transport owns its client
-                headers=dict(headers),
-                timeout=httpx2.Timeout(30, read=300),
-                # No cap on connections: the SDK's 100 would count the listen stream and
-                # send the 100th of many concurrent calls after a whole earlier one.
-                limits=httpx2.Limits(max_connections=None, max_keepalive_connections=100),
-                event_hooks={"response": [note]},
-            ) as client,
-            streamable_http_client(url, http_client=client) as streams,
-        ):
-            yield streams
-
-    return transport()
-
-
-def _start_problem(exc: BaseException, settings: ServerSettings, statuses: list[int]) -> str:
-    """A reason in words for a server that did not start or answer."""
-    from mcp.shared.exceptions import MCPError
-
-    inner = exc
-    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
-        inner = inner.exceptions[0]
-    status = getattr(getattr(inner, "response", None), "status_code", None)
-    if status is None and statuses:
-        status = statuses[-1]
-    if status is not None:
-        return f"HTTP {status} from {settings.url}"
-    if isinstance(inner, MCPError):
-        return f"the server closed the connection during start-up ({inner.message})"
-    if isinstance(inner, OSError):
-        return f"cannot start or reach the server: {inner.strerror or inner}"
-    return f"the server did not start: {type(inner).__name__}: {inner}"
-
-
-def _tail(stderr: Any, lead: str) -> str:
+def tail(stderr: Any, lead: str) -> str:
+    """The end of a server's stderr after ``lead``, on one line (empty: nothing)."""
     try:
         stderr.flush()
         stderr.seek(0)

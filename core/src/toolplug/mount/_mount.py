@@ -119,13 +119,7 @@ class MountedServer(_sources.Origin):
         connection = self.connection
         assert connection is not None
 
-        async def forward(progress: float, total: float | None, message: str | None) -> None:
-            report(progress, total)  # the remote server's progress, to this call's caller
-
         async def work() -> ToolResult:
-            from mcp.shared.exceptions import MCPError
-            from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS
-
             try:
                 client = await connection.client()
             except _host.ServerDown as down:
@@ -138,22 +132,11 @@ class MountedServer(_sources.Origin):
                     retry_possible=True,
                     details=details,
                 )
-            try:
-                answer = await client.call_tool(
-                    remote, arguments, progress_callback=None if report is None else forward
-                )
-            except MCPError as exc:
-                if exc.code == CONNECTION_CLOSED:
-                    connection.lost(f"the connection closed during a call of {remote}")
-                    return ToolResult.failure(
-                        ErrorType.NETWORK,
-                        f"MCP server {self.name!r} closed the connection during the call "
-                        "(it may have crashed); it is started again on the next call",
-                        retry_possible=True,
-                    )
-                kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
-                return ToolResult.failure(kind, f"MCP server {self.name!r}: {exc.message}")
-            return _result(answer, self.name)
+            result: ToolResult = await _host.session().call_tool(
+                connection, client, remote, arguments, report=report,
+                done=lambda answer: _result(answer, self.name),
+            )
+            return result
 
         try:
             return await _host.run(work)
