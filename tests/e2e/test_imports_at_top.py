@@ -4,8 +4,8 @@ An import inside a function is allowed only where the module guards an optional 
 per module, in one place), or at the start-up boundaries the benchmarks measure
 (``toolplug/__init__.py``, the command line's ``cli/__init__.py``, ``cli/_commands.py``
 and ``cli/_cache.py``). Imports under ``if TYPE_CHECKING:`` name types only. The layers
-checked here are those whose function-level imports have been moved to the top; the
-others (calls, mount, openapi, runtime, and serve's tasks and approvals) follow.
+checked here are those whose function-level imports have been moved to the top; openapi
+follows.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "core" / "src" / "toolplug"
 
-CHECKED = ("contract", "http", "integrations", "render", "schema", "search", "serve", "testing")
+CHECKED = (
+    "calls", "contract", "http", "integrations", "mount", "render", "runtime", "schema", "search",
+    "serve", "testing",
+)
 ALSO = ("cli/_scaffold.py", "cli/_scaffold_openapi.py")
-NOT_YET = ("serve/_approvals.py", "serve/_tasks.py")
+NOT_YET: tuple[str, ...] = ()
 
 GUARDS: dict[str, set[str]] = {
     # the door of `toolplug serve`: the MCP SDK and the modules standing on it, once
@@ -30,6 +33,15 @@ GUARDS: dict[str, set[str]] = {
     "testing/_kit.py": {"pytest_httpserver"},
     # the stemmer costs the uncached `toolplug list` ~20 ms; only ranking needs it
     "search/_text.py": {"snowballstemmer"},
+    # load(), the measured start-up of `toolplug list`: a source's package only when the
+    # configuration has one ([mcp_servers.NAME], [openapi.NAME])
+    "calls/_load.py": {"toolplug.mount", "toolplug.openapi"},
+    # the Monty sandbox of code mode (the code extra)
+    "calls/_code.py": {"pydantic_monty"},
+    # the schema compiler, on the first call only (the uncached `toolplug list` skips it)
+    "calls/_validation.py": {"fastjsonschema"},
+    # the half of mounting that speaks MCP (the mcp extra), when a server is first reached
+    "mount/_host.py": {"toolplug.mount"},
 }
 """Each module's guarded imports: the modules imported inside a function, nothing else."""
 

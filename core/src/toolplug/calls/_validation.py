@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator
+
 from toolplug.calls._limits import argument_problem, loads_bounded
 from toolplug.contract._metadata import ToolMetadata
 from toolplug.contract._tool import ErrorType, ToolResult
@@ -226,12 +228,11 @@ def _compiled(schema: Mapping[str, Any]) -> tuple[Any, Callable[[Any], Any] | No
     """jsonschema's 2020-12 validator of a schema, fastjsonschema's compiled check where it
     reads every keyword as 2020-12 does (else None), and the error the check raises.
 
-    The one place the validators are imported: not at the top, because ``load()`` (and so
-    a cold ``toolplug list``, a measured start-up) imports this module and ~60 ms of
-    validators that only the first call needs.
+    The one place fastjsonschema is imported: not at the top, because ``load()`` (and so
+    a cold ``toolplug list``, a measured start-up) imports this module, and only the first
+    call needs the compiler.
     """
     import fastjsonschema
-    from jsonschema import Draft202012Validator
 
     slow = Draft202012Validator(dict(schema))
     fast = None

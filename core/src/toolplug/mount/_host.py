@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolplug.mount._down import ServerDown, tail
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -44,17 +46,7 @@ T = TypeVar("T")
 
 _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 30.0
-_STDERR_TAIL = 600  # characters of a server's stderr quoted in a reason
 _CLOSE_SECONDS = 5.0
-
-
-class ServerDown(Exception):
-    """The server cannot be reached now; ``reason`` says why in words."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 class _Loop:
@@ -274,16 +266,3 @@ class Connection:
                 await self._on_tools_changed()
             except Exception as exc:
                 log.warning("MCP server %s: refreshing its tool list failed: %r", self.name, exc)
-
-
-def tail(stderr: Any, lead: str) -> str:
-    """The end of a server's stderr after ``lead``, on one line (empty: nothing)."""
-    try:
-        stderr.flush()
-        stderr.seek(0)
-        text = stderr.read().strip()
-    except (OSError, ValueError):
-        return ""
-    if not text:
-        return ""
-    return lead + " ".join(text[-_STDERR_TAIL:].split())

@@ -22,9 +22,10 @@ from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
-from toolplug.mount._host import Connection, ServerDown, tail
+from toolplug.mount._down import ServerDown, tail
 
 if TYPE_CHECKING:
+    from toolplug.mount._host import Connection
     from toolplug.runtime._mounts import ServerSettings
 
 __all__ = ["call_tool", "own"]

@@ -10,12 +10,16 @@ Every mistake is a ``ConfigError`` naming the file, the key and what is expected
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import platformdirs
+from jsonschema import Draft202012Validator
 
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._network import NetworkPolicy
@@ -193,8 +197,6 @@ _DEFAULT_SETTINGS: Final = ToolSettings()
 
 
 def _default_dir(kind: str) -> Path:
-    import platformdirs
-
     if kind == "cache":
         return Path(platformdirs.user_cache_dir("toolplug"))
     return Path(platformdirs.user_state_dir("toolplug"))
@@ -511,8 +513,6 @@ def _from_env_text(text: str, spec: ConfigField) -> Any:
     """An environment value for a field: text, or JSON for numbers, booleans, lists, tables."""
     if spec.type == "string":
         return text
-    import json
-
     try:
         return json.loads(text)
     except ValueError:
@@ -530,8 +530,6 @@ def _check_type(value: Any, spec: ConfigField, err: Any) -> None:
     if not isinstance(value, allowed) or bad_bool:
         raise err(spec.name, f"got {shown} ({type(value).__name__})", _describe(spec))
     if spec.json_schema is not None:
-        from jsonschema import Draft202012Validator
-
         problems = list(Draft202012Validator(spec.json_schema).iter_errors(value))
         if problems:
             first = min(problems, key=lambda e: list(map(str, e.absolute_path)))

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
+from toolplug.search._index import index_of
+
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._config import Toolset
@@ -71,8 +73,6 @@ class Selection(Sequence["RegisteredTool"]):
     def search(self, query: str, limit: int | None = 10) -> list[Hit]:
         """The offerable tools (chosen and deferred) best matching ``query``, with scores
         and matched terms: the one ranker behind ``search_tools`` and ``toolplug search``."""
-        from toolplug.search._index import index_of
-
         offered = [t.metadata for t in self.offered]
         hits: list[Hit] = index_of(offered).search(query, limit, embed=self._registry.embedder)
         return hits

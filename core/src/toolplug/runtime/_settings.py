@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
@@ -286,9 +288,6 @@ _RULE_KEYS: Final = frozenset({"action", "argument", "schema", "reason"})
 
 
 def _schema_problem(schema: dict[str, Any]) -> str | None:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:

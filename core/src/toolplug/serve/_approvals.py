@@ -33,12 +33,16 @@ import os
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
+from mcp import types
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp_types.methods import INPUT_REQUIRED_METHODS
+from mcp_types.version import is_version_at_least
+
 from toolplug.calls._backend import RedisBackend, Unreachable
 from toolplug.contract._approval import Approval, ApprovalRequest
 from toolplug.contract._tool import ErrorType, ToolResult
 
 if TYPE_CHECKING:
-    from mcp import types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
@@ -73,8 +77,6 @@ class InputRequired(Exception):
 
     def result(self) -> types.InputRequiredResult:
         """The ``input_required`` answer: the question, and the state its answer must echo."""
-        from mcp import types
-
         ask = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=self.request.describe(), requested_schema=_SCHEMA
@@ -111,8 +113,6 @@ class _Sealing:
         self._shared: Any = None  # the boundary under the replicas' key, once read
 
     async def __call__(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
-        from mcp_types.methods import INPUT_REQUIRED_METHODS
-
         if ctx.method not in INPUT_REQUIRED_METHODS:
             return await call_next(ctx)
         if self._store == "memory":
@@ -147,8 +147,6 @@ async def shared_secret(url: str, name: str) -> bytes:
 
 
 def _boundary(keys: list[bytes]) -> Any:
-    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-
     security = RequestStateSecurity(keys=keys, ttl=STATE_TTL_SECONDS)
     return RequestStateBoundary(security, default_audience="toolplug")
 
@@ -174,8 +172,6 @@ class AskClient:
         return decision
 
     async def _ask(self, request: ApprovalRequest) -> Approval | None:
-        from mcp_types.version import is_version_at_least
-
         ctx = self._ctx
         capabilities = ctx.session.client_capabilities
         elicitation = capabilities.elicitation if capabilities is not None else None
@@ -213,8 +209,6 @@ class AskClient:
 
     def _answer(self, question: str) -> types.ElicitResult | None:
         """The client's answer to ``question``, when this retry carries one."""
-        from mcp import types
-
         state = self._params.request_state  # verified and unsealed by RequestStateBoundary
         if state is None:
             return None
