@@ -242,7 +242,7 @@ def schema_digest(schema: Any) -> str:
     import marshal
 
     try:
-        data = marshal.dumps(schema)
+        data = marshal.dumps(schema, 2)  # version 2: no references, so no reference counts
     except ValueError:  # not plain JSON data: never vouched for
         return ""
     return hashlib.sha256(data).hexdigest()
