@@ -411,12 +411,17 @@ def test_a_cached_load_checks_nothing_the_cache_vouches_for_and_builds_the_same_
     validated: list[Any] = []
     check = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
     validate = ToolMetadata.model_validate.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(
-        lambda cls, schema, *a, **k: (checked.append(schema), check(cls, schema, *a, **k))[1]
-    ))
-    monkeypatch.setattr(ToolMetadata, "model_validate", classmethod(
-        lambda cls, obj, *a, **k: (validated.append(obj), validate(cls, obj, *a, **k))[1]
-    ))
+
+    def check_schema(cls: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        checked.append(schema)
+        return check(cls, schema, *args, **kwargs)
+
+    def model_validate(cls: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        validated.append(obj)
+        return validate(cls, obj, *args, **kwargs)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(check_schema))
+    monkeypatch.setattr(ToolMetadata, "model_validate", classmethod(model_validate))
     again = toolplug.load(config)
     names = _notes(again)
     assert len(names) == 10
