@@ -349,10 +349,13 @@ def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSet
             defaults["approval"] = api.settings.approval
         if api.settings.scopes is not None:
             defaults["scopes"] = api.settings.scopes
+        tables, written = api.settings.tools, config.settings
         for final, op in api.names.items():
-            own = api.settings.tools.get(op["operation_id"])
+            own = tables.get(op["operation_id"])
+            if not defaults and own is None and final not in written:
+                continue  # nothing to set: most operations of a large API
             values = _sources.call_settings(
-                defaults, own.call_settings() if own else None, config.settings.get(final)
+                defaults, own.call_settings() if own else None, written.get(final)
             )
             if values:
                 settings[final] = ToolSettings.model_validate(values)
@@ -386,7 +389,13 @@ def _trust(overlay: TrustOverlay, op: Mapping[str, Any], own: ToolTrust | None) 
         whole = (op.get("body") or {}).get("whole")
         if whole:
             sinks.append(whole)
-    return Trust(output=output, private=private, sinks=tuple(sorted(sinks)))
+    return _labels(output, private, tuple(sorted(sinks)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _labels(output: str, private: bool, sinks: tuple[str, ...]) -> Trust:
+    """One ``Trust`` per set of labels, shared by the operations that have it."""
+    return Trust.model_validate({"output": output, "private": private, "sinks": sinks})
 
 
 def _setup(api: Api) -> str:
