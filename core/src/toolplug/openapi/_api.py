@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
@@ -32,8 +32,6 @@ from toolplug.contract._metadata import (
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._settings import TrustOverlay as ToolTrust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
-from toolplug.http import NetworkError, check_url
-from toolplug.http._guard import parse_url
 from toolplug.openapi import _catalog, _convert, _request, _spec
 from toolplug.runtime import _sources
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
@@ -302,9 +300,27 @@ def _base_url(api: Api) -> str | None:
     return None
 
 
+_DNS_NAME: Final = re.compile(r"(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?")
+"""A plain host name: letters, digits and hyphens, its last label letters (so no spelling
+of an IP address)."""
+
+
 def _refused(url: str, policy: NetworkPolicy) -> str | None:
     """Why the guard refuses the base URL, judged without a DNS look-up (an IP literal or
     localhost is checked now; a host name when a call resolves it)."""
+    try:  # a plain host name is judged when a call resolves it: nothing to import now
+        parts = urlsplit(url)
+        if (
+            parts.scheme in ("http", "https") and "@" not in parts.netloc
+            and "\\" not in parts.netloc and parts.hostname is not None
+            and _DNS_NAME.fullmatch(parts.hostname) and parts.port is None
+        ):
+            return None
+    except ValueError:
+        pass  # the guard's own parser says what is wrong
+    from toolplug.http import NetworkError, check_url  # the guard, only when needed
+    from toolplug.http._guard import parse_url
+
     try:
         target = parse_url(url)
     except NetworkError as exc:
