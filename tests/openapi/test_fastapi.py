@@ -432,6 +432,10 @@ def test_a_cached_load_checks_nothing_the_cache_vouches_for_and_builds_the_same_
         made, expected = again.get(name).metadata, first.get(name).metadata
         assert made == expected
         assert made.model_fields_set == expected.model_fields_set
+    # and its tools call the API as the first load's did
+    result = again.call("notes_get_note", {"note_id": 1})
+    assert result.ok, result.error
+    assert result.data == first.call("notes_get_note", {"note_id": 1}).data
     # an operation the configuration adds to is checked again, field by field
     config["openapi"]["notes"]["tools"] = {"getNote": {"description": "two\nlines"}}
     edited = toolplug.load(config)

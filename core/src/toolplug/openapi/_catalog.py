@@ -101,7 +101,7 @@ def write_parsed(cache_dir: Path, api: str, parsed: Parsed) -> Path | None:
     body = {
         "key": parsed.key,
         "stored": parsed.stored,
-        "description": parsed.description,
+        "description": _compact(parsed.description),
         "problem": parsed.problem,
         "checked": sorted(parsed.checked),
         "checked_ids": sorted(parsed.checked_ids),
@@ -130,6 +130,24 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def _compact(description: dict[str, Any]) -> dict[str, Any]:
+    """The description as stored: each operation's tags and argument specs as tuples, which
+    the cyclic garbage collector stops tracking once it has seen them (a list it tracks
+    as long as it lives: GitHub's description has some 6,000)."""
+    operations = description.get("operations")
+    if not operations:
+        return description
+    compact = []
+    for given in operations:
+        op = dict(given)
+        if isinstance(op.get("tags"), list):
+            op["tags"] = tuple(op["tags"])
+        if isinstance(op.get("args"), dict):
+            op["args"] = {k: tuple(v) if isinstance(v, list) else v for k, v in op["args"].items()}
+        compact.append(op)
+    return {**description, "operations": compact}
 
 
 def now() -> float:
