@@ -117,3 +117,27 @@ def test_other_documents_are_refused_with_the_reason(raw: bytes, message: str) -
     with pytest.raises(SpecError) as caught:
         parse_document(raw, "spec")
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("https://api.github.com", False),  # a host name: judged when a call resolves it
+        ("https://api.github.com./v3", False),
+        ("http://127.0.0.1:8000/api", True),
+        ("http://localhost/api", True),
+        ("http://2130706433/", True),  # 127.0.0.1 spelt as one number
+        ("http://0x7f.1/", True),
+        ("http://127.1/", True),
+        ("http://[::1]:9/", True),
+        ("http://api.example.org:99999/", True),  # no such port
+        ("http://user@127.0.0.1/", True),
+    ],
+)
+def test_a_base_url_the_guard_refuses_is_found_when_the_api_loads(url: str, refused: bool) -> None:
+    """Every spelling of a loopback address is checked when the API loads (a plain host
+    name needs no import of the guard, and waits for a call's look-up)."""
+    from toolplug.contract._network import NetworkPolicy
+    from toolplug.openapi._api import _refused
+
+    assert (_refused(url, NetworkPolicy()) is not None) is refused

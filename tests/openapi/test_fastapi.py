@@ -395,6 +395,55 @@ def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
     assert "not a valid JSON Schema 2020-12" in problem
 
 
+def test_a_cached_load_checks_nothing_the_cache_vouches_for_and_builds_the_same_tools(
+    api_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load from the cache copies each vouched operation's metadata from one checked
+    template: no meta-schema check, no model validation, and the very metadata a first
+    (checked) load made; a table of the configuration still has its operation checked."""
+    from jsonschema import Draft202012Validator
+
+    from toolplug.contract._metadata import ToolMetadata
+
+    config = _config(api_url, tmp_path)
+    first = toolplug.load(config)
+    checked: list[Any] = []
+    validated: list[Any] = []
+    check = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+    validate = ToolMetadata.model_validate.__func__  # type: ignore[attr-defined]
+
+    def check_schema(cls: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        checked.append(schema)
+        return check(cls, schema, *args, **kwargs)
+
+    def model_validate(cls: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        validated.append(obj)
+        return validate(cls, obj, *args, **kwargs)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(check_schema))
+    monkeypatch.setattr(ToolMetadata, "model_validate", classmethod(model_validate))
+    again = toolplug.load(config)
+    names = _notes(again)
+    assert len(names) == 10
+    mine = {id(again.get(n).metadata.parameters) for n in names}
+    assert not [s for s in checked if id(s) in mine]
+    assert not [v for v in validated if isinstance(v, dict) and v.get("name") in names]
+    for name in names:
+        made, expected = again.get(name).metadata, first.get(name).metadata
+        assert made == expected
+        assert made.model_fields_set == expected.model_fields_set
+    # and its tools call the API as the first load's did
+    result = again.call("notes_get_note", {"note_id": 1})
+    assert result.ok, result.error
+    assert result.data == first.call("notes_get_note", {"note_id": 1}).data
+    # an operation the configuration adds to is checked again, field by field
+    config["openapi"]["notes"]["tools"] = {"getNote": {"description": "two\nlines"}}
+    edited = toolplug.load(config)
+    assert "notes_get_note" not in edited.tools
+    notes = described(edited).apis["notes"].notes  # type: ignore[union-attr]
+    assert any("'getNote' cannot be offered" in n and "one line" in n for n in notes), notes
+
+
 def test_async_calls_share_one_client_per_loop_and_close_it(
     registry: toolplug.Registry,
 ) -> None:

@@ -198,6 +198,53 @@ def test_an_openapi_tool_is_transformed(tmp_path: Path) -> None:
         result = registry.call("demo_notes", {"size": 3})
         assert result.ok, result.error
         assert [n["id"] for n in result.data] == [1, 2, 3]
-        assert "more results: call again with page=2, per_page=3" in result.warnings
+        # the next-page hint names the argument the model sees (size), not per_page
+        assert "more results: call again with page=2, size=3" in result.warnings
         assert registry.needs_approval("demo_notes", {"size": 3}) is None
         assert registry.labels("demo_notes").sinks == ("page", "size")
+
+
+def test_a_renamed_paging_argument_still_pages_and_the_cut_names_it(tmp_path: Path) -> None:
+    """read_file reads on from ``offset``: offered with ``start`` instead, a cut output
+    still says how to read on (not "ask for less", not spilled), by the name the model
+    sees; a hidden offset is no paging argument."""
+    text = "".join(f"line {n:05d}\n" for n in range(3000))  # 33,000 characters
+    (tmp_path / "long.txt").write_text(text)
+    registry = toolplug.load({
+        "cache_dir": str(tmp_path / "cache"),
+        "tools": {name: {"read_roots": [str(tmp_path)], "max_output_chars": 2000}
+                  for name in ("read_file", "read_from", "read_head")},
+        "transforms": {
+            "read_from": {"from": "read_file", "rename_args": {"start": "offset"},
+                          "keep_original": True},
+            "read_head": {"from": "read_file", "hide": {"offset": 0}, "keep_original": True},
+        },
+    })
+    path = str(tmp_path / "long.txt")
+    assert "offset" not in registry.get("read_from").metadata.parameters["properties"]
+    original = registry.call("read_file", {"path": path, "max_chars": 30000})
+    assert "call the tool again with a larger offset for the rest" in original.output
+    renamed = registry.call("read_from", {"path": path, "max_chars": 30000, "start": 11})
+    assert renamed.ok, renamed.error
+    assert renamed.output.startswith("line 00001\n")  # the original got offset=11
+    assert "call the tool again with a larger start for the rest" in renamed.output
+    assert renamed.spill is None
+    head = registry.call("read_head", {"path": path, "max_chars": 30000})
+    assert "larger" not in head.output  # nothing the model could page with
+
+
+def test_a_trust_table_written_for_the_original_names_the_arguments_the_model_sees(
+    tmp_path: Path,
+) -> None:
+    """The original's ``[tools.NAME] trust`` table carries over to its transformed tool with
+    the renamed sinks by their new names: else the argument the model sends is no sink."""
+    registry = toolplug.load({
+        "cache_dir": str(tmp_path / "cache"),
+        "tools": {"read_file": {"trust": {"sinks": ["path", "offset"]}}},
+        "transforms": {
+            "read_from": {"from": "read_file", "rename_args": {"start": "offset"}},
+            "read_head": {"from": "read_file", "hide": {"offset": 0}},
+        },
+    })
+    assert registry.labels("read_from").sinks == ("path", "start")
+    assert registry.labels("read_head").sinks == ("path",)

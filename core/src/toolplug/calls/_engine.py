@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 from toolplug.calls._bridge import Bridge, loop_running
 from toolplug.calls._dispatch import Chain, Next
 from toolplug.calls._guard import Conversation, current
-from toolplug.calls._limits import bounded, fits
+from toolplug.calls._limits import bounded, fits, paging_argument
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._redaction import redacted_result
 from toolplug.calls._spill import Entry, Page, Spills
@@ -322,7 +322,8 @@ class Invoker:
         plain = result.error is None and result.data is None and not result.citations
         if plain and _model_chars(result) <= budget:
             return result  # the common case, without a look at the arguments
-        pages = meta is not None and "offset" in meta.parameters.get("properties", {})
+        found = self.registry.tools.get(call.tool) if meta is not None else None
+        pages = paging_argument(found.cls, meta) if found is not None else None
         kept_at = None  # a tool that pages is read on with a larger offset: nothing to keep
         spill = self._spills is not None and not pages and result.error is None
         if spill and not fits(result, budget):
@@ -335,7 +336,7 @@ class Invoker:
                     result = dataclasses.replace(
                         result, warnings=(*result.warnings, _KEPT_HERE)
                     )
-        return bounded(result, call.arguments, budget, pages=pages, kept_at=kept_at)
+        return bounded(result, call.arguments, budget, pages=pages or False, kept_at=kept_at)
 
     async def read(
         self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None

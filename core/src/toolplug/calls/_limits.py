@@ -35,6 +35,7 @@ __all__ = [
     "data_cut",
     "fits",
     "loads_bounded",
+    "paging_argument",
     "reply_chars",
 ]
 
@@ -145,7 +146,7 @@ def bounded(
     arguments: Mapping[str, Any],
     budget: int,
     *,
-    pages: bool = False,
+    pages: bool | str = False,
     kept_at: str | None = None,
 ) -> ToolResult:
     """The result cut so that ``reply_chars(result) <= budget``, saying what was cut.
@@ -153,9 +154,10 @@ def bounded(
     Each warning is cut to 500 characters and the warnings to an eighth of the budget, the
     citations likewise; the text and the data split what is left, each getting at least
     half of it when both need more. Long data strings are shortened first, then the tails
-    of the longest arrays and objects go. ``pages``: the tool takes an ``offset``, so the
-    cut notice says how to read on. ``kept_at``: where the whole output is kept (a spill URI),
-    which the notices name instead. A budget under ``SMALLEST_BUDGET`` counts as that.
+    of the longest arrays and objects go. ``pages``: the argument the tool is read on with
+    (``True``: ``offset``; ``paging_argument`` finds it), which the cut notice names.
+    ``kept_at``: where the whole output is kept (a spill URI), which the notices name
+    instead. A budget under ``SMALLEST_BUDGET`` counts as that.
     """
     budget = max(budget, SMALLEST_BUDGET)
     if result.error is not None:
@@ -217,12 +219,14 @@ def _cut_message(message: str, keep: int) -> str:
     return message[:keep] + f"... [{len(message) - keep:,} characters cut]"
 
 
-def _cut_output(output: str, space: int, budget: int, pages: bool, rest: str | None) -> str:
+def _cut_output(
+    output: str, space: int, budget: int, pages: bool | str, rest: str | None
+) -> str:
     """The output within ``space`` characters, its notice included."""
     if len(output) <= space:
         return output
     how = (
-        "call the tool again with a larger offset for the rest"
+        f"call the tool again with a larger {'offset' if pages is True else pages} for the rest"
         if pages
         else "ask for less (narrower arguments) to see the rest"
     )
@@ -244,6 +248,18 @@ def _cut_output(output: str, space: int, budget: int, pages: bool, rest: str | N
     keep = max(space - len(notice(0)) - margin, 0)
     text = output[:keep] + notice(keep)
     return text if len(text) <= space else text[:max(space, 0)]
+
+
+def paging_argument(tool: Any, metadata: Any) -> str | None:
+    """The argument a model reads a tool's output on with: ``offset``, under the name the
+    model sees it by (a transform's ``rename_args`` records it as ``renamed_arguments``,
+    original -> shown; a hidden ``offset`` is none the model can change)."""
+    renamed = getattr(tool, "renamed_arguments", None)
+    if renamed is not None:
+        shown = renamed.get("offset")
+        return str(shown) if shown is not None else None
+    properties = metadata.parameters.get("properties") or {}
+    return "offset" if "offset" in properties else None
 
 
 def _warnings_chars(warnings: tuple[str, ...]) -> int:

@@ -243,7 +243,7 @@ def schema_digest(schema: Any) -> str:
     """A digest of a JSON Schema's content, keys in their order (the same schema read from
     the same source gives the same digest; another order only costs a check)."""
     try:
-        data = marshal.dumps(schema)
+        data = marshal.dumps(schema, 2)  # version 2: no references, so no reference counts
     except ValueError:  # not plain JSON data: never vouched for
         return ""
     return hashlib.sha256(data).hexdigest()

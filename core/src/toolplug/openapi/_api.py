@@ -11,15 +11,18 @@ set). The registry then treats them like any installed tool.
 from __future__ import annotations
 
 import base64
+import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urljoin, urlsplit
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import (
+    TOOL_NAME_PATTERN,
     Annotations,
     ToolMetadata,
     Trust,
@@ -29,8 +32,6 @@ from toolplug.contract._metadata import (
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._settings import TrustOverlay as ToolTrust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
-from toolplug.http import NetworkError, check_url
-from toolplug.http._guard import parse_url
 from toolplug.openapi import _catalog, _convert, _request, _spec
 from toolplug.runtime import _sources
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Api", "Described", "describe", "described", "report"]
+
+_TOOL_NAME: Final = re.compile(TOOL_NAME_PATTERN)
+_NETWORK: Final = "network"
 
 
 @dataclass
@@ -67,6 +71,36 @@ class Api(_sources.Origin):
     notes: list[str] = field(default_factory=list)
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
+
+    @functools.cached_property
+    def setup(self) -> str:
+        """The setup steps every one of its tools shows when it is unavailable."""
+        return _setup(self)
+
+    @functools.cached_property
+    def common(self) -> dict[str, Any]:
+        """The metadata every one of its operations shares, from its table."""
+        return {
+            "category": self.settings.category,
+            "requires_capabilities": (_NETWORK, self.capability),
+            "setup_instructions": self.setup,
+            "timeout_seconds": self.settings.timeout_seconds,
+            "errors": _request.ERRORS,
+        }
+
+    @functools.cached_property
+    def template(self) -> ToolMetadata:
+        """``common``, checked once: what each vouched operation's metadata is copied from."""
+        return ToolMetadata.model_validate(
+            {"name": "openapi_operation", "description": "An operation.", **self.common}
+        )
+
+    @functools.cached_property
+    def vouched(self) -> frozenset[str]:
+        """The operations whose metadata passed every check when a load first registered
+        them (``Parsed.checked_ids``): their definitions are the cache's, unchanged."""
+        parsed = self.parsed
+        return frozenset(parsed.checked_ids) if parsed is not None else frozenset()
 
     @property
     def problem(self) -> str | None:
@@ -148,6 +182,11 @@ def described(registry: Registry) -> Described | None:
 def describe(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> Described:
     """Read each enabled API's description (from the cache, or the spec itself) and build
     the plugins that register its operations as tools. ``refresh`` reads every spec now."""
+    with _catalog.collector_paused():  # every object it makes lives as long as the registry
+        return _describe(config, env=env, refresh=refresh)
+
+
+def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Described:
     base = config.path.parent if config.path else Path.cwd()
     apis: dict[str, Api] = {}
     secrets: set[str] = set()
@@ -261,9 +300,27 @@ def _base_url(api: Api) -> str | None:
     return None
 
 
+_DNS_NAME: Final = re.compile(r"(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?")
+"""A plain host name: letters, digits and hyphens, its last label letters (so no spelling
+of an IP address)."""
+
+
 def _refused(url: str, policy: NetworkPolicy) -> str | None:
     """Why the guard refuses the base URL, judged without a DNS look-up (an IP literal or
     localhost is checked now; a host name when a call resolves it)."""
+    try:  # a plain host name is judged when a call resolves it: nothing to import now
+        parts = urlsplit(url)
+        if (
+            parts.scheme in ("http", "https") and "@" not in parts.netloc
+            and "\\" not in parts.netloc and parts.hostname is not None
+            and _DNS_NAME.fullmatch(parts.hostname) and parts.port is None
+        ):
+            return None
+    except ValueError:
+        pass  # the guard's own parser says what is wrong
+    from toolplug.http import NetworkError, check_url  # the guard, only when needed
+    from toolplug.http._guard import parse_url
+
     try:
         target = parse_url(url)
     except NetworkError as exc:
@@ -308,16 +365,20 @@ def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSet
             defaults["approval"] = api.settings.approval
         if api.settings.scopes is not None:
             defaults["scopes"] = api.settings.scopes
+        tables, written = api.settings.tools, config.settings
         for final, op in api.names.items():
-            own = api.settings.tools.get(op["operation_id"])
+            own = tables.get(op["operation_id"])
+            if not defaults and own is None and final not in written:
+                continue  # nothing to set: most operations of a large API
             values = _sources.call_settings(
-                defaults, own.call_settings() if own else None, config.settings.get(final)
+                defaults, own.call_settings() if own else None, written.get(final)
             )
             if values:
                 settings[final] = ToolSettings.model_validate(values)
     return settings
 
 
+@functools.cache
 def _annotations(method: str) -> Annotations:
     read_only = method in ("GET", "HEAD", "OPTIONS")
     return Annotations(
@@ -344,7 +405,13 @@ def _trust(overlay: TrustOverlay, op: Mapping[str, Any], own: ToolTrust | None) 
         whole = (op.get("body") or {}).get("whole")
         if whole:
             sinks.append(whole)
-    return Trust(output=output, private=private, sinks=tuple(sorted(sinks)))
+    return _labels(output, private, tuple(sorted(sinks)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _labels(output: str, private: bool, sinks: tuple[str, ...]) -> Trust:
+    """One ``Trust`` per set of labels, shared by the operations that have it."""
+    return Trust.model_validate({"output": output, "private": private, "sinks": sinks})
 
 
 def _setup(api: Api) -> str:
@@ -360,6 +427,11 @@ def _setup(api: Api) -> str:
 
 
 def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
+    """One operation's metadata. Checked field by field, unless the cache vouches for the
+    operation (``Api.vouched``) and no table of the configuration adds to it: then what the
+    operation brings passed every check when it was first registered, what the API's table
+    brings is checked once, in ``Api.template``, and the model is a copy of that template
+    with the operation's fields (a copy checks nothing, and costs a microsecond)."""
     settings = api.settings
     own = settings.tools.get(op["operation_id"])
     description = op["description"]
@@ -369,18 +441,32 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "name": final,
         "description": description,
         "title": f"{op['method']} {op['path']}",
-        "category": settings.category,
-        "requires_capabilities": ("network", api.capability),
         "parameters": op["parameters"],
         "returns": op.get("returns"),
         "annotations": _annotations(op["method"]),
-        "setup_instructions": _setup(api),
-        "timeout_seconds": settings.timeout_seconds,
-        "errors": _request.ERRORS,
         "trust": _trust(settings.trust, op, own.trust if own else None),
     }
+    if (
+        own is None and op["operation_id"] in api.vouched and _TOOL_NAME.match(final)
+        and op["parameters"].get("type") == "object"
+        and description and "\n" not in description and description == description.strip()
+    ):
+        return api.template.model_copy(update=values)
+    values.update(api.common)
     _sources.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
     return ToolMetadata.model_validate(values)
+
+
+async def _run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+    """The ``run`` of every operation's tool: the request its class describes."""
+    tool = type(self)
+    api: Api = getattr(tool, "api")  # noqa: B009 - set by _tool_class, unknown to Tool
+    operation: _request.Operation | None = tool.__dict__.get("operation")
+    if operation is None:  # made by the first call: a load makes a thousand tools
+        definition = getattr(tool, "definition")  # noqa: B009
+        operation = _request.Operation.of(definition, tool.metadata.timeout_seconds)
+        setattr(tool, "operation", operation)  # noqa: B010
+    return await api.call(operation, arguments, context)
 
 
 def _tool_class(api: Api, final: str, op: Mapping[str, Any]) -> type[Tool] | str:
@@ -391,12 +477,9 @@ def _tool_class(api: Api, final: str, op: Mapping[str, Any]) -> type[Tool] | str
     )
     if isinstance(metadata, str):
         return metadata
-    operation = _request.Operation.of(op, metadata.timeout_seconds)
-
-    async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        return await api.call(operation, arguments, context)
-
-    return _sources.tool_class("OpenAPI", metadata, run, operation=operation, __module__=__name__)
+    return _sources.tool_class(
+        "OpenAPI", metadata, _run, api=api, definition=op, __module__=__name__
+    )
 
 
 class _ApiPlugin(_sources.OriginPlugin):
@@ -409,6 +492,14 @@ class _ApiPlugin(_sources.OriginPlugin):
             lambda final: _tool_class(api, final, api.names[final]), lambda: list(api.names),
         )
         self.api = api
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        """Its tools, made with the cyclic garbage collector paused: a thousand classes and
+        models hold no garbage, and collecting while they are made costs more than making
+        them."""
+        with _catalog.collector_paused():
+            super().register_tools(register)
 
     @hookimpl
     def register_capabilities(self, register: Any) -> None:

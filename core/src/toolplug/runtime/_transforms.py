@@ -181,13 +181,15 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         return mapped
 
     inner = original()
+    shown = _shown_names(back)
 
     async def arun(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         result: ToolResult = await inner.run(original_arguments(arguments), context)  # type: ignore[misc]
-        return result
+        made: ToolResult = shown(result)
+        return made
 
     def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
-        return inner.run(original_arguments(arguments), context)
+        return shown(inner.run(original_arguments(arguments), context))
 
     def annotations_for(cls: type[Tool], arguments: Mapping[str, Any]) -> Any:
         return original.annotations_for(original_arguments(arguments))
@@ -198,10 +200,54 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         "__module__": original.__module__,
         "__doc__": new_metadata.description,
         "transformed_from": original,
+        "renamed_arguments": back,
     }
     if original.annotations_for.__func__ is not Tool.annotations_for.__func__:  # type: ignore[attr-defined]
         namespace["annotations_for"] = classmethod(annotations_for)
     return type(f"Transformed_{transform.name}", (Tool,), namespace)
+
+
+def _shown_names(back: Mapping[str, str]) -> Any:
+    """What rewrites a result of the original for the model: in its warnings and its
+    error's message, a renamed argument named the way toolplug's own messages name one
+    (``'old'``, ``old=VALUE``) takes the name the model sees (a next-page hint, a check of
+    the original's arguments)."""
+    renamed = {old: new for old, new in back.items() if old != new}
+    if not renamed:
+        return lambda result: result
+    pattern = re.compile(
+        r"(?<![\w.])(?:'(" + "|".join(map(re.escape, renamed)) + r")'|("
+        + "|".join(map(re.escape, renamed)) + r")(?==))"
+    )
+
+    def text(value: str) -> str:
+        return pattern.sub(
+            lambda m: f"'{renamed[m.group(1)]}'" if m.group(1) else renamed[m.group(2)], value
+        )
+
+    def shown(result: Any) -> Any:
+        if not isinstance(result, ToolResult):
+            return result
+        warnings = tuple(text(w) for w in result.warnings)
+        error = result.error
+        if error is not None and (message := text(error.message)) != error.message:
+            error = dataclasses.replace(error, message=message)
+        if warnings == result.warnings and error is result.error:
+            return result
+        return dataclasses.replace(result, warnings=warnings, error=error)
+
+    return shown
+
+
+def _inherited(settings: ToolSettings, made: type[Tool]) -> ToolSettings:
+    """The original's call settings for its transformed tool: a ``trust`` table's sinks by
+    the names the model sees (a hidden argument is none the model sends)."""
+    trust = settings.trust
+    if trust is None or trust.sinks is None:
+        return settings
+    back: Mapping[str, str] = getattr(made, "renamed_arguments", {})
+    sinks = tuple(back[s] for s in trust.sinks if s in back)
+    return settings.model_copy(update={"trust": trust.model_copy(update={"sinks": sinks})})
 
 
 def apply_transforms(
@@ -237,7 +283,7 @@ def apply_transforms(
             continue
         tools[name] = dataclasses.replace(source, cls=made, metadata=made.metadata)
         if name not in settings and transform.source in settings:
-            merged[name] = settings[transform.source]
+            merged[name] = _inherited(settings[transform.source], made)
         if not transform.keep_original and name != transform.source:
             drop.add(transform.source)
     for name in drop:
