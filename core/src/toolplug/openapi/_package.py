@@ -11,14 +11,19 @@ variables, or ``[tools.TOOL] base_url`` and ``token``.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator
+
 from toolplug.contract._metadata import ConfigField, Example, Guidelines, ToolMetadata
+from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.openapi import _convert, _request, _spec
+from toolplug.openapi._api import _annotations, _trust
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
 
 __all__ = ["operation_tools", "package"]
@@ -43,8 +48,6 @@ def package(
         SpecError: the description cannot be read or understood.
         ValueError: ``include`` keeps no operation, or ``auth`` is unknown.
     """
-    from toolplug.contract._network import NetworkPolicy
-
     if auth is not None and auth not in _AUTH_TYPES:
         raise ValueError(f"--auth {auth!r}: use one of {', '.join(_AUTH_TYPES)}")
     raw, where = _spec.read_source(
@@ -124,8 +127,6 @@ def _sample(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
 
 def _examples(op: dict[str, Any]) -> tuple[Example, ...]:
     """One example of the operation's required arguments, when one can be made that fits."""
-    from jsonschema import Draft202012Validator
-
     parameters = op["parameters"]
     arguments = _sample(parameters, parameters.get("$defs") or {})
     if not isinstance(arguments, dict) or not Draft202012Validator(parameters).is_valid(arguments):
@@ -163,16 +164,12 @@ def _credentials(auth: dict[str, Any] | None, token: str | None) -> _request.Cre
         return _request.Credentials(headers={header: token})
     if kind == "query":
         return _request.Credentials(query={auth.get("name") or "api_key": token})
-    import base64
-
     encoded = base64.b64encode(token.encode()).decode("ascii")
     return _request.Credentials(headers={"Authorization": f"Basic {encoded}"})
 
 
 def operation_tools(path: str | os.PathLike[str]) -> list[type[Tool]]:
     """The ``Tool`` classes of a packaged ``operations.json``, sorted by name."""
-    from toolplug.openapi._api import _annotations, _trust
-
     document = json.loads(Path(path).read_text(encoding="utf-8"))
     fields = _fields(document)
     auth = document.get("auth")

@@ -10,12 +10,14 @@ and a long output is spilled by the engine like any other.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import json
 import math
 import re
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -262,14 +264,10 @@ class ClientPool:
     """
 
     def __init__(self) -> None:
-        import weakref
-
         self._clients: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
     def client(self) -> Any:
         """The running loop's client (made, with its closing task, on first use)."""
-        import asyncio
-
         from toolplug.http import new_client
 
         loop = asyncio.get_running_loop()
@@ -282,8 +280,6 @@ class ClientPool:
         return entry[0]
 
     async def _close_when_idle(self, loop: Any, entry: list[Any]) -> None:
-        import asyncio
-
         try:
             while True:
                 idle = time.monotonic() - entry[1]

@@ -8,6 +8,7 @@ toolplug makes for a tool; a file is read as it is. What cannot be read or is no
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -62,8 +63,6 @@ def read_source(
 
 
 def _fetch(url: str, policy: NetworkPolicy, timeout: float) -> bytes:
-    from concurrent.futures import ThreadPoolExecutor
-
     from toolplug.http import NetworkError, fetch_sync
 
     # fetch_sync runs a loop of its own; a thread keeps it off a caller's running loop
