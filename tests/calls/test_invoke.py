@@ -356,6 +356,28 @@ def test_rate_limit_answers_or_waits() -> None:
     assert time.monotonic() - started >= 0.35
 
 
+def test_a_rate_limit_per_client_gives_each_client_its_own_window() -> None:
+    limits = {"calls": 1, "per_seconds": 60, "wait": False, "per": "client"}
+    registry = load({"tools": {"search": {"rate_limit": limits}}})
+    alice, bob = {"client": "principal:alice"}, {"client": "principal:bob"}
+    assert registry.call("search", {"query": "1"}, context=alice).ok
+    refused = registry.call("search", {"query": "2"}, context=alice)
+    assert refused.error is not None and refused.error.type == "RateLimitError"
+    assert registry.call("search", {"query": "3"}, context=bob).ok  # bob's own window
+    assert registry.call("search", {"query": "4"}).ok  # no client: the shared window
+    assert not registry.call("search", {"query": "5"}).ok
+    shared = load({"tools": {"search": {"rate_limit": {**limits, "per": "tool"}}}})
+    assert shared.call("search", {"query": "1"}, context=alice).ok
+    assert not shared.call("search", {"query": "2"}, context=bob).ok  # one window for all
+
+
+def test_a_rate_limit_per_anything_else_names_the_choices() -> None:
+    with pytest.raises(toolplug.ConfigError) as caught:
+        load({"tools": {"search": {"rate_limit": {"calls": 1, "per": "user"}}}})
+    assert "rate_limit.per" in str(caught.value)
+    assert '"tool" (one window for every caller) or "client"' in str(caught.value)
+
+
 def test_host_context_reaches_the_tool(registry: toolplug.Registry) -> None:
     assert registry.call("host_context", {"query": "x"}, context={"user": "ada"}).output == "ada"
 

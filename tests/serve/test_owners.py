@@ -246,3 +246,30 @@ def test_without_auth_a_session_owns_what_it_leaves(tmp_path: Path) -> None:
     link = next(b for b in reply["result"]["content"] if b["type"] == "resource_link")
     assert link["uri"] in [r["uri"] for r in mine]
     assert theirs == []
+
+
+def test_a_rate_limit_per_client_is_each_principal_s_own(tmp_path: Path) -> None:
+    # rate_limit per = "client": the owner of the call (here the verified principal) has a
+    # window of its own, so alice's calls do not use up bob's.
+    limit = (
+        '\n[tools.echo]\nrate_limit = { calls = 1, per_seconds = 60, wait = false, '
+        'per = "client" }\n'
+    )
+    env = {**os.environ, **child_env(tmp_path, EXTRA, config=CONFIG + AUTH + limit), **TOKENS}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def run() -> list[types.CallToolResult]:
+        async with client_as(url, "alice-token") as alice, client_as(url, "bob-token") as bob:
+            return [
+                await alice.call_tool("echo", {"text": "one"}),
+                await alice.call_tool("echo", {"text": "two"}),
+                await bob.call_tool("echo", {"text": "three"}),
+            ]
+
+    with http_server(tmp_path, port, env=env):
+        first, second, bobs = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert not first.is_error
+    assert second.is_error
+    assert "RateLimitError" in second.content[0].text  # type: ignore[union-attr]
+    assert not bobs.is_error

@@ -119,7 +119,7 @@ class Pipeline:
                 return hit
         timeout = settings.timeout_seconds or meta.timeout_seconds
         if settings.rate_limit is not None:
-            refused = await self._admit(call.tool, settings, timeout)
+            refused = await self._admit(call, settings, timeout)
             if refused is not None:
                 return refused
         result = await self._attempts(call, settings, timeout)
@@ -187,14 +187,20 @@ class Pipeline:
     # -- rate limit ------------------------------------------------------------------
 
     async def _admit(
-        self, tool: str, settings: ToolSettings, timeout: float
+        self, call: ToolCall, settings: ToolSettings, timeout: float
     ) -> ToolResult | None:
-        """Take a rate-limit slot, waiting for one at most the call's time limit."""
+        """Take a rate-limit slot (the tool's, or with ``per = "client"`` the calling
+        client's), waiting for one at most the call's time limit."""
         rate = settings.rate_limit
         assert rate is not None
+        tool = call.tool
+        window = tool
+        if rate.per == "client":
+            client = call.context.host.get("client") if call.context is not None else None
+            window = f"{tool}\nclient:{client if client is not None else ''}"
         deadline = time.monotonic() + timeout
         while True:
-            delay = await self.store.admit(tool, rate.calls, rate.per_seconds)
+            delay = await self.store.admit(window, rate.calls, rate.per_seconds)
             if not delay:
                 return None
             left = deadline - time.monotonic()

@@ -31,11 +31,18 @@ class _Settings(BaseModel):
 
 
 class RateLimit(_Settings):
-    """``rate_limit = { calls = N, per_seconds = S, wait = true }``."""
+    """``rate_limit = { calls = N, per_seconds = S, wait = true, per = "tool" }``."""
 
     calls: int = Field(default=1, ge=1, description="a whole number of calls, 1 or more")
     per_seconds: float = Field(default=1.0, gt=0, description="a positive number of seconds")
     wait: bool = Field(default=True, description="a boolean")
+    per: Literal["tool", "client"] = Field(
+        default="tool",
+        description='"tool" (one window for every caller) or "client" (a window per client)',
+    )
+    """``client``: each client (the MCP server's owner of the call: its verified principal,
+    else its session; in process, the ``client`` a call's ``context`` names) has its own
+    window; calls that name no client share one."""
 
 
 class TrustOverlay(_Settings):
