@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import gc
 import io
 import json
 import logging
@@ -278,7 +279,17 @@ def _load_lenient(
     config: Config | str | None = path
     if adjust is not None:
         config = adjust(load_config(Path(path) if path is not None else None))
-    registry = load(config, env=_Session.env, refresh=refresh)
+    # What load() builds lives as long as the command: the collector is held off while it
+    # is built (a catalog of a thousand tools is tens of thousands of objects, each a reason
+    # for a full collection that finds nothing) and then told to leave it be (gc.freeze).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        registry = load(config, env=_Session.env, refresh=refresh)
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
     _Session.registry = registry
     _redact_logs()
     return registry
