@@ -5,15 +5,17 @@ the main it came from.
 
 ``--base`` is checked out into a temporary worktree (its own venv, made by ``uv run`` on
 first use); every repeat runs the benchmark in the base tree, then in this one, so both
-see the same machine at nearly the same moment. Each number the benchmark prints (markdown
-table cells, ``label: number`` lines, ``label   number`` lines) becomes a figure; the table
-printed at the end gives each figure's median in both trees and their ratio (this tree
-over the base: below 1.00 is faster here, for times).
+see the same machine at nearly the same moment, after a first run in each that is not
+counted (the base's venv made, both trees' bytecode written). Each number the benchmark
+prints (markdown table cells, ``label: number`` lines, ``label   number`` lines) becomes
+a figure; the table printed at the end gives each figure's median in both trees and their
+ratio (this tree over the base: below 1.00 is faster here, for times).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -56,11 +58,13 @@ def figures(text: str) -> dict[str, float]:
 
 
 def run(tree: Path, command: list[str]) -> str:
-    """The benchmark's output in one tree (its stdout; stderr passes through)."""
+    """The benchmark's output in one tree (its stdout; stderr passes through). Python may
+    write its bytecode (a tree without it imports everything from source, every run)."""
     script, *rest = command
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
         ["uv", "run", "--quiet", "--all-groups", "python", str(tree / script), *rest],
-        cwd=tree, capture_output=True, text=True, check=False,
+        cwd=tree, capture_output=True, text=True, check=False, env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"{script} failed in {tree}:\n{done.stderr[-2000:]}")
@@ -86,6 +90,8 @@ def main() -> None:
     samples: dict[str, dict[str, list[float]]] = {"base": defaultdict(list),
                                                    "here": defaultdict(list)}
     try:
+        for tree in (base, HERE):  # a first run, not counted: venv made, bytecode written
+            run(tree, command)
         for repeat in range(options.repeat):
             for side, tree in (("base", base), ("here", HERE)):
                 for name, value in figures(run(tree, command)).items():
