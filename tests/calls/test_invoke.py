@@ -362,7 +362,8 @@ def test_a_rate_limit_per_client_gives_each_client_its_own_window() -> None:
     alice, bob = {"client": "principal:alice"}, {"client": "principal:bob"}
     assert registry.call("search", {"query": "1"}, context=alice).ok
     refused = registry.call("search", {"query": "2"}, context=alice)
-    assert refused.error is not None and refused.error.type == "RateLimitError"
+    assert refused.error is not None
+    assert refused.error.type == "RateLimitError"
     assert registry.call("search", {"query": "3"}, context=bob).ok  # bob's own window
     assert registry.call("search", {"query": "4"}).ok  # no client: the shared window
     assert not registry.call("search", {"query": "5"}).ok

@@ -80,8 +80,9 @@ def build_server(
         for name, meta in served.items()
     ]
     checker = _OutputCheck()
+    backend = _shared_backend(registry)  # the replicas' shared state, or None
     deferred = (
-        _DeferredTools(registry, toolset, task, max_tools, served)
+        _DeferredTools(registry, toolset, task, max_tools, served, backend=backend)
         if max_tools is not None and len(served) > max_tools
         else None
     )
@@ -109,9 +110,7 @@ def build_server(
             tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
         )
 
-    conversations = Conversations(
-        registry.conversation, _shared_backend(registry), most=_MAX_SESSIONS
-    )
+    conversations = Conversations(registry.conversation, backend, most=_MAX_SESSIONS)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -241,6 +240,8 @@ class _DeferredTools:
         task: str | None,
         max_tools: int,
         served: Mapping[str, ToolMetadata],
+        *,
+        backend: Backend | None,
     ) -> None:
         if SEARCH_TOOLS in served:
             raise UsageError(
@@ -252,7 +253,7 @@ class _DeferredTools:
         self._options: dict[str, Any] = {"task": task, "max_tools": max_tools, "toolset": toolset}
         self._sessions: dict[str, Any] = {}
         store = registry.config.calls.store
-        self._shared = SharedLists(store) if store != "memory" else None
+        self._shared = SharedLists(backend) if backend is not None else None
         self.bus: InMemorySubscriptionBus | RedisBus = (
             RedisBus(store) if store != "memory" else InMemorySubscriptionBus()
         )

@@ -18,7 +18,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from toolplug.calls._backend import Backend
 
 from mcp.shared.subscriptions import ToolsListChanged
 
@@ -28,6 +31,8 @@ log = logging.getLogger("toolplug")
 
 _CHANNEL: Final = "toolplug:events:tools_list_changed"
 _LIST_TTL_SECONDS: Final = 24 * 3600
+_MAX_LISTS: Final = 1024
+"""Principals whose lists this process keeps while Redis is away."""
 
 
 def _client(url: str) -> Any:
@@ -37,37 +42,20 @@ def _client(url: str) -> Any:
 
 
 class SharedLists:
-    """The tool names each principal's search added, in Redis."""
+    """The tool names each principal's search added, kept through the state backend (with
+    ``[calls] store`` on Redis, seen by every replica)."""
 
-    def __init__(self, url: str, prefix: str = "toolplug:listed:") -> None:
-        self._url, self._prefix = url, prefix
-        self._redis: Any = None
-
-    def _connection(self) -> Any:
-        if self._redis is None:
-            self._redis = _client(self._url)
-        return self._redis
+    def __init__(self, backend: Backend) -> None:
+        self._lists = backend.part("listed:", entries=_MAX_LISTS)
 
     async def names(self, key: str) -> set[str]:
         """What searches on any replica added to this client's list."""
-        try:
-            found = await self._connection().smembers(self._prefix + key)
-        except Exception as exc:  # this replica's own list still answers
-            log.warning("the shared tool lists cannot be read (%s): answering from here", exc)
-            return set()
-        return {n.decode() if isinstance(n, bytes) else str(n) for n in found}
+        return set(await self._lists.read_list(key, 0))
 
     async def add(self, key: str, names: list[str]) -> None:
         """Record what a search added, for a day after the client's last search."""
-        if not names:
-            return
-        try:
-            async with self._connection().pipeline(transaction=False) as pipe:
-                pipe.sadd(self._prefix + key, *names)
-                pipe.expire(self._prefix + key, _LIST_TTL_SECONDS)
-                await pipe.execute()
-        except Exception as exc:
-            log.warning("the shared tool lists cannot be written (%s): kept here only", exc)
+        for name in names:
+            await self._lists.append(key, name, _LIST_TTL_SECONDS)
 
 
 class RedisBus:
