@@ -53,9 +53,12 @@ class SharedLists:
         return set(await self._lists.read_list(key, 0))
 
     async def add(self, key: str, names: list[str]) -> None:
-        """Record what a search added, for a day after the client's last search."""
-        for name in names:
-            await self._lists.append(key, name, _LIST_TTL_SECONDS)
+        """Record what a search added, for a day after the client's last search (a name
+        already listed is not added again, so a list grows only with new names)."""
+        known = await self.names(key) if names else set()
+        for name in dict.fromkeys(names):
+            if name not in known:
+                await self._lists.append(key, name, _LIST_TTL_SECONDS)
 
 
 class RedisBus:
