@@ -277,12 +277,13 @@ class Invoker:
             return result
 
     def _labelled(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        """The result with its tool's labels, recorded in the current conversation (and
-        its untrusted text delimited, when ``[guard] delimit_untrusted`` says so)."""
+        """The result with its labels (its tool's, or those the tool gave this result:
+        ``Guard.of_result``), recorded in the current conversation (and its untrusted text
+        delimited, when ``[guard] delimit_untrusted`` says so)."""
         if call.metadata is None or call.rejection is not None:
             return result
         guard = self._pipeline.guard
-        labels = guard.labels(call.tool)
+        labels = guard.of_result(call.tool, result.trust)
         output = result.output
         if guard.settings.enabled:
             conversation = current()

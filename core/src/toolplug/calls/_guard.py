@@ -415,6 +415,25 @@ class Guard:
             found = self._labels[name] = self.registry.labels(name)
         return found
 
+    def of_result(self, name: str, own: Trust | None) -> Trust:
+        """The labels of one result of ``name``: the tool's (``labels``), with the
+        ``output`` and ``private`` labels the tool gave this result (``ToolResult.trust``:
+        what this result holds, such as messages all written inside the organisation) in
+        their place, except where the configuration's ``trust`` table for the tool sets
+        them: the operator's word stands over the tool's. A result cannot change its
+        tool's sinks."""
+        labels = self.labels(name)
+        if own is None or own is labels or (
+            own.output == labels.output and own.private == labels.private
+        ):
+            return labels
+        overlay = self.registry.config.tool_settings(name).trust
+        output = own.output if overlay is None or overlay.output is None else labels.output
+        private = own.private if overlay is None or overlay.private is None else labels.private
+        if output == labels.output and private == labels.private:
+            return labels
+        return labels.model_copy(update={"output": output, "private": private})
+
     def active(self, tool: str) -> bool:
         """Whether ``check`` may have something to say about a call of ``tool`` here."""
         return tool in self._rules or (self.settings.enabled and _CURRENT.get() is not None)

@@ -93,8 +93,12 @@ class ToolResult:
     """Where the whole output is, when the output budget cut it: a ``toolplug://results/ID``
     URI to read on from (``Registry.read``; a resource over MCP; ``ID/data`` for the data)."""
     trust: Trust | None = None
-    """The labels of the tool that produced it (``Registry.labels``), set by the engine: an
-    ``untrusted`` result's text could have been written by anyone outside."""
+    """The result's labels, set by the engine: its tool's (``Registry.labels``), or the
+    ``output`` and ``private`` labels the tool gave this result when it knows what the
+    result holds (``ToolResult.success(..., trust=...)``: a channel's messages all written
+    by members of the organisation are trusted although the tool's label says a channel
+    may hold outside text). An ``untrusted`` result's text could have been written by
+    anyone outside."""
 
     @property
     def ok(self) -> bool:
@@ -109,9 +113,14 @@ class ToolResult:
         *,
         citations: tuple[Citation, ...] | list[Citation] = (),
         warnings: tuple[str, ...] | list[str] = (),
+        trust: Trust | None = None,
     ) -> ToolResult:
-        """A successful result."""
-        return cls(output=output, data=data, citations=tuple(citations), warnings=tuple(warnings))
+        """A successful result; ``trust``: this result's own ``output`` and ``private``
+        labels, when they differ from the tool's (its sinks are the tool's)."""
+        return cls(
+            output=output, data=data, citations=tuple(citations), warnings=tuple(warnings),
+            trust=trust,
+        )
 
     @classmethod
     def failure(
