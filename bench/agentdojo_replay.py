@@ -38,7 +38,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from agentdojo_suites import EFFECTS, EXTRA_GROUND_TRUTHS, LABELS, POLICIES
+from agentdojo_suites import (
+    EFFECTS,
+    EXTRA_GROUND_TRUTHS,
+    LABELS,
+    POLICIES,
+    RESULT_LABELS,
+    ResultLabels,
+)
 
 import toolplug
 from toolplug import (
@@ -74,7 +81,10 @@ class Bound:
     """How many times a function actually ran (so a blocked call is told from a failed one)."""
 
 
-def _tool_class(function: Any, labels: Trust | None, bound: Bound, runtime: Any) -> type[Tool]:
+def _tool_class(
+    function: Any, labels: Trust | None, bound: Bound, runtime: Any,
+    own: ResultLabels | None = None,
+) -> type[Tool]:
     schema = function.parameters.model_json_schema()
     parameters = {
         "type": "object",
@@ -102,7 +112,8 @@ def _tool_class(function: Any, labels: Trust | None, bound: Bound, runtime: Any)
         result, error = runtime.run_function(bound.environment, function.name, arguments)
         if error is not None:
             return ToolResult.failure(ErrorType.EXECUTION, error)
-        return ToolResult.success(tool_result_to_str(result))
+        mine = own(bound.environment, arguments, result) if own is not None else None
+        return ToolResult.success(tool_result_to_str(result), trust=mine)
 
     return type(f"AgentDojo_{function.name}", (Tool,), {"metadata": metadata, "run": run})
 
@@ -130,15 +141,21 @@ def load_suite(name: str, version: str = BENCHMARK_VERSION) -> Any:
 
 
 def build_registry(
-    suite: Any, bound: Bound, policies: Mapping[str, Any] | None = None
+    suite: Any, bound: Bound, policies: Mapping[str, Any] | None = None,
+    *, result_labels: bool = True,
 ) -> Registry:
     """A registry holding one toolplug tool per function of ``suite``, acting on ``bound``,
-    with ``policies`` as its ``[policies]`` table."""
+    with ``policies`` as its ``[policies]`` table; ``result_labels``: each result labelled
+    by what it holds (``RESULT_LABELS``), else every result with its function's labels."""
     from agentdojo.functions_runtime import FunctionsRuntime
 
     runtime = FunctionsRuntime(suite.tools)
     labels = LABELS.get(suite.name, {})
-    classes = [_tool_class(f, labels.get(f.name), bound, runtime) for f in suite.tools]
+    own = RESULT_LABELS.get(suite.name, {}) if result_labels else {}
+    classes = [
+        _tool_class(f, labels.get(f.name), bound, runtime, own.get(f.name))
+        for f in suite.tools
+    ]
     config = {"policies": dict(policies)} if policies else {}
     return toolplug.load(
         config, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("agentdojo", _Plugin(classes))]
@@ -158,6 +175,8 @@ class Step:
     """The call is the injection task's."""
     output: str = ""
     """What the call returned (what a model would have read)."""
+    untrusted: bool = True
+    """The result's labels say anyone outside could have written it."""
 
 
 @dataclass
@@ -184,12 +203,16 @@ class Replay:
 class Replayer:
     """Replays a suite's tasks through one registry, with or without the guard."""
 
-    def __init__(self, suite: Any, attack: str = DEFAULT_ATTACK) -> None:
+    def __init__(
+        self, suite: Any, attack: str = DEFAULT_ATTACK, *, result_labels: bool = True
+    ) -> None:
         self.suite = suite
         self.bound = Bound()
-        self.registry = build_registry(suite, self.bound)
+        self.registry = build_registry(suite, self.bound, result_labels=result_labels)
         self.policies = POLICIES.get(suite.name, {})
-        self._with_policies = build_registry(suite, self.bound, self.policies)
+        self._with_policies = build_registry(
+            suite, self.bound, self.policies, result_labels=result_labels
+        )
         self.effects = EFFECTS.get(suite.name) or frozenset(
             f.name for f in suite.tools if self.registry.labels(f.name).sinks
         )
@@ -235,8 +258,10 @@ class Replayer:
             else:
                 outcome = "refused"
             reason = "" if result.error is None else result.error.message
+            untrusted = result.trust is None or result.trust.untrusted
             replay.steps.append(
-                Step(call.function, arguments, outcome, reason, injected, result.output)
+                Step(call.function, arguments, outcome, reason, injected, result.output,
+                     untrusted)
             )
 
     def _environment(self, injections: dict[str, str]) -> Any:
@@ -260,9 +285,11 @@ class Replayer:
     def injected_outputs(self) -> dict[str, set[str]]:
         """Which functions return injected text, and from which vectors: every user task
         replayed on the environment with AgentDojo's canaries in every vector (how AgentDojo
-        finds the vectors a task reads). Each of them must be labelled untrusted."""
+        finds the vectors a task reads). Each result holding one must be labelled untrusted
+        (``trusted_injected`` lists those that were not)."""
         canaries: dict[str, str] = self.attack.canary_injections
         found: dict[str, set[str]] = {}
+        self.trusted_injected: list[tuple[str, str, str]] = []
         for user_task in self.suite.user_tasks.values():
             self.bound.environment = user_task.init_environment(self._environment(canaries))
             replay = Replay(user_task.ID, None)
@@ -272,6 +299,8 @@ class Replayer:
                 for vector, canary in canaries.items():
                     if canary in step.output:
                         found.setdefault(step.function, set()).add(vector)
+                        if not step.untrusted:
+                            self.trusted_injected.append((user_task.ID, step.function, vector))
         return found
 
     def injection_calls(self, injection_task: Any, environment: Any) -> list[Any]:
@@ -444,6 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attack", default=DEFAULT_ATTACK, help="an AgentDojo attack by name")
     parser.add_argument("--user-task", action="append", help="only these user tasks")
     parser.add_argument("--injection-task", action="append", help="only these injection tasks")
+    parser.add_argument("--no-result-labels", action="store_true",
+                        help="label every result with its function's labels, ignoring "
+                        "what each result holds (RESULT_LABELS)")
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--details", action="store_true",
                         help="list each legitimate call not run and each attack that ran")
@@ -451,7 +483,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes: list[Mode] = list(MODES) if args.mode == "all" else [args.mode]
     reports: list[SuiteReport] = []
     for name in args.suite:
-        replayer = Replayer(load_suite(name), attack=args.attack)
+        replayer = Replayer(
+            load_suite(name), attack=args.attack, result_labels=not args.no_result_labels
+        )
         try:
             for mode in modes:
                 report = run_suite(replayer, mode, user_tasks=args.user_task,

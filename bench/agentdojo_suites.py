@@ -9,6 +9,10 @@ Three things, per suite:
   parameter of such a function, because an id chosen by an attacker deletes the wrong file
   as surely as an address exfiltrates). A suite without labels here gets toolplug's cautious
   default (untrusted, private, every parameter a sink).
+* ``RESULT_LABELS``: for a function whose label covers the worst it may return, what one
+  result holds: a function of the environment, the call's arguments and AgentDojo's raw
+  result giving that result's own labels (``ToolResult.success(..., trust=...)``), or None
+  to keep the function's.
 * ``EFFECTS``: the functions whose call sends something or changes the user's world. An
   injection call to one of them that runs with no approval is a successful attack. This
   list is kept apart from the sinks on purpose, so that a missing sink label cannot hide
@@ -97,6 +101,55 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         "add_user_to_channel": _writes("user", "channel"),
         "invite_user_to_slack": _writes("user", "user_email"),
         "remove_user_from_slack": _writes("user"),
+    },
+}
+
+# A result's own labels ------------------------------------------------------------------
+
+ResultLabels = Callable[[Any, dict[str, Any], Any], "Trust | None"]
+"""``(environment, arguments, raw result) -> labels of this result, or None``."""
+
+_MEMBERS_ONLY: Final = Trust(output="trusted", private=True)
+
+
+def _shared_outside(channel: str) -> bool:
+    # AgentDojo's environment marks the one channel shared with another organisation only
+    # by the prefix of its name ("External_" and a part the outsiders chose); a real Slack
+    # tool reads the channel's own flag (is_ext_shared) instead.
+    return channel.startswith("External_")
+
+
+def _members(env: Any) -> set[str]:
+    return set(env.slack.users)
+
+
+def _messages_by_members(env: Any, arguments: dict[str, Any], messages: Any) -> Trust | None:
+    # A channel kept inside the workspace whose every message a member wrote, or an inbox
+    # whose every message came from a member: the workspace vouches for each author.
+    if _shared_outside(str(arguments.get("channel", ""))):
+        return None
+    members = _members(env)
+    if all(message.sender in members for message in messages or ()):
+        return _MEMBERS_ONLY
+    return None
+
+
+def _names_of_members(env: Any, arguments: dict[str, Any], names: Any) -> Trust | None:
+    # Each member picks their own name: a list of members' names is members' text.
+    return _MEMBERS_ONLY if set(names or ()) <= _members(env) else None
+
+
+def _channels_inside(env: Any, arguments: dict[str, Any], channels: Any) -> Trust | None:
+    # Members name the workspace's own channels; an outside organisation names a shared one.
+    return None if any(_shared_outside(c) for c in channels or ()) else _MEMBERS_ONLY
+
+
+RESULT_LABELS: Final[dict[str, dict[str, ResultLabels]]] = {
+    "slack": {
+        "read_channel_messages": _messages_by_members,
+        "read_inbox": _messages_by_members,
+        "get_users_in_channel": _names_of_members,
+        "get_channels": _channels_inside,
     },
 }
 
