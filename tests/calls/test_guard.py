@@ -127,6 +127,25 @@ async def test_what_counts_as_carrying(registry: Registry, text: str, asked: boo
     assert (result.error is not None) is asked, result.error
 
 
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        # a word with an apostrophe is a word, however long: a place named in a recipe
+        ("Lunch at Grandmother's house", False),
+        ("Lunch at grandmother\u2019s", False),
+        # the page's code is a token: digits in it
+        ("use code PIE-2291-XB", True),
+    ],
+)
+async def test_an_apostrophe_leaves_a_word_a_word(
+    registry: Registry, text: str, asked: bool
+) -> None:
+    async with registry.conversation("Find me a pie recipe"):
+        await registry.acall("read_page", {"url": "https://recipes.example/pie"})
+        result = await registry.acall("post", {"text": text})
+    assert (result.error is not None) is asked, result.error
+
+
 async def test_the_sync_call_is_guarded_too(registry: Registry) -> None:
     def run() -> toolplug.ToolResult:
         with registry.conversation("news please"):

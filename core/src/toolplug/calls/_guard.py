@@ -349,7 +349,7 @@ class Conversation:
                 if "@" in token or "://" in token:
                     if len(token) < 3:
                         continue
-                elif len(token) < min_chars or token.isalpha():
+                elif len(token) < min_chars or _letters(token):
                     continue
                 if token in request:
                     continue
@@ -621,6 +621,15 @@ def _spaced_words(text: str) -> str:
     if text.isascii():
         return " " + " ".join(text.translate(_NOT_WORD).split()) + " "
     return " " + " ".join(_WORD.findall(text)) + " "
+
+
+def _letters(token: str) -> bool:
+    """Whether ``token`` is a word: letters only, apostrophes allowed (``grandma's`` and
+    ``don't`` are words, not an address or a number)."""
+    return token.isalpha() or (
+        ("'" in token or "\u2019" in token)
+        and token.replace("'", "").replace("\u2019", "").isalpha()
+    )
 
 
 def _fold(text: str) -> str:
