@@ -113,9 +113,23 @@ def _tool_class(
         if error is not None:
             return ToolResult.failure(ErrorType.EXECUTION, error)
         mine = own(bound.environment, arguments, result) if own is not None else None
-        return ToolResult.success(tool_result_to_str(result), trust=mine)
+        return ToolResult.success(tool_result_to_str(result), _data(result), trust=mine)
 
     return type(f"AgentDojo_{function.name}", (Tool,), {"metadata": metadata, "run": run})
+
+
+def _data(result: Any) -> Any:
+    """AgentDojo's raw result as JSON data: its models dumped, its lists and maps walked
+    (what a tool's ``data`` holds: the channel names, the messages' fields)."""
+    if isinstance(result, str | int | float | bool) or result is None:
+        return result
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json")
+    if isinstance(result, Mapping):
+        return {str(key): _data(value) for key, value in result.items()}
+    if isinstance(result, list | tuple | set | frozenset):
+        return [_data(item) for item in result]
+    return str(result)
 
 
 class _Plugin:

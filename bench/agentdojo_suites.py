@@ -81,7 +81,10 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         "reschedule_calendar_event": _changes("event_id", "new_start_time", "new_end_time"),
         "add_calendar_event_participants": _changes("event_id", "participants"),
         "append_to_file": _changes("file_id", "content"),
-        "create_file": _writes("filename", "content"),
+        # A new file is the user's alone (shared with nobody) and the drive's reads are
+        # untrusted anyway: its content reaches no one and vouches for nothing. Its name is
+        # what appears in the drive.
+        "create_file": _writes("filename"),
         "delete_file": _changes("file_id"),
         "share_file": _changes("file_id", "email", "permission"),
     },
