@@ -21,6 +21,11 @@ inside it is recorded with its tool's labels (``Registry.labels``). Before a cal
    its value carries private data (``trifecta = "private"``), or always
    (``"always"``).
 
+A ref (``Trust.refs``: a sink that names something the service holds) whose value, a
+string or a list of strings, is each a whole string of an earlier result's ``data`` (case
+folded, stripped) is a choice among what was listed: neither rule reads it. Anything else
+in a ref is read as in any sink.
+
 The pipeline (``toolplug.calls._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal.
 """
@@ -66,6 +71,9 @@ _WORD: Final = re.compile(r"\w+")
 _TRUSTED: Final = Trust(output="trusted")
 _STRIP: Final = "\"'`.,;:!?()[]{}<>*"
 _SHOWN: Final = 60
+_NAME_CHARS: Final = 256
+"""The longest string of a result's data a ref may name (a name, an id; not a page)."""
+_NO_NAMES: Final[frozenset[str]] = frozenset()
 
 
 def current() -> Conversation | None:
@@ -97,6 +105,9 @@ class Source:
     given: str = ""
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
+    listed: frozenset[str] = _NO_NAMES
+    """The whole strings of its data (stripped, case folded, up to 256 characters), less
+    the call's own arguments: the names a ref may pass back (``Trust.refs``)."""
     _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
 
@@ -129,7 +140,7 @@ class Source:
         exact values stay with the program that received them."""
         return json.dumps({
             "tool": self.tool, "call_id": self.call_id, "text": self.text, "given": self.given,
-            "trust": self.trust.model_dump(mode="json"),
+            "trust": self.trust.model_dump(mode="json"), "listed": sorted(self.listed),
         })
 
     @classmethod
@@ -137,9 +148,12 @@ class Source:
         """A source ``to_json`` wrote, or None when it cannot be read."""
         try:
             body = json.loads(raw)
+            listed = body.get("listed", [])  # an older version wrote none
+            if not isinstance(listed, list) or not all(type(n) is str for n in listed):
+                raise TypeError("listed")
             return cls(
                 0, body["tool"], body["call_id"], Trust.model_validate(body["trust"]),
-                body["text"], given=body["given"],
+                body["text"], given=body["given"], listed=frozenset(listed),
             )
         except (ValueError, TypeError, KeyError):  # written by another version: skipped
             return None
@@ -183,6 +197,8 @@ class Conversation:
         self._untrusted: list[Source] = []
         self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
+        self._listings: list[Source] = []
+        """The sources whose data listed names (``Source.listed``), in the outermost one."""
         self.calls = 0
         """How many calls were recorded (in the outermost conversation: all of them)."""
         self.untrusted = False
@@ -228,11 +244,15 @@ class Conversation:
     ) -> None:
         """Record a call's result (made with ``arguments``): ``sources`` holds it next."""
         root = self._root
-        if not (trust.untrusted or trust.private):  # nothing the guard reads later
+        data = result.data if result.error is None else None
+        if not (trust.untrusted or trust.private):  # only the names its data lists
+            listed = _NO_NAMES if data is None else _listed(data, arguments)
             with root._lock:  # calls may end in several threads at once
                 root.calls += 1
-                plain = Source(root.calls, tool, call_id, trust, "")
+                plain = Source(root.calls, tool, call_id, trust, "", listed=listed)
                 root.sources.append(plain)
+                if listed:
+                    root._listings.append(plain)
             return
         strings: list[str] = []
         values: set[Any] = set()
@@ -240,7 +260,9 @@ class Conversation:
             strings.append(result.output)
             if self.exact and len(result.output.strip()) >= 2:
                 values.add(result.output.strip())
+        start = len(strings)
         _leaves(result.data, strings, values)
+        names = _NO_NAMES if data is None else _names(strings[start:])
         if result.error is not None:
             strings.append(result.error.message)
         given: list[str] = []
@@ -248,6 +270,8 @@ class Conversation:
             mine: set[Any] = set()
             _leaves(arguments, given, mine)
             values -= mine
+            if names:
+                names = names - _names(given)
         text = "\n".join(_fold(s) for s in strings)
         with root._lock:
             root.calls += 1
@@ -260,8 +284,11 @@ class Conversation:
             text,
             frozenset(values) if self.exact else frozenset(),
             "\n".join(_fold(s) for s in given),
+            names,
         )
         root.sources.append(source)
+        if names:
+            root._listings.append(source)
         if trust.untrusted:
             root._untrusted.append(source)
         if trust.private:
@@ -289,9 +316,11 @@ class Conversation:
             root.calls += 1
             here = Source(
                 root.calls, source.tool, source.call_id, source.trust, source.text,
-                given=source.given,
+                given=source.given, listed=source.listed,
             )
             root.sources.append(here)
+            if here.listed:
+                root._listings.append(here)
         trust = source.trust
         if trust.untrusted:
             root._untrusted.append(here)
@@ -320,6 +349,25 @@ class Conversation:
         return Conversation(parent=self, exact=exact)
 
     # -- reading ---------------------------------------------------------------------
+
+    def _lists(self, value: Any) -> bool:
+        """Whether ``value``, a string or a non-empty list of strings, names only what
+        earlier results listed: each string (stripped, case folded) a whole string of some
+        result's data (``Source.listed``)."""
+        listings = self._root._listings
+        if not listings:
+            return False
+        if type(value) is str:
+            items: list[Any] | tuple[str] = (value,)
+        elif type(value) is list and value:
+            items = value
+        else:
+            return False
+        for item in items:
+            name = _name(item) if type(item) is str else None
+            if name is None or not any(name in source.listed for source in listings):
+                return False
+        return True
 
     def _carried(
         self, value: Any, settings: GuardSettings, *, untrusted: bool = True
@@ -490,9 +538,17 @@ class Guard:
         # carrying something private, so with nothing private read, following a link
         # found in a page is no flow to ask about.
         sinks = () if reads and not conversation.root.private else labels.sinks
+        # a ref naming, whole, what a result listed chooses among what exists: no rule reads it
+        chosen = (
+            {ref for ref in labels.refs if conversation._lists(arguments.get(ref))}
+            if labels.refs
+            else _NO_NAMES
+        )
         for sink in sinks:
             value = arguments.get(sink)
             if value is None or value == "" or (type(value) in (list, dict) and not value):
+                continue
+            if chosen and sink in chosen:
                 continue
             if derived is not None and sink in derived:
                 source = derived[sink]
@@ -510,7 +566,7 @@ class Guard:
             return None  # stays on this machine and changes nothing
         for sink in labels.sinks:
             value = arguments.get(sink)
-            if value is None or value in ("", [], {}):
+            if value is None or value in ("", [], {}) or (chosen and sink in chosen):
                 continue
             if settings.trifecta == "always":
                 return self._trifecta(name, sink, None, "")
@@ -649,6 +705,46 @@ def _leaves(value: Any, strings: list[str], values: set[Any], depth: int = 0) ->
     elif isinstance(value, list | tuple):
         for item in value:
             _leaves(item, strings, values, depth + 1)
+
+
+def _name(text: str) -> str | None:
+    """``text`` as a listed name is compared: stripped, case folded; None when empty or
+    longer than a name (``_NAME_CHARS``)."""
+    stripped = text.strip()
+    if not stripped or len(stripped) > _NAME_CHARS:
+        return None
+    return stripped.casefold()
+
+
+def _names(strings: list[str]) -> frozenset[str]:
+    """The names among ``strings`` (``_name``)."""
+    return frozenset(n for n in map(_name, strings) if n is not None)
+
+
+def _listed(data: Any, arguments: Mapping[str, Any] | None) -> frozenset[str]:
+    """The names a result's ``data`` lists, less the call's own arguments."""
+    strings: list[str] = []
+    _strings_of(data, strings)
+    names = _names(strings)
+    if names and arguments:
+        given: list[str] = []
+        _strings_of(arguments, given)
+        names -= _names(given)
+    return names
+
+
+def _strings_of(value: Any, strings: list[str], depth: int = 0) -> None:
+    """Every string of ``value`` (JSON data) into ``strings``, 64 levels deep at most."""
+    if depth > 64:
+        return
+    if isinstance(value, str):
+        strings.append(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _strings_of(item, strings, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _strings_of(item, strings, depth + 1)
 
 
 def _quoted(text: str) -> str:
