@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolplug
 from tests.helpers.guard import ADDED, PLUGIN, WORKSPACE
+from tests.helpers.redis import redis_server
 from toolplug import Approval, ApprovalRequest, Conversation, ErrorType, Registry, ToolResult, Trust
-from toolplug.calls._backend import MemoryBackend
+from toolplug.calls._backend import Backend, MemoryBackend, RedisBackend
 from toolplug.calls._conversations import Conversations
 from toolplug.calls._guard import Source
 
@@ -269,11 +271,11 @@ def test_refs_in_a_program() -> None:
 # -- replicas -------------------------------------------------------------------------------
 
 
-def test_a_listing_another_replica_recorded_lets_a_ref_run_here() -> None:
-    first, second = _registry(), _registry()
-    backend = MemoryBackend()
-
-    async def scenario() -> tuple[ToolResult, ToolResult]:
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_a_listing_another_replica_recorded_lets_a_ref_run_here(
+    store: str, tmp_path: Path
+) -> None:
+    async def scenario(backend: Backend) -> tuple[ToolResult, ToolResult]:
         async with Conversations(first.conversation, backend, most=8).of("alice", "request:1"):
             await first.acall("get_channels", {})
             await first.acall("read_wiki", {})
@@ -287,10 +289,17 @@ def test_a_listing_another_replica_recorded_lets_a_ref_run_here() -> None:
             carried = await second.acall(
                 "send_to_channel", {"channel": "Secret_room_9", "body": "hello"}
             )
+        if isinstance(backend, RedisBackend):
+            await backend.aclose()
         return chosen, carried
 
+    first, second = _registry(), _registry()
     try:
-        chosen, carried = asyncio.run(scenario())
+        if store == "memory":
+            chosen, carried = asyncio.run(scenario(MemoryBackend()))
+        else:
+            with redis_server(tmp_path) as url:
+                chosen, carried = asyncio.run(scenario(RedisBackend(url)))
     finally:
         first.close()
         second.close()
