@@ -310,21 +310,40 @@ def test_a_listing_another_replica_recorded_lets_a_ref_run_here(
 def test_a_source_carries_its_listed_names_across_processes() -> None:
     conversation = Conversation(ASK)
     conversation.record(
-        "get_channels", Trust(output="untrusted"), ToolResult.success("x", {"c": ["External_0"]})
+        "get_channels",
+        Trust(output="untrusted"),
+        ToolResult.success("x", {"c": [" External_0 ", "Straße_1", "https://x.example/a"]}),
+        arguments={"url": "https://x.example/a"},  # its own argument, echoed: no name
     )
     written = conversation.sources[-1].to_json()
     read = Source.from_json(written)
     assert read is not None
-    assert read.listed == frozenset({"external_0"})
+    # folded where they were recorded, and not folded again
+    assert read.names() == frozenset({"external_0", "strasse_1"})
+    here = Conversation()
+    here.absorb(read)
+    assert here._lists("EXTERNAL_0")
+    assert not here._lists("https://x.example/a")
     # an entry an older version wrote has no names: read, listing nothing
     old = Source.from_json(
         '{"tool": "t", "call_id": null, "text": "", "given": "", '
         '"trust": {"output": "untrusted"}}'
     )
     assert old is not None
-    assert old.listed == frozenset()
+    assert old.names() == frozenset()
     # names that are not strings: not read at all
-    assert Source.from_json(written.replace('"listed": ["external_0"]', '"listed": [7]')) is None
+    bad = written.replace('"names": ["external_0", "strasse_1"]', '"names": [7]')
+    assert bad != written
+    assert Source.from_json(bad) is None
+
+
+def test_a_result_lists_its_first_ten_thousand_strings() -> None:
+    # bounded work for a huge listing: the names past the first 10,000 are not listed
+    conversation = Conversation()
+    many = [f"room_{i}" for i in range(12_000)]
+    conversation.record("get_channels", Trust(output="trusted"), ToolResult.success("", many))
+    assert conversation._lists("room_9999")
+    assert not conversation._lists("room_10000")
 
 
 # -- hostile input --------------------------------------------------------------------------

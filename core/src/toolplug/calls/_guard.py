@@ -73,6 +73,8 @@ _STRIP: Final = "\"'`.,;:!?()[]{}<>*"
 _SHOWN: Final = 60
 _NAME_CHARS: Final = 256
 """The longest string of a result's data a ref may name (a name, an id; not a page)."""
+_MOST_NAMES: Final = 10_000
+"""The most strings of one result's data kept as names (the first ones): bounded work."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
 
 
@@ -106,10 +108,12 @@ class Source:
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
     listed: frozenset[str] = _NO_NAMES
-    """The whole strings of its data (stripped, case folded, up to 256 characters), less
-    the call's own arguments: the names a ref may pass back (``Trust.refs``)."""
+    """The whole strings of its data, as they came: what a ref may name (``names``)."""
+    echoed: frozenset[str] = _NO_NAMES
+    """The strings of the call's own arguments: the data repeating them lists nothing."""
     _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
+    _names: frozenset[str] | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         """``url_fetch (call 2, id c1)``: what names the source in a reason."""
@@ -135,12 +139,24 @@ class Source:
             words = self._given_words = _spaced_words(self.given)
         return words
 
+    def names(self) -> frozenset[str]:
+        """The names its data lists, as a ref is compared (stripped, case folded, 256
+        characters at most), less the call's own arguments; folded on first use, so only
+        a tool with refs pays for it."""
+        names = self._names
+        if names is None:
+            names = _names(self.listed)
+            if names and self.echoed:
+                names -= _names(self.echoed)
+            self._names = names
+        return names
+
     def to_json(self) -> str:
         """What another process needs to guard with this source (``Conversation.absorb``);
         exact values stay with the program that received them."""
         return json.dumps({
             "tool": self.tool, "call_id": self.call_id, "text": self.text, "given": self.given,
-            "trust": self.trust.model_dump(mode="json"), "listed": sorted(self.listed),
+            "trust": self.trust.model_dump(mode="json"), "names": sorted(self.names()),
         })
 
     @classmethod
@@ -148,13 +164,15 @@ class Source:
         """A source ``to_json`` wrote, or None when it cannot be read."""
         try:
             body = json.loads(raw)
-            listed = body.get("listed", [])  # an older version wrote none
-            if not isinstance(listed, list) or not all(type(n) is str for n in listed):
-                raise TypeError("listed")
-            return cls(
+            names = body.get("names", [])  # an older version wrote none
+            if not isinstance(names, list) or not all(type(n) is str for n in names):
+                raise TypeError("names")
+            source = cls(
                 0, body["tool"], body["call_id"], Trust.model_validate(body["trust"]),
-                body["text"], given=body["given"], listed=frozenset(listed),
+                body["text"], given=body["given"], listed=frozenset(names),
             )
+            source._names = source.listed  # folded where they were recorded
+            return source
         except (ValueError, TypeError, KeyError):  # written by another version: skipped
             return None
 
@@ -198,7 +216,7 @@ class Conversation:
         self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
         self._listings: list[Source] = []
-        """The sources whose data listed names (``Source.listed``), in the outermost one."""
+        """The sources whose data listed strings (``Source.listed``), in the outermost one."""
         self.calls = 0
         """How many calls were recorded (in the outermost conversation: all of them)."""
         self.untrusted = False
@@ -246,10 +264,20 @@ class Conversation:
         root = self._root
         data = result.data if result.error is None else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
-            listed = _NO_NAMES if data is None else _listed(data, arguments)
+            listed = echoed = _NO_NAMES
+            if data is not None:
+                found: list[str] = []
+                _strings_of(data, found)
+                listed = frozenset(found)
+                if listed and arguments:
+                    found = []
+                    _strings_of(arguments, found)
+                    echoed = frozenset(found)
             with root._lock:  # calls may end in several threads at once
                 root.calls += 1
-                plain = Source(root.calls, tool, call_id, trust, "", listed=listed)
+                plain = Source(
+                    root.calls, tool, call_id, trust, "", listed=listed, echoed=echoed
+                )
                 root.sources.append(plain)
                 if listed:
                     root._listings.append(plain)
@@ -262,7 +290,7 @@ class Conversation:
                 values.add(result.output.strip())
         start = len(strings)
         _leaves(result.data, strings, values)
-        names = _NO_NAMES if data is None else _names(strings[start:])
+        listed = _NO_NAMES if data is None else frozenset(strings[start : start + _MOST_NAMES])
         if result.error is not None:
             strings.append(result.error.message)
         given: list[str] = []
@@ -270,8 +298,6 @@ class Conversation:
             mine: set[Any] = set()
             _leaves(arguments, given, mine)
             values -= mine
-            if names:
-                names = names - _names(given)
         text = "\n".join(_fold(s) for s in strings)
         with root._lock:
             root.calls += 1
@@ -284,10 +310,11 @@ class Conversation:
             text,
             frozenset(values) if self.exact else frozenset(),
             "\n".join(_fold(s) for s in given),
-            names,
+            listed,
+            frozenset(given) if listed else _NO_NAMES,
         )
         root.sources.append(source)
-        if names:
+        if listed:
             root._listings.append(source)
         if trust.untrusted:
             root._untrusted.append(source)
@@ -316,8 +343,9 @@ class Conversation:
             root.calls += 1
             here = Source(
                 root.calls, source.tool, source.call_id, source.trust, source.text,
-                given=source.given, listed=source.listed,
+                given=source.given, listed=source.listed, echoed=source.echoed,
             )
+            here._names = source._names
             root.sources.append(here)
             if here.listed:
                 root._listings.append(here)
@@ -353,7 +381,7 @@ class Conversation:
     def _lists(self, value: Any) -> bool:
         """Whether ``value``, a string or a non-empty list of strings, names only what
         earlier results listed: each string (stripped, case folded) a whole string of some
-        result's data (``Source.listed``)."""
+        result's data (``Source.names``)."""
         listings = self._root._listings
         if not listings:
             return False
@@ -365,7 +393,7 @@ class Conversation:
             return False
         for item in items:
             name = _name(item) if type(item) is str else None
-            if name is None or not any(name in source.listed for source in listings):
+            if name is None or not any(name in source.names() for source in listings):
                 return False
         return True
 
@@ -716,34 +744,38 @@ def _name(text: str) -> str | None:
     return stripped.casefold()
 
 
-def _names(strings: list[str]) -> frozenset[str]:
-    """The names among ``strings`` (``_name``)."""
-    return frozenset(n for n in map(_name, strings) if n is not None)
-
-
-def _listed(data: Any, arguments: Mapping[str, Any] | None) -> frozenset[str]:
-    """The names a result's ``data`` lists, less the call's own arguments."""
-    strings: list[str] = []
-    _strings_of(data, strings)
-    names = _names(strings)
-    if names and arguments:
-        given: list[str] = []
-        _strings_of(arguments, given)
-        names -= _names(given)
-    return names
+def _names(strings: frozenset[str]) -> frozenset[str]:
+    """The names among ``strings``: each as ``_name`` gives it (inline: no call a string)."""
+    return frozenset(
+        name.casefold() for text in strings if 0 < len(name := text.strip()) <= _NAME_CHARS
+    )
 
 
 def _strings_of(value: Any, strings: list[str], depth: int = 0) -> None:
-    """Every string of ``value`` (JSON data) into ``strings``, 64 levels deep at most."""
-    if depth > 64:
-        return
-    if isinstance(value, str):
+    """The strings of ``value`` (JSON data) into ``strings``: 64 levels deep and
+    ``_MOST_NAMES`` strings at most."""
+    kind = type(value)
+    if kind is str:
         strings.append(value)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            _strings_of(item, strings, depth + 1)
-    elif isinstance(value, list | tuple):
-        for item in value:
+        return
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        items: Any = value.values()
+    elif kind is list or kind is tuple or isinstance(value, list | tuple):
+        items = value
+    elif isinstance(value, str):
+        strings.append(value)
+        return
+    else:
+        return
+    if depth > 64 or len(strings) >= _MOST_NAMES:
+        return
+    for item in items:
+        kind = type(item)
+        if kind is str:  # most items: no call for them
+            strings.append(item)
+            if len(strings) >= _MOST_NAMES:
+                return
+        elif kind is not int and kind is not float and kind is not bool and item is not None:
             _strings_of(item, strings, depth + 1)
 
 
