@@ -745,7 +745,7 @@ def _name(text: str) -> str | None:
 
 
 def _names(strings: frozenset[str]) -> frozenset[str]:
-    """The names among ``strings``: each as ``_name`` gives it (inline: no call a string)."""
+    """The names among ``strings``: each as ``_name`` gives it (inline: no call per string)."""
     return frozenset(
         name.casefold() for text in strings if 0 < len(name := text.strip()) <= _NAME_CHARS
     )
