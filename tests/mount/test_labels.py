@@ -148,3 +148,55 @@ def test_doctor_names_the_unlabelled_tools_of_a_server_together(
         "    to label them: set [mcp_servers.calc] trust = { output = ..., private = ... } "
         "for all of them, and [mcp_servers.calc.tools.TOOL] trust = { sinks = [...] } for each",
     ]
+
+
+def test_a_tool_table_names_refs_of_a_mounted_tool(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(
+        tmp_path,
+        stdio_table(
+            "calc",
+            script,
+            # erase's argument names something the server holds: a ref (and a sink, by the
+            # cautious default)
+            extra='[mcp_servers.calc.tools.erase]\ntrust = { refs = ["what"] }\n'
+            '[mcp_servers.calc.tools.add]\ntrust = { sinks = ["a", "b"], refs = ["a"] }\n',
+        ),
+    )
+    loaded.append(registry)
+    assert registry.labels("calc_erase") == Trust(
+        output="untrusted", private=True, sinks=("what",), refs=("what",)
+    )
+    assert registry.labels("calc_add").refs == ("a",)
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        # a ref the remote tool does not have
+        (
+            'trust = { refs = ["c"] }',
+            "[mcp_servers.calc.tools.add] trust.refs names 'c', not a parameter of the "
+            "server's 'add' (its parameters: a, b)",
+        ),
+        # a ref its table's sinks do not name
+        (
+            'trust = { sinks = ["a"], refs = ["b"] }',
+            "[mcp_servers.calc.tools.add] trust.refs names 'b', not among its trust.sinks "
+            "(a); a ref is a sink whose value names something the server holds",
+        ),
+    ],
+)
+def test_a_bad_ref_keeps_the_tool_unmounted(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry], table: str, said: str
+) -> None:
+    registry = _load(
+        tmp_path, stdio_table("calc", script, extra=f"[mcp_servers.calc.tools.add]\n{table}\n")
+    )
+    loaded.append(registry)
+    assert "calc_add" not in registry.tools
+    assert "calc_erase" in registry.tools
+    mounts = mounted(registry)
+    assert mounts is not None
+    assert said in "\n".join(report(mounts))

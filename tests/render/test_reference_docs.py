@@ -432,6 +432,18 @@ def test_guidance_errors_examples_and_setup(registry: toolplug.Registry) -> None
     assert "- `ruler-sdk`" in setup
 
 
+def test_refs_are_shown_only_when_a_tool_has_them(registry: toolplug.Registry) -> None:
+    own = registry.get("measure").metadata
+    assert "- Refs:" not in render_page(own)  # the page it had before refs existed
+    labels = Trust(output="untrusted", private=True, sinks=("items", "tags"), refs=("tags",))
+    trust = section(render_page(own.model_copy(update={"trust": labels})), "Trust labels")
+    assert (
+        "- Sinks: `items`, `tags` (their values leave the machine or change the world)\n"
+        "- Refs: `tags` (sinks whose values name something the service holds: a name an "
+        "earlier result listed, passed back whole, is not checked by the flow guard)\n"
+    ) in trust
+
+
 def test_bare_tool_says_what_is_missing(registry: toolplug.Registry) -> None:
     page = render_page(registry.get("bare").metadata)
     assert "No usage guidance is declared." in page

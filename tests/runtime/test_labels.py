@@ -22,6 +22,7 @@ from toolplug import (
     Trust,
     UsageError,
 )
+from toolplug.contract._settings import TrustOverlay
 
 
 class Unlabelled(Tool):
@@ -121,7 +122,7 @@ def test_the_same_table_in_pyproject_toml() -> None:
         ('trust = { sinks = "url" }', "tools.url_fetch.trust.sinks", "parameter names"),
         # a key the table does not have
         ("trust = { secret = true }", "tools.url_fetch.trust.secret",
-         "one of output, private, sinks"),
+         "one of output, private, refs, sinks"),
         # a sink that is no parameter of the tool: the parameters are listed
         ('trust = { sinks = ["url", "adress"] }', "tools.url_fetch.trust.sinks",
          "auth_profile, body, download_path, headers"),
@@ -143,3 +144,56 @@ def test_a_bad_sink_says_which_names_are_not_parameters() -> None:
         load('[tools.unlabelled]\ntrust = { sinks = ["to", "cc"] }\n')
     assert "names 'cc', not a parameter of unlabelled" in str(caught.value)
     assert caught.value.expected == "a list of unlabelled's top-level parameters: text, to"
+
+
+def test_a_trust_table_names_refs_among_the_sinks_in_force() -> None:
+    # the note tool's recipient names a board the service holds: a ref, and still a sink
+    registry = load('[tools.unlabelled]\ntrust = { refs = ["to"] }\n')
+    assert registry.labels("unlabelled") == Trust(
+        output="untrusted", private=True, sinks=("text", "to"), refs=("to",)
+    )
+    # refs alone keep the sinks the tool has (here the cautious default: every parameter)
+    both = load('[tools.unlabelled]\ntrust = { sinks = ["to"], refs = ["to"] }\n')
+    assert both.labels("unlabelled").refs == ("to",)
+
+
+@pytest.mark.parametrize(
+    ("table", "message", "expected"),
+    [
+        # a ref that is no parameter: the parameters are listed
+        (
+            'trust = { refs = ["board"] }',
+            "names 'board', not a parameter of unlabelled",
+            "a list of unlabelled's top-level parameters: text, to",
+        ),
+        # a ref the sinks in force do not name
+        (
+            'trust = { sinks = ["text"], refs = ["to"] }',
+            "names 'to', not a sink of unlabelled (its sinks: text); a ref is a sink whose "
+            "value names something the service holds",
+            "a list of the tool's sinks (set trust.sinks to add one)",
+        ),
+        # refs is a list, not one name
+        ('trust = { refs = "to" }', "", "sinks whose values name something the service holds"),
+    ],
+)
+def test_a_bad_ref_names_the_key_and_what_is_expected(
+    table: str, message: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(f"[tools.unlabelled]\n{table}\n")
+    assert caught.value.key == "tools.unlabelled.trust.refs"
+    assert message in str(caught.value)
+    assert expected in (caught.value.expected or "")
+
+
+def test_a_table_that_drops_a_sink_drops_its_ref() -> None:
+    # a ref is a sink: one the operator's sinks no longer name is no ref either
+    own = Trust(output="trusted", sinks=("channel", "body"), refs=("channel",))
+    assert TrustOverlay(sinks=("body",)).over(own) == Trust(output="trusted", sinks=("body",))
+    assert TrustOverlay(output="untrusted").over(own) == own.model_copy(
+        update={"output": "untrusted"}
+    )
+    # a later table's refs win, key by key
+    assert TrustOverlay(refs=("channel",)).then(TrustOverlay(refs=())).refs == ()
+    assert TrustOverlay(refs=("channel",)).then(TrustOverlay(private=True)).refs == ("channel",)

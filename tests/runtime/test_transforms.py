@@ -17,7 +17,7 @@ import pytest
 import toolplug
 from tests.helpers.mcp_servers import stdio_table, write_server
 from tests.helpers.openapi import fastapi_server
-from toolplug import ConfigError, Tool, ToolMetadata, ToolResult, hookimpl
+from toolplug import ConfigError, Tool, ToolMetadata, ToolResult, Trust, hookimpl
 
 SEEN: list[dict[str, Any]] = []
 
@@ -248,3 +248,42 @@ def test_a_trust_table_written_for_the_original_names_the_arguments_the_model_se
     })
     assert registry.labels("read_from").sinks == ("path", "start")
     assert registry.labels("read_head").sinks == ("path",)
+
+
+def test_refs_follow_renamed_arguments(tmp_path: Path) -> None:
+    """A ref is renamed like a sink, from the tool's own labels and from a ``trust`` table
+    written for the original; a hidden argument is no ref of the transformed tool."""
+
+    class Labelled(Search):
+        metadata = Search.metadata.model_copy(
+            update={
+                "name": "labelled_search",
+                "trust": Trust(output="untrusted", sinks=("q", "site"), refs=("site",)),
+            }
+        )
+
+    class _Labelled:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(Labelled)
+
+    registry = toolplug.load(
+        {
+            "cache_dir": str(tmp_path / "cache"),
+            "tools": {"read_file": {"trust": {"sinks": ["path", "offset"], "refs": ["path"]}}},
+            "transforms": {
+                "where_search": {"from": "labelled_search", "rename_args": {"where": "site"}},
+                "docs_only": {"from": "labelled_search", "hide": {"site": "docs.example.org"}},
+                "read_from": {"from": "read_file", "rename_args": {"file": "path"}},
+            },
+        },
+        plugins=[("labelled-search", _Labelled())],
+    )
+    try:
+        assert registry.labels("where_search").refs == ("where",)
+        assert registry.labels("where_search").sinks == ("q", "where")
+        assert registry.labels("docs_only").refs == ()
+        assert registry.labels("read_from").refs == ("file",)
+        assert registry.labels("read_from").sinks == ("file", "offset")
+    finally:
+        registry.close()

@@ -140,3 +140,60 @@ def test_calls_run_as_tasks_are_guarded_in_the_session_s_conversation(tmp_path: 
     assert "read_page (call 1)" in text_of(post)
     assert "ApprovalRequiredError" in text_of(post)
     assert getattr(fine, "status", None) == "completed", fine
+
+
+WORKSPACE_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(
+    encoding="utf-8"
+) + (
+    "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
+    "    for tool in (Post, GetChannels, ReadWiki, SendToChannel):\n        register(tool)\n"
+)
+
+
+def test_refs_over_mcp(tmp_path: Path) -> None:
+    """A tool's refs reach an MCP client in its ``_meta``, the operator's table too; a tool
+    without refs keeps the ``_meta`` it had. A listed channel passed back runs; a channel
+    named only in the partner's page is refused."""
+    config = (
+        '[tools.post]\ntrust = { output = "trusted", sinks = ["text", "link"], refs = ["link"] }\n'
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolplug", "serve"],
+        env=child_env(tmp_path, ("workspace_tools", WORKSPACE_TOOLS), config=config),
+        cwd=str(tmp_path),
+    )
+
+    async def session() -> tuple[list[types.Tool], list[types.CallToolResult]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as talk:
+            await talk.initialize()
+            listed = (await talk.list_tools()).tools
+            calls = [
+                await talk.call_tool(name, arguments)
+                for name, arguments in (
+                    ("get_channels", {}),
+                    ("read_wiki", {}),
+                    ("send_to_channel", {"channel": "External_0", "body": "hello"}),
+                    ("send_to_channel", {"channel": "Secret_room_9", "body": "hello"}),
+                )
+            ]
+            return listed, calls
+
+    listed, (_, _, chosen, carried) = anyio.run(session)
+    trust = {tool.name: (tool.meta or {}).get("toolplug/trust") for tool in listed}
+    assert trust["send_to_channel"] == {
+        "output": "trusted", "private": False, "sinks": ["channel", "body"],
+        "refs": ["channel"],
+        "returnMetadata": {"source": "system", "sensitivity": "none"},
+    }
+    assert trust["post"] is not None
+    assert trust["post"]["refs"] == ["link"]  # the operator's table
+    assert trust["get_channels"] == {  # no refs: no key, as before refs existed
+        "output": "untrusted", "private": False, "sinks": [],
+        "returnMetadata": {"source": "untrustedPublic", "sensitivity": "none"},
+    }
+    assert list(trust["get_channels"]) == ["output", "private", "sinks", "returnMetadata"]
+    assert not chosen.is_error, text_of(chosen)
+    assert carried.is_error
+    assert "send_to_channel's channel carries the text 'secret_room_9'" in text_of(carried)
+    assert "read_wiki (call 2)" in text_of(carried)

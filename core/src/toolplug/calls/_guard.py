@@ -21,6 +21,11 @@ inside it is recorded with its tool's labels (``Registry.labels``). Before a cal
    its value carries private data (``trifecta = "private"``), or always
    (``"always"``).
 
+A ref (``Trust.refs``: a sink that names something the service holds) whose value, a
+string or a list of strings, is each a whole string of an earlier result's ``data`` (case
+folded, stripped) is a choice among what was listed: neither rule reads it. Anything else
+in a ref is read as in any sink.
+
 The pipeline (``toolplug.calls._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal.
 """
@@ -66,6 +71,11 @@ _WORD: Final = re.compile(r"\w+")
 _TRUSTED: Final = Trust(output="trusted")
 _STRIP: Final = "\"'`.,;:!?()[]{}<>*"
 _SHOWN: Final = 60
+_NAME_CHARS: Final = 256
+"""The longest string of a result's data a ref may name (a name, an id; not a page)."""
+_MOST_NAMES: Final = 10_000
+"""The most strings of one result's data kept as names (the first ones): bounded work."""
+_NO_NAMES: Final[frozenset[str]] = frozenset()
 
 
 def current() -> Conversation | None:
@@ -97,8 +107,13 @@ class Source:
     given: str = ""
     """The call's own arguments, case folded: what the output repeats of them came from
     whoever made the call, not from outside."""
+    listed: frozenset[str] = _NO_NAMES
+    """The whole strings of its data, as they came: what a ref may name (``names``)."""
+    echoed: frozenset[str] = _NO_NAMES
+    """The strings of the call's own arguments: the data repeating them lists nothing."""
     _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
+    _names: frozenset[str] | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         """``url_fetch (call 2, id c1)``: what names the source in a reason."""
@@ -124,12 +139,24 @@ class Source:
             words = self._given_words = _spaced_words(self.given)
         return words
 
+    def names(self) -> frozenset[str]:
+        """The names its data lists, as a ref is compared (stripped, case folded, 256
+        characters at most), less the call's own arguments; folded on first use, so only
+        a tool with refs pays for it."""
+        names = self._names
+        if names is None:
+            names = _names(self.listed)
+            if names and self.echoed:
+                names -= _names(self.echoed)
+            self._names = names
+        return names
+
     def to_json(self) -> str:
         """What another process needs to guard with this source (``Conversation.absorb``);
         exact values stay with the program that received them."""
         return json.dumps({
             "tool": self.tool, "call_id": self.call_id, "text": self.text, "given": self.given,
-            "trust": self.trust.model_dump(mode="json"),
+            "trust": self.trust.model_dump(mode="json"), "names": sorted(self.names()),
         })
 
     @classmethod
@@ -137,10 +164,15 @@ class Source:
         """A source ``to_json`` wrote, or None when it cannot be read."""
         try:
             body = json.loads(raw)
-            return cls(
+            names = body.get("names", [])  # an older version wrote none
+            if not isinstance(names, list) or not all(type(n) is str for n in names):
+                raise TypeError("names")
+            source = cls(
                 0, body["tool"], body["call_id"], Trust.model_validate(body["trust"]),
-                body["text"], given=body["given"],
+                body["text"], given=body["given"], listed=frozenset(names),
             )
+            source._names = source.listed  # folded where they were recorded
+            return source
         except (ValueError, TypeError, KeyError):  # written by another version: skipped
             return None
 
@@ -183,6 +215,8 @@ class Conversation:
         self._untrusted: list[Source] = []
         self._private: list[Source] = []
         self._exact_values: dict[Any, Source] = {}
+        self._listings: list[Source] = []
+        """The sources whose data listed strings (``Source.listed``), in the outermost one."""
         self.calls = 0
         """How many calls were recorded (in the outermost conversation: all of them)."""
         self.untrusted = False
@@ -228,11 +262,25 @@ class Conversation:
     ) -> None:
         """Record a call's result (made with ``arguments``): ``sources`` holds it next."""
         root = self._root
-        if not (trust.untrusted or trust.private):  # nothing the guard reads later
+        data = result.data if result.error is None else None
+        if not (trust.untrusted or trust.private):  # only the names its data lists
+            listed = echoed = _NO_NAMES
+            if data is not None:
+                found: list[str] = []
+                _strings_of(data, found)
+                listed = frozenset(found)
+                if listed and arguments:
+                    found = []
+                    _strings_of(arguments, found)
+                    echoed = frozenset(found)
             with root._lock:  # calls may end in several threads at once
                 root.calls += 1
-                plain = Source(root.calls, tool, call_id, trust, "")
+                plain = Source(
+                    root.calls, tool, call_id, trust, "", listed=listed, echoed=echoed
+                )
                 root.sources.append(plain)
+                if listed:
+                    root._listings.append(plain)
             return
         strings: list[str] = []
         values: set[Any] = set()
@@ -240,7 +288,9 @@ class Conversation:
             strings.append(result.output)
             if self.exact and len(result.output.strip()) >= 2:
                 values.add(result.output.strip())
+        start = len(strings)
         _leaves(result.data, strings, values)
+        listed = _NO_NAMES if data is None else frozenset(strings[start : start + _MOST_NAMES])
         if result.error is not None:
             strings.append(result.error.message)
         given: list[str] = []
@@ -260,8 +310,12 @@ class Conversation:
             text,
             frozenset(values) if self.exact else frozenset(),
             "\n".join(_fold(s) for s in given),
+            listed,
+            frozenset(given) if listed else _NO_NAMES,
         )
         root.sources.append(source)
+        if listed:
+            root._listings.append(source)
         if trust.untrusted:
             root._untrusted.append(source)
         if trust.private:
@@ -289,9 +343,12 @@ class Conversation:
             root.calls += 1
             here = Source(
                 root.calls, source.tool, source.call_id, source.trust, source.text,
-                given=source.given,
+                given=source.given, listed=source.listed, echoed=source.echoed,
             )
+            here._names = source._names
             root.sources.append(here)
+            if here.listed:
+                root._listings.append(here)
         trust = source.trust
         if trust.untrusted:
             root._untrusted.append(here)
@@ -320,6 +377,25 @@ class Conversation:
         return Conversation(parent=self, exact=exact)
 
     # -- reading ---------------------------------------------------------------------
+
+    def _lists(self, value: Any) -> bool:
+        """Whether ``value``, a string or a non-empty list of strings, names only what
+        earlier results listed: each string (stripped, case folded) a whole string of some
+        result's data (``Source.names``)."""
+        listings = self._root._listings
+        if not listings:
+            return False
+        if type(value) is str:
+            items: list[Any] | tuple[str] = (value,)
+        elif type(value) is list and value:
+            items = value
+        else:
+            return False
+        for item in items:
+            name = _name(item) if type(item) is str else None
+            if name is None or not any(name in source.names() for source in listings):
+                return False
+        return True
 
     def _carried(
         self, value: Any, settings: GuardSettings, *, untrusted: bool = True
@@ -509,9 +585,17 @@ class Guard:
         # carrying something private, so with nothing private read, following a link
         # found in a page is no flow to ask about.
         sinks = () if reads and not conversation.root.private else labels.sinks
+        # a ref naming, whole, what a result listed chooses among what exists: no rule reads it
+        chosen = (
+            {ref for ref in labels.refs if conversation._lists(arguments.get(ref))}
+            if labels.refs
+            else _NO_NAMES
+        )
         for sink in sinks:
             value = arguments.get(sink)
             if value is None or value == "" or (type(value) in (list, dict) and not value):
+                continue
+            if chosen and sink in chosen:
                 continue
             if derived is not None and sink in derived:
                 source = derived[sink]
@@ -529,7 +613,7 @@ class Guard:
             return None  # stays on this machine and changes nothing
         for sink in labels.sinks:
             value = arguments.get(sink)
-            if value is None or value in ("", [], {}):
+            if value is None or value in ("", [], {}) or (chosen and sink in chosen):
                 continue
             if settings.trifecta == "always":
                 return self._trifecta(name, sink, None, "")
@@ -677,6 +761,50 @@ def _leaves(value: Any, strings: list[str], values: set[Any], depth: int = 0) ->
     elif isinstance(value, list | tuple):
         for item in value:
             _leaves(item, strings, values, depth + 1)
+
+
+def _name(text: str) -> str | None:
+    """``text`` as a listed name is compared: stripped, case folded; None when empty or
+    longer than a name (``_NAME_CHARS``)."""
+    stripped = text.strip()
+    if not stripped or len(stripped) > _NAME_CHARS:
+        return None
+    return stripped.casefold()
+
+
+def _names(strings: frozenset[str]) -> frozenset[str]:
+    """The names among ``strings``: each as ``_name`` gives it (inline: no call per string)."""
+    return frozenset(
+        name.casefold() for text in strings if 0 < len(name := text.strip()) <= _NAME_CHARS
+    )
+
+
+def _strings_of(value: Any, strings: list[str], depth: int = 0) -> None:
+    """The strings of ``value`` (JSON data) into ``strings``: 64 levels deep and
+    ``_MOST_NAMES`` strings at most."""
+    kind = type(value)
+    if kind is str:
+        strings.append(value)
+        return
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        items: Any = value.values()
+    elif kind is list or kind is tuple or isinstance(value, list | tuple):
+        items = value
+    elif isinstance(value, str):
+        strings.append(value)
+        return
+    else:
+        return
+    if depth > 64 or len(strings) >= _MOST_NAMES:
+        return
+    for item in items:
+        kind = type(item)
+        if kind is str:  # most items: no call for them
+            strings.append(item)
+            if len(strings) >= _MOST_NAMES:
+                return
+        elif kind is not int and kind is not float and kind is not bool and item is not None:
+            _strings_of(item, strings, depth + 1)
 
 
 def _quoted(text: str) -> str:

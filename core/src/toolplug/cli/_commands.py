@@ -182,6 +182,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         "output": labels.output,
         "private": labels.private,
         "sinks": list(labels.sinks),
+        **({"refs": list(labels.refs)} if labels.refs else {}),
         "source": _trust_source(registry, args.name),
     }
     if args.json:
@@ -446,10 +447,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _trust_words(labels: Trust) -> str:
-    """Labels in a few words: ``untrusted output, private, sinks: url, body``."""
+    """Labels in a few words: ``untrusted output, private, sinks: url, body`` (and
+    ``, refs: channel`` when the tool has refs)."""
     sinks = ", ".join(labels.sinks) or "none"
     private = "private" if labels.private else "not private"
-    return f"{labels.output} output, {private}, sinks: {sinks}"
+    refs = f", refs: {', '.join(labels.refs)}" if labels.refs else ""
+    return f"{labels.output} output, {private}, sinks: {sinks}{refs}"
 
 
 def _trust_source(registry: Registry, name: str) -> str:

@@ -141,7 +141,10 @@ class Trust(_Frozen):
     written (a web page, a search result, a feed, a mail, an issue); a ``private`` output is
     the user's own data (files, calendar, private repositories); a sink is a parameter whose
     value leaves the machine or changes the world (a URL fetched, a query sent, a post
-    published, a file written). A tool that declares no labels gets ``Trust.cautious``.
+    published, a file written). A ref is a sink whose value names something the service
+    already holds (a channel, a user, a file id): passing back, whole, a name a result
+    listed is a choice among what exists, not text carried out. A tool that declares no
+    labels gets ``Trust.cautious``.
     """
 
     output: Literal["trusted", "untrusted"]
@@ -150,6 +153,11 @@ class Trust(_Frozen):
     """Whether the result holds the user's own data."""
     sinks: tuple[str, ...] = ()
     """Top-level parameters whose values leave the machine or change the world."""
+    refs: tuple[str, ...] = ()
+    """Sinks whose values name something the service already holds (a channel, a user, a
+    file or event id): the service resolves the name, it sends the text nowhere. A value
+    equal to a whole string of an earlier result's ``data`` is not checked by the flow
+    guard; anything else is, as for any sink. Each must be among ``sinks``."""
 
     @property
     def untrusted(self) -> bool:
@@ -310,6 +318,22 @@ def validate_tool_metadata(
                 f"trust.sinks names {', '.join(unknown)}, not a top-level parameter; "
                 f"sinks must be among {sorted(known)}",
                 "trust.sinks",
+            )
+        refs = metadata.trust.refs
+        unknown = sorted(set(refs) - known)
+        if unknown:
+            raise fail(
+                f"trust.refs names {', '.join(unknown)}, not a top-level parameter; "
+                f"refs must be among {sorted(known)}",
+                "trust.refs",
+            )
+        unsunk = sorted(set(refs) - set(metadata.trust.sinks))
+        if unsunk:
+            raise fail(
+                f"trust.refs names {', '.join(unsunk)}, not among trust.sinks "
+                f"{sorted(metadata.trust.sinks)}; a ref is a sink whose value names something "
+                "the service holds: add it to sinks too",
+                "trust.refs",
             )
     names = [f.name for f in metadata.config_fields]
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -56,8 +56,12 @@ class TrustOverlay(_Settings):
     sinks: tuple[str, ...] | None = Field(
         default=None, description="a list of the tool's top-level parameter names"
     )
+    refs: tuple[str, ...] | None = Field(
+        default=None,
+        description="a list of the tool's sinks whose values name something the service holds",
+    )
 
-    @field_validator("sinks", mode="before")
+    @field_validator("sinks", "refs", mode="before")
     @classmethod
     def _from_list(cls, value: Any) -> Any:
         # TOML has arrays, not tuples; strict mode would refuse a list as a tuple
@@ -71,14 +75,19 @@ class TrustOverlay(_Settings):
             output=later.output if later.output is not None else self.output,
             private=later.private if later.private is not None else self.private,
             sinks=later.sinks if later.sinks is not None else self.sinks,
+            refs=later.refs if later.refs is not None else self.refs,
         )
 
     def over(self, labels: Trust) -> Trust:
-        """``labels`` with what this overlay sets put in their place."""
+        """``labels`` with what this overlay sets put in their place (a ref the sinks in
+        force no longer name is no ref: refs are sinks)."""
+        sinks = self.sinks if self.sinks is not None else labels.sinks
+        refs = self.refs if self.refs is not None else labels.refs
         return type(labels)(
             output=self.output if self.output is not None else labels.output,
             private=self.private if self.private is not None else labels.private,
-            sinks=self.sinks if self.sinks is not None else labels.sinks,
+            sinks=sinks,
+            refs=tuple(r for r in refs if r in sinks),
         )
 
 
@@ -113,7 +122,7 @@ class ToolSettings(_Settings):
     trust: TrustOverlay | None = Field(
         default=None,
         description='a table: output = "trusted" or "untrusted", private = true or false, '
-        "sinks = [the tool's parameter names]",
+        "sinks = [the tool's parameter names], refs = [sinks that name what the service holds]",
     )
     scopes: list[Scope] | None = Field(
         default=None,

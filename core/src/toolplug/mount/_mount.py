@@ -540,21 +540,39 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
     if isinstance(metadata, str):
         return metadata
     own = server.settings.settings_for(remote)
-    if own is not None and own.trust is not None and own.trust.sinks is not None:
-        parameters = sorted((metadata.parameters.get("properties") or {}).keys())
-        unknown = sorted(set(own.trust.sinks) - set(parameters))
-        if unknown:  # refused, not guessed: the server may have renamed what goes out
-            return (
-                f"[mcp_servers.{server.name}.tools.{remote}] trust.sinks names "
-                f"{', '.join(map(repr, unknown))}, not a parameter of the server's "
-                f"{remote!r} (its parameters: {', '.join(parameters) or 'none'}); "
-                "fix the list, then run 'toolplug doctor' again"
-            )
+    if own is not None and own.trust is not None:
+        wrong = _wrong_labels(server.name, remote, own.trust, metadata)
+        if wrong:
+            return wrong
 
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await server.call(remote, arguments, context)
 
     return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
+
+
+
+def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:
+    """Why a tool table's ``trust`` cannot label the server's tool, or ""."""
+    parameters = sorted((metadata.parameters.get("properties") or {}).keys())
+    where = f"[mcp_servers.{server}.tools.{remote}]"
+    for key in ("sinks", "refs"):
+        unknown = sorted(set(getattr(trust, key) or ()) - set(parameters))
+        if unknown:  # refused, not guessed: the server may have renamed what goes out
+            return (
+                f"{where} trust.{key} names {', '.join(map(repr, unknown))}, not a parameter "
+                f"of the server's {remote!r} (its parameters: {', '.join(parameters) or 'none'}); "
+                "fix the list, then run 'toolplug doctor' again"
+            )
+    if trust.refs and trust.sinks is not None:
+        outside = sorted(set(trust.refs) - set(trust.sinks))
+        if outside:
+            return (
+                f"{where} trust.refs names {', '.join(map(repr, outside))}, not among its "
+                f"trust.sinks ({', '.join(trust.sinks) or 'none'}); a ref is a sink whose value "
+                "names something the server holds: add it to sinks too"
+            )
+    return ""
 
 
 class _ServerPlugin(_sources.OriginPlugin):

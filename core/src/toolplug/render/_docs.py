@@ -573,6 +573,13 @@ def _trust_section(meta: ToolMetadata) -> list[str]:
             else "none, no argument leaves the machine or changes the world"
         )
     )
+    if labels.refs:
+        lines.append(
+            "- Refs: "
+            + ", ".join(_code(s) for s in labels.refs)
+            + " (sinks whose values name something the service holds: a name an earlier "
+            "result listed, passed back whole, is not checked by the flow guard)"
+        )
     lines += [
         "",
         f"The flow guard reads these before each call; set `[tools.{meta.name}] trust` to "

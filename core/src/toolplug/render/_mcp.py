@@ -25,7 +25,8 @@ TRUST_META: Final = "toolplug/trust"
 def trust_meta(labels: Trust) -> dict[str, Any]:
     """Trust labels as the ``_meta`` of an MCP tool carries them (``TRUST_META``).
 
-    ``output``, ``private`` and ``sinks`` are toolplug's labels. ``returnMetadata`` says
+    ``output``, ``private`` and ``sinks`` are toolplug's labels, and ``refs`` (the sinks
+    whose values name something the service holds) when the tool has any. ``returnMetadata`` says
     the same of the output in the names of MCP's draft trust and sensitivity annotations
     (SEP-1913), for a client that reads those: ``source`` ``untrustedPublic`` for
     untrusted output, else ``user`` (private) or ``system``; ``sensitivity`` ``user`` when
@@ -33,12 +34,17 @@ def trust_meta(labels: Trust) -> dict[str, Any]:
     a whole, which sinks (named parameters) do not map onto, so it is left out.
     """
     source = "untrustedPublic" if labels.untrusted else "user" if labels.private else "system"
-    return {
+    meta: dict[str, Any] = {
         "output": labels.output,
         "private": labels.private,
         "sinks": list(labels.sinks),
-        "returnMetadata": {"source": source, "sensitivity": "user" if labels.private else "none"},
     }
+    if labels.refs:  # left out when none: the same _meta as before refs existed
+        meta["refs"] = list(labels.refs)
+    meta["returnMetadata"] = {
+        "source": source, "sensitivity": "user" if labels.private else "none"
+    }
+    return meta
 
 
 def mcp_tool(metadata: ToolMetadata, labels: Trust | None = None) -> dict[str, Any]:

@@ -46,7 +46,10 @@ from toolplug.runtime._settings import (
 from toolplug.runtime._transforms import Transform, parse_transforms
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from toolplug.contract._metadata import ConfigField, ToolMetadata
+    from toolplug.contract._settings import TrustOverlay
 
 __all__ = ["Config", "Redactor", "Toolset", "how_to_set", "load_config", "resolve_tool_config"]
 
@@ -429,16 +432,8 @@ def resolve_tool_config(
             known = sorted(fields) + sorted(POLICY_KEYS)
             raise err(key, "unknown key", "one of " + ", ".join(known))
     overlay = config.tool_settings(metadata.name).trust
-    if overlay is not None and overlay.sinks is not None:
-        parameters = sorted((metadata.parameters.get("properties") or {}).keys())
-        unknown = sorted(set(overlay.sinks) - set(parameters))
-        if unknown:
-            raise err(
-                "trust.sinks",
-                f"names {', '.join(map(repr, unknown))}, not a parameter of {metadata.name}",
-                f"a list of {metadata.name}'s top-level parameters: "
-                + (", ".join(parameters) or "it has none, so []"),
-            )
+    if overlay is not None:
+        _check_overlay(overlay, metadata, err)
     resolved: dict[str, Any] = {}
     missing: list[tuple[str, str]] = []
     for name, spec in sorted(fields.items()):
@@ -471,6 +466,38 @@ def how_to_set(config: Config, tool: str, spec: ConfigField) -> str:
     else:
         text = f'set {where} (a value, {{ env = "VAR" }} or {{ file = "PATH" }})'
     return text + (f", or the environment variable {spec.env_var}" if spec.env_var else "")
+
+
+
+def _check_overlay(
+    overlay: TrustOverlay, metadata: ToolMetadata, err: Callable[..., ConfigError]
+) -> None:
+    """A ``trust`` table's sinks and refs name the tool's parameters; its refs are sinks."""
+    parameters = sorted((metadata.parameters.get("properties") or {}).keys())
+    name = metadata.name
+    expected = f"a list of {name}'s top-level parameters: " + (
+        ", ".join(parameters) or "it has none, so []"
+    )
+    for key in ("sinks", "refs"):
+        listed = getattr(overlay, key)
+        unknown = sorted(set(listed or ()) - set(parameters))
+        if unknown:
+            raise err(
+                f"trust.{key}",
+                f"names {', '.join(map(repr, unknown))}, not a parameter of {name}",
+                expected,
+            )
+    if overlay.refs:
+        sinks = overlay.sinks if overlay.sinks is not None else metadata.labels.sinks
+        outside = sorted(set(overlay.refs) - set(sinks))
+        if outside:
+            raise err(
+                "trust.refs",
+                f"names {', '.join(map(repr, outside))}, not a sink of {name} (its sinks: "
+                f"{', '.join(sinks) or 'none'}); a ref is a sink whose value names something "
+                "the service holds",
+                "a list of the tool's sinks (set trust.sinks to add one)",
+            )
 
 
 def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six

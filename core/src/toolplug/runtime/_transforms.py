@@ -165,6 +165,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         output=labels.output,
         private=labels.private,
         sinks=tuple(sorted(back[s] for s in labels.sinks if s in back)),
+        refs=tuple(sorted(back[s] for s in labels.refs if s in back)),
     )
     examples = []
     for example in metadata.examples:
@@ -240,14 +241,18 @@ def _shown_names(back: Mapping[str, str]) -> Any:
 
 
 def _inherited(settings: ToolSettings, made: type[Tool]) -> ToolSettings:
-    """The original's call settings for its transformed tool: a ``trust`` table's sinks by
-    the names the model sees (a hidden argument is none the model sends)."""
+    """The original's call settings for its transformed tool: a ``trust`` table's sinks and
+    refs by the names the model sees (a hidden argument is none the model sends)."""
     trust = settings.trust
-    if trust is None or trust.sinks is None:
+    if trust is None or (trust.sinks is None and trust.refs is None):
         return settings
     back: Mapping[str, str] = getattr(made, "renamed_arguments", {})
-    sinks = tuple(back[s] for s in trust.sinks if s in back)
-    return settings.model_copy(update={"trust": trust.model_copy(update={"sinks": sinks})})
+    renamed = {
+        key: tuple(back[s] for s in names if s in back)
+        for key in ("sinks", "refs")
+        if (names := getattr(trust, key)) is not None
+    }
+    return settings.model_copy(update={"trust": trust.model_copy(update=renamed)})
 
 
 def apply_transforms(
