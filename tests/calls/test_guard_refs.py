@@ -410,3 +410,20 @@ def test_only_data_lists_names() -> None:
     assert not conversation._lists("External_0")
     conversation.record("c", Trust(output="trusted"), ToolResult.success("", {"x": "External_0"}))
     assert conversation._lists("External_0")
+
+
+async def test_a_registry_without_refs_keeps_no_listings() -> None:
+    # nothing would read them: a trusted result's data is not walked on every call
+    registry = toolplug.load({}, plugins=[PLUGIN], env={})
+    try:
+        assert not registry._engine._pipeline.guard.lists
+        async with registry.conversation("read my inbox") as conversation:
+            await registry.acall("read_page", {"url": "https://news.example/today"})
+        assert [source.listed for source in conversation.sources[1:]] == [frozenset()]
+    finally:
+        registry.close()
+    with_refs = _registry()
+    try:
+        assert with_refs._engine._pipeline.guard.lists
+    finally:
+        with_refs.close()

@@ -292,7 +292,7 @@ class Invoker:
                 call_id = call.context.host.get("call_id") if call.context is not None else None
                 conversation.record(
                     call.tool, labels, result, None if call_id is None else str(call_id),
-                    call.arguments,
+                    call.arguments, listing=guard.lists,
                 )
             if guard.settings.delimit_untrusted and labels.untrusted and output:
                 output = _delimited(call.tool, output)

@@ -259,10 +259,14 @@ class Conversation:
         result: ToolResult,
         call_id: str | None = None,
         arguments: Mapping[str, Any] | None = None,
+        *,
+        listing: bool = True,
     ) -> None:
-        """Record a call's result (made with ``arguments``): ``sources`` holds it next."""
+        """Record a call's result (made with ``arguments``): ``sources`` holds it next.
+        ``listing``: keep the strings of its data for refs to name (``Guard.lists``: False
+        when no tool of the registry has refs, and nothing would read them)."""
         root = self._root
-        data = result.data if result.error is None else None
+        data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
             listed = echoed = _NO_NAMES
             if data is not None:
@@ -483,12 +487,23 @@ class Guard:
             for tool, rules in config.policies.items()
         }
         self._labels: dict[str, Trust] = {}
+        self._lists: bool | None = None
 
     def labels(self, name: str) -> Trust:
         """``Registry.labels(name)``, read once per tool."""
         found = self._labels.get(name)
         if found is None:
             found = self._labels[name] = self.registry.labels(name)
+        return found
+
+    @property
+    def lists(self) -> bool:
+        """Whether any tool of the registry has refs: only then does a conversation keep
+        what results list (``Conversation.record``'s ``listing``)."""
+        found = self._lists
+        if found is None:
+            registry = self.registry
+            found = self._lists = any(registry.labels(name).refs for name in registry.tools)
         return found
 
     def of_result(self, name: str, own: Trust | None) -> Trust:
