@@ -18,7 +18,7 @@ from tests.helpers.redis import redis_server
 from toolplug import Approval, ApprovalRequest, Conversation, ErrorType, Registry, ToolResult, Trust
 from toolplug.calls._backend import Backend, MemoryBackend, RedisBackend
 from toolplug.calls._conversations import Conversations
-from toolplug.calls._guard import Source
+from toolplug.calls._guard import Guard, Source
 
 pytestmark = pytest.mark.anyio
 
@@ -416,7 +416,7 @@ async def test_a_registry_without_refs_keeps_no_listings() -> None:
     # nothing would read them: a trusted result's data is not walked on every call
     registry = toolplug.load({}, plugins=[PLUGIN], env={})
     try:
-        assert not registry._engine._pipeline.guard.lists
+        assert not Guard(registry).lists
         async with registry.conversation("read my inbox") as conversation:
             await registry.acall("read_page", {"url": "https://news.example/today"})
         assert [source.listed for source in conversation.sources[1:]] == [frozenset()]
@@ -424,6 +424,6 @@ async def test_a_registry_without_refs_keeps_no_listings() -> None:
         registry.close()
     with_refs = _registry()
     try:
-        assert with_refs._engine._pipeline.guard.lists
+        assert Guard(with_refs).lists
     finally:
         with_refs.close()
