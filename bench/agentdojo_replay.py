@@ -156,11 +156,13 @@ def load_suite(name: str, version: str = BENCHMARK_VERSION) -> Any:
 
 def build_registry(
     suite: Any, bound: Bound, policies: Mapping[str, Any] | None = None,
-    *, result_labels: bool = True,
+    *, result_labels: bool = True, dropped: Sequence[str] = (),
 ) -> Registry:
     """A registry holding one toolplug tool per function of ``suite``, acting on ``bound``,
     with ``policies`` as its ``[policies]`` table; ``result_labels``: each result labelled
-    by what it holds (``RESULT_LABELS``), else every result with its function's labels."""
+    by what it holds (``RESULT_LABELS``), else every result with its function's labels;
+    ``dropped``: ``FUNCTION.PARAMETER`` sinks taken away by a ``[tools.NAME] trust`` table
+    (what letting that flow through would cost)."""
     from agentdojo.functions_runtime import FunctionsRuntime
 
     runtime = FunctionsRuntime(suite.tools)
@@ -170,7 +172,17 @@ def build_registry(
         _tool_class(f, labels.get(f.name), bound, runtime, own.get(f.name))
         for f in suite.tools
     ]
-    config = {"policies": dict(policies)} if policies else {}
+    config: dict[str, Any] = {"policies": dict(policies)} if policies else {}
+    for item in dropped:
+        function, _, parameter = item.partition(".")
+        given = labels.get(function)
+        if given is None or parameter not in given.sinks:
+            raise SystemExit(f"--drop-sink {item}: {function!r} has no sink {parameter!r}")
+        table = config.setdefault("tools", {}).setdefault(function, {"trust": {
+            "sinks": list(given.sinks), "refs": list(given.refs),
+        }})["trust"]
+        table["sinks"] = [p for p in table["sinks"] if p != parameter]
+        table["refs"] = [p for p in table["refs"] if p != parameter]
     return toolplug.load(
         config, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("agentdojo", _Plugin(classes))]
     )
@@ -218,14 +230,17 @@ class Replayer:
     """Replays a suite's tasks through one registry, with or without the guard."""
 
     def __init__(
-        self, suite: Any, attack: str = DEFAULT_ATTACK, *, result_labels: bool = True
+        self, suite: Any, attack: str = DEFAULT_ATTACK, *, result_labels: bool = True,
+        dropped: Sequence[str] = (),
     ) -> None:
         self.suite = suite
         self.bound = Bound()
-        self.registry = build_registry(suite, self.bound, result_labels=result_labels)
+        self.registry = build_registry(
+            suite, self.bound, result_labels=result_labels, dropped=dropped
+        )
         self.policies = POLICIES.get(suite.name, {})
         self._with_policies = build_registry(
-            suite, self.bound, self.policies, result_labels=result_labels
+            suite, self.bound, self.policies, result_labels=result_labels, dropped=dropped
         )
         self.effects = EFFECTS.get(suite.name) or frozenset(
             f.name for f in suite.tools if self.registry.labels(f.name).sinks
@@ -490,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-result-labels", action="store_true",
                         help="label every result with its function's labels, ignoring "
                         "what each result holds (RESULT_LABELS)")
+    parser.add_argument("--drop-sink", action="append", default=[], metavar="FUNCTION.PARAM",
+                        help="take this sink away from the suite's labels (repeat for "
+                        "several): what letting that flow through would cost")
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--details", action="store_true",
                         help="list each legitimate call not run and each attack that ran")
@@ -498,7 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports: list[SuiteReport] = []
     for name in args.suite:
         replayer = Replayer(
-            load_suite(name), attack=args.attack, result_labels=not args.no_result_labels
+            load_suite(name), attack=args.attack, result_labels=not args.no_result_labels,
+            dropped=args.drop_sink,
         )
         try:
             for mode in modes:
