@@ -512,3 +512,14 @@ def test_the_ascii_word_path_finds_the_words_the_pattern_finds(text: str) -> Non
     from toolplug.calls._guard import _WORD, _spaced_words
 
     assert _spaced_words(text) == " " + " ".join(_WORD.findall(text)) + " "
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text(), st.integers(2, 8))
+def test_the_short_value_shortcut_never_undercounts_words(text: str, size: int) -> None:
+    # the phrase rule skips a value _fewer_words says cannot hold `size` words: it must
+    # never say so of a value that does
+    from toolplug.calls._guard import _WORD, _fewer_words
+
+    folded = text.casefold()
+    if _fewer_words(folded.split(), size):
+        assert len(_WORD.findall(folded)) < size

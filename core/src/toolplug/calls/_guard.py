@@ -268,15 +268,19 @@ class Conversation:
         root = self._root
         data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
-            listed = echoed = _NO_NAMES
-            if data is not None:
-                found: list[str] = []
-                _strings_of(data, found)
-                listed = frozenset(found)
-                if listed and arguments:
-                    found = []
-                    _strings_of(arguments, found)
-                    echoed = frozenset(found)
+            if data is None:  # the common case: nothing the guard reads later
+                with root._lock:  # calls may end in several threads at once
+                    root.calls += 1
+                    root.sources.append(Source(root.calls, tool, call_id, trust, ""))
+                return
+            echoed = _NO_NAMES
+            found: list[str] = []
+            _strings_of(data, found)
+            listed = frozenset(found)
+            if listed and arguments:
+                found = []
+                _strings_of(arguments, found)
+                echoed = frozenset(found)
             with root._lock:  # calls may end in several threads at once
                 root.calls += 1
                 plain = Source(
@@ -422,7 +426,10 @@ class Conversation:
             if not wanted:
                 continue
             folded = text.casefold()
-            for word in folded.split():
+            parts = folded.split()
+            for word in parts:
+                if len(word) < min_chars and "@" not in word and "://" not in word:
+                    continue  # no token of it can count: the common case, decided first
                 if len(word) < 3:
                     continue
                 token = word.strip(_STRIP)
@@ -436,8 +443,8 @@ class Conversation:
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
-            if len(folded) < 2 * size - 1:  # too short to hold that many words
-                continue
+            if len(folded) < 2 * size - 1 or _fewer_words(parts, size):
+                continue  # too short to hold that many words
             words = _WORD.findall(folded)
             if len(words) < size:
                 continue
@@ -720,6 +727,23 @@ def _spaced_words(text: str) -> str:
     if text.isascii():
         return " " + " ".join(text.translate(_NOT_WORD).split()) + " "
     return " " + " ".join(_WORD.findall(text)) + " "
+
+
+def _fewer_words(parts: list[str], size: int) -> bool:
+    r"""Whether the space-separated ``parts`` surely hold fewer than ``size`` words of
+    ``\w+`` (\w is a letter, a digit or ``_``): a part holds at most one word more than it
+    has other characters. False when unsure (many or long parts): then count them."""
+    if len(parts) >= size:
+        return False
+    most = 0
+    for part in parts:
+        if part.isalnum():
+            most += 1
+        elif len(part) > 64:
+            return False
+        else:
+            most += 1 + sum(1 for char in part if not char.isalnum())
+    return most < size
 
 
 def _letters(token: str) -> bool:
