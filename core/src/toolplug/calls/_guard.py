@@ -731,18 +731,14 @@ def _spaced_words(text: str) -> str:
 
 def _fewer_words(parts: list[str], size: int) -> bool:
     r"""Whether the space-separated ``parts`` surely hold fewer than ``size`` words of
-    ``\w+`` (\w is a letter, a digit or ``_``): a part holds at most one word more than it
-    has other characters. False when unsure (many or long parts): then count them."""
+    ``\w+``: a part of letters and digits is one word, and any part of n characters holds
+    at most (n + 1) // 2 (a word needs a character, and two words a character between
+    them). False when unsure: then count them."""
     if len(parts) >= size:
         return False
     most = 0
     for part in parts:
-        if part.isalnum():
-            most += 1
-        elif len(part) > 64:
-            return False
-        else:
-            most += 1 + sum(1 for char in part if not char.isalnum())
+        most += 1 if part.isalnum() else (len(part) + 1) // 2
     return most < size
 
 
