@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolplug.calls._validation import compile_schema
 from toolplug.contract._metadata import Trust
-from toolplug.contract._tool import ToolResult
+from toolplug.contract._tool import Tool, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,11 +56,12 @@ __all__ = ["Conversation", "Guard", "Source", "Verdict", "current", "derived_fro
 _CURRENT: Final[contextvars.ContextVar[Conversation | None]] = contextvars.ContextVar(
     "toolplug_conversation", default=None
 )
-_ENTERED: Final[contextvars.ContextVar[tuple[contextvars.Token[Any], ...]]] = (
-    contextvars.ContextVar("toolplug_conversations_entered", default=())
+_ENTERED: Final[contextvars.ContextVar[tuple[Any, ...]]] = contextvars.ContextVar(
+    "toolplug_conversations_entered", default=()
 )
-"""The tokens of the conversations entered in this context, innermost last: one
-conversation may be entered by several tasks at once (parallel tool calls)."""
+"""The tokens of the conversations entered in this context, innermost first, as pairs
+``(token, outer pairs)``: one conversation may be entered by several tasks at once
+(parallel tool calls)."""
 _DERIVED: Final[contextvars.ContextVar[Mapping[str, Source] | None]] = contextvars.ContextVar(
     "toolplug_derived", default=None
 )
@@ -76,6 +77,10 @@ _NAME_CHARS: Final = 256
 _MOST_NAMES: Final = 10_000
 """The most strings of one result's data kept as names (the first ones): bounded work."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
+_UNKNOWN: Final = object()
+_DECLARED: Final = object()
+"""A tool's declared annotations hold for every call (it does not refine them)."""
+_PLAIN_HINTS: Final = Tool.annotations_for.__func__  # type: ignore[attr-defined]
 
 
 def current() -> Conversation | None:
@@ -366,13 +371,13 @@ class Conversation:
             root.private = True
 
     def __enter__(self) -> Conversation:
-        _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))
+        _ENTERED.set((_CURRENT.set(self), _ENTERED.get()))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        entered = _ENTERED.get()
-        _ENTERED.set(entered[:-1])
-        _CURRENT.reset(entered[-1])
+        token, outer = _ENTERED.get()
+        _ENTERED.set(outer)
+        _CURRENT.reset(token)
 
     async def __aenter__(self) -> Conversation:
         return self.__enter__()
@@ -443,8 +448,14 @@ class Conversation:
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
-            if len(folded) < 2 * size - 1 or _fewer_words(parts, size):
+            if len(folded) < 2 * size - 1:
                 continue  # too short to hold that many words
+            if len(parts) < size:  # _fewer_words, inline: most values are short
+                most = 0
+                for part in parts:
+                    most += 1 if part.isalnum() else (len(part) + 1) // 2
+                if most < size:
+                    continue
             words = _WORD.findall(folded)
             if len(words) < size:
                 continue
@@ -495,6 +506,7 @@ class Guard:
         }
         self._labels: dict[str, Trust] = {}
         self._lists: bool | None = None
+        self._refines: dict[str, Any] = {}
 
     def labels(self, name: str) -> Trust:
         """``Registry.labels(name)``, read once per tool."""
@@ -649,15 +661,29 @@ class Guard:
     ) -> Annotations | None:
         """The annotations that hold for this call (``Tool.annotations_for``); None for a
         tool that declares none (treated as changing the world)."""
-        if metadata is None or "annotations" not in metadata.model_fields_set:
+        if metadata is None:
             return None
-        tool = self.registry.tools.get(name)
-        if tool is None:
+        refines = self._refines.get(name, _UNKNOWN)
+        if refines is _UNKNOWN:  # read once per tool: it is the same for every call
+            refines = self._refines[name] = self._refinement(name, metadata)
+        if refines is None:
+            return None
+        if refines is _DECLARED:
             return metadata.annotations
         try:
-            return tool.cls.annotations_for(arguments)
+            return refines(arguments)  # type: ignore[no-any-return]
         except Exception:  # arguments the tool cannot read: what it declares
             return metadata.annotations
+
+    def _refinement(self, name: str, metadata: ToolMetadata) -> Any:
+        """None: the tool declares no annotations; ``_DECLARED``: its declared ones hold for
+        every call; else its ``annotations_for``, which refines them per call."""
+        if "annotations" not in metadata.model_fields_set:
+            return None
+        tool = self.registry.tools.get(name)
+        if tool is None or getattr(tool.cls.annotations_for, "__func__", None) is _PLAIN_HINTS:
+            return _DECLARED
+        return tool.cls.annotations_for
 
     def _tainted(self, tool: str, sink: str, source: Source, text: str, rule: str) -> Verdict:
         what = {
