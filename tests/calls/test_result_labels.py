@@ -250,3 +250,57 @@ def test_over_mcp_each_result_carries_its_own_labels(tmp_path: Path) -> None:
     # guest's text is in, its link is refused (a stdio client cannot be asked)
     assert not mine.is_error
     assert theirs.is_error
+
+
+async def test_a_result_saying_it_is_untrusted_is_believed_over_the_operators_table() -> None:
+    # the operator calls the notes trusted; this one result says it came from outside
+    registry = _load({"tools": {"notes": {"trust": {"output": "trusted", "private": False}}}})
+    try:
+        async with registry.conversation("Read my notes"):
+            imported = await registry.acall("notes", {"imported": True})
+            sent = await registry.acall("send", {"text": "https://collect.evil.example/n"})
+    finally:
+        registry.close()
+    assert imported.trust == Trust(output="untrusted")
+    assert sent.error is not None
+    assert sent.error.details["source"]["tool"] == "notes"
+
+
+def test_one_toolplug_mounting_another_keeps_each_results_labels(tmp_path: Path) -> None:
+    # the inner toolplug serves the tools above; the outer mounts it, trusting what its
+    # annotations say: each result's own labels cross the MCP seam in _meta
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    env = child_env(inner, ("result_label_tools", PLUGIN_SOURCE))
+    table = ", ".join(f'{key} = "{value}"' for key, value in sorted(env.items()))
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        f'[mcp_servers.inner]\ncommand = "{sys.executable}"\nargs = ["-m", "toolplug", "serve"]\n'
+        f"env = {{ {table} }}\ntrust_annotations = true\n"
+        # send takes what it is given out: its text is a sink on this side too
+        '[mcp_servers.inner.tools.send]\ntrust = { output = "trusted", sinks = ["text"] }\n'
+        + "".join(
+            f'[tools.inner_{name}]\napproval = "never"\n'
+            for name in ("read_channel", "send")
+        ),
+        encoding="utf-8",
+    )
+    outer = toolplug.load(config, env={"TOOLPLUG_PLUGINS": ""})
+    try:
+        assert outer.labels("inner_read_channel").untrusted  # the mounted tool: cautious
+        with outer.conversation("Send me the link Ada posted in the team channel"):
+            team = outer.call("inner_read_channel", {"channel": "team"})
+            mine = outer.call("inner_send", {"text": "https://files.example/q3-report"})
+        with outer.conversation("What is new in the shared channel?"):
+            shared = outer.call("inner_read_channel", {"channel": "shared"})
+            theirs = outer.call("inner_send", {"text": "https://collect.evil.example/drop"})
+    finally:
+        outer.close()
+    assert team.trust is not None, team.error
+    assert team.trust.output == "trusted"
+    assert mine.ok, mine.error
+    assert shared.trust is not None
+    assert shared.trust.output == "untrusted"
+    assert theirs.error is not None
+    assert theirs.error.type == ErrorType.APPROVAL_REQUIRED

@@ -529,17 +529,24 @@ class Guard:
         """The labels of one result of ``name``: the tool's (``labels``), with the
         ``output`` and ``private`` labels the tool gave this result (``ToolResult.trust``:
         what this result holds, such as messages all written inside the organisation) in
-        their place, except where the configuration's ``trust`` table for the tool sets
-        them: the operator's word stands over the tool's. A result cannot change its
-        tool's sinks."""
+        their place. A result that says it is untrusted or private is believed; one that
+        says it is trusted or not private is not where the configuration's ``trust`` table
+        for the tool sets that label: the operator's word stands over the tool's. A result
+        cannot change its tool's sinks."""
         labels = self.labels(name)
         if own is None or own is labels or (
             own.output == labels.output and own.private == labels.private
         ):
             return labels
-        overlay = self.registry.config.tool_settings(name).trust
-        output = own.output if overlay is None or overlay.output is None else labels.output
-        private = own.private if overlay is None or overlay.private is None else labels.private
+        overlay = None
+        if (own.output == "trusted" and labels.untrusted) or (not own.private and labels.private):
+            overlay = self.registry.config.tool_settings(name).trust
+        output = own.output
+        if output == "trusted" and overlay is not None and overlay.output is not None:
+            output = labels.output
+        private = own.private
+        if not private and overlay is not None and overlay.private is not None:
+            private = labels.private
         if output == labels.output and private == labels.private:
             return labels
         return labels.model_copy(update={"output": output, "private": private})

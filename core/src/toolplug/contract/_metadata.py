@@ -134,6 +134,11 @@ class Annotations(_Frozen):
     """The tool reaches an open world, such as the web, rather than a closed domain."""
 
 
+TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
+"""The ``_meta`` key of MCP's experimental trust annotations extension, where a result says
+whether it is ``untrusted`` and ``sensitive`` (toolplug's ``output`` and ``private``)."""
+
+
 class Trust(_Frozen):
     """What a tool's output may be trusted with, and which of its arguments leave the machine.
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
-from toolplug.contract._metadata import Annotations, ToolMetadata
+from toolplug.contract._metadata import TRUST_ANNOTATIONS, Annotations, ToolMetadata, Trust
 from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
@@ -104,9 +104,12 @@ class MountedServer(_sources.Origin):
         return None if found is None else _catalog.definition_digest(found)
 
     async def call(
-        self, remote: str, arguments: dict[str, Any], context: ToolContext
+        self, remote: str, arguments: dict[str, Any], context: ToolContext,
+        labels: Trust | None = None,
     ) -> ToolResult:
-        """Call one of its tools; every failure comes back as a structured result."""
+        """Call one of its tools; every failure comes back as a structured result. A
+        result's trust annotations (``_meta``) label it over ``labels``, the tool's:
+        ``_said``."""
         locked = self.locked if self.settings.pins else None
         if locked is not None and locked.get(remote) != self.definition_now(remote):
             return ToolResult.failure(
@@ -134,7 +137,9 @@ class MountedServer(_sources.Origin):
                 )
             result: ToolResult = await _host.session().call_tool(
                 connection, client, remote, arguments, report=report,
-                done=lambda answer: _result(answer, self.name),
+                done=lambda answer: _result(
+                    answer, self.name, labels, self.settings.trust_annotations
+                ),
             )
             return result
 
@@ -545,8 +550,13 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
         if wrong:
             return wrong
 
+    # what the server's and the tool's trust tables make of its labels: a result's trust
+    # annotations are read against these ([tools.NAME] stands over both in the engine)
+    tables = _trust(server, own, None)
+    labels = tables.over(metadata.labels) if tables is not None else metadata.labels
+
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        return await server.call(remote, arguments, context)
+        return await server.call(remote, arguments, context, labels)
 
     return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
 
@@ -673,8 +683,11 @@ def _findings_text(server: MountedServer, name: str) -> str:
     return f"its definition breaks the scan rules {rules}"
 
 
-def _result(answer: Any, server: str) -> ToolResult:
-    """An MCP ``CallToolResult`` as a ``ToolResult``: text, ``structuredContent`` as data."""
+def _result(
+    answer: Any, server: str, labels: Trust | None = None, trusts: bool = False
+) -> ToolResult:
+    """An MCP ``CallToolResult`` as a ``ToolResult``: text, ``structuredContent`` as data,
+    and the result's own labels where its trust annotations say more than ``labels``."""
     parts: list[str] = []
     for block in answer.content:
         kind = getattr(block, "type", "")
@@ -694,7 +707,33 @@ def _result(answer: Any, server: str) -> ToolResult:
             ErrorType.EXECUTION,
             output or f"MCP server {server!r} reported an error and said nothing more",
         )
-    return ToolResult.success(output, answer.structured_content)
+    own = _said(answer, labels, trusts) if labels is not None else None
+    return ToolResult.success(output, answer.structured_content, trust=own)
+
+
+def _said(answer: Any, labels: Trust, trusts: bool) -> Trust | None:
+    """The labels a result's trust annotations give it (MCP's experimental extension, in
+    ``_meta``), over the tool's ``labels``: "untrusted" and "sensitive" are believed from
+    any server (they only ask for more caution); "not untrusted" and "not sensitive" only
+    from a server the configuration trusts (``trust_annotations = true``). None when they
+    change nothing."""
+    meta = getattr(answer, "meta", None)
+    said = meta.get(TRUST_ANNOTATIONS) if isinstance(meta, dict) else None
+    if not isinstance(said, dict):
+        return None
+    output, private = labels.output, labels.private
+    untrusted, sensitive = said.get("untrusted"), said.get("sensitive")
+    if untrusted is True:
+        output = "untrusted"
+    elif untrusted is False and trusts:
+        output = "trusted"
+    if sensitive is True:
+        private = True
+    elif sensitive is False and trusts:
+        private = False
+    if output == labels.output and private == labels.private:
+        return None
+    return labels.model_copy(update={"output": output, "private": private})
 
 
 def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:

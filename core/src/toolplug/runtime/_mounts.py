@@ -151,7 +151,7 @@ class ServerSettings(_Table):
     trust_annotations: bool = Field(
         default=False,
         description="a boolean: true lets the server's own annotations (readOnlyHint ...) "
-        "lower approvals",
+        "lower approvals and its results' trust annotations raise trust",
     )
     accept_findings: list[RuleId] = Field(default_factory=list, description=_RULES_TEXT)
     list_ttl_seconds: float = Field(

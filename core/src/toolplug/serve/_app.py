@@ -26,6 +26,7 @@ from toolplug.calls._backend import Backend, open_backend
 from toolplug.calls._conversations import Conversations
 from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, bounded, data_cut
 from toolplug.contract._errors import UsageError
+from toolplug.contract._metadata import TRUST_ANNOTATIONS
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
 from toolplug.render._export import export_tool
@@ -473,8 +474,6 @@ def _answer(
     return types.CallToolResult(content=[text], _meta=meta)
 
 
-TRUST_ANNOTATIONS: Final = "io.modelcontextprotocol/trust-annotations"
-"""The ``_meta`` key of MCP's experimental trust annotations extension."""
 
 
 def _trust_meta(result: ToolResult) -> dict[str, Any] | None:
