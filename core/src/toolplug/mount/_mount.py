@@ -551,12 +551,16 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
             return wrong
 
     # what the server's and the tool's trust tables make of its labels: a result's trust
-    # annotations are read against these ([tools.NAME] stands over both in the engine)
-    tables = _trust(server, own, None)
-    labels = tables.over(metadata.labels) if tables is not None else metadata.labels
+    # annotations are read against these ([tools.NAME] stands over both in the engine).
+    # Worked out at the first call: a definition registration refuses never gets one.
+    known: list[Trust] = []
 
     async def run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        return await server.call(remote, arguments, context, labels)
+        if not known:
+            tables = _trust(server, own, None)
+            declared = self.metadata.labels
+            known.append(tables.over(declared) if tables is not None else declared)
+        return await server.call(remote, arguments, context, known[0])
 
     return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
 
