@@ -565,7 +565,6 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
     return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
 
 
-
 def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:
     """Why a tool table's ``trust`` cannot label the server's tool, or ""."""
     parameters = sorted((metadata.parameters.get("properties") or {}).keys())
