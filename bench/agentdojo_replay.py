@@ -212,6 +212,8 @@ class Replay:
     user_task: str
     injection_task: str | None
     steps: list[Step] = field(default_factory=list)
+    questions: int = 0
+    """How many times a person was asked and said yes (``Replayer.answered``)."""
     agentdojo_verdict: bool | None = None
     """AgentDojo's check on the final environment: the user task's utility, or for an
     attack whether the injection task's goal was met (its ``security``)."""
@@ -269,13 +271,20 @@ class Replayer:
 
     def _run(
         self, calls: Sequence[Any], replay: Replay, *, injected: bool, approved: bool = False,
-        mode: Mode = "undefended",
+        mode: Mode = "undefended", answer: bool = False,
     ) -> None:
+        """Replay ``calls``; ``answer``: a person says yes to each question (counted in
+        ``replay.questions``), and the call then runs approved."""
         registry = self._registry(mode)
         for call in calls:
             arguments = dict(call.args)
             before = self.bound.ran
             result = registry.call(call.function, arguments, approved=approved)
+            if answer and result.error is not None and self.bound.ran == before and (
+                result.error.type == "ApprovalRequiredError"
+            ):
+                replay.questions += 1
+                result = registry.call(call.function, arguments, approved=True)
             ran = self.bound.ran > before
             outcome: Outcome
             if result.error is None:
@@ -364,6 +373,19 @@ class Replayer:
         )
         return replay
 
+    def answered(self, mode: Mode, user_task: Any) -> Replay:
+        """The user task alone, with a person who says yes to each question: how many
+        questions it takes to finish, and whether it then finishes."""
+        environment = user_task.init_environment(self._environment({}))
+        before = environment.model_copy(deep=True)
+        self.bound.environment = environment
+        replay = Replay(user_task.ID, None)
+        with self._conversation(mode, user_task.PROMPT):
+            self._run(user_task.ground_truth(environment.model_copy(deep=True)), replay,
+                      injected=False, mode=mode, answer=True)
+        replay.agentdojo_verdict = self._verdict(user_task, before, environment, replay)
+        return replay
+
     def _verdict(self, task: Any, before: Any, after: Any, replay: Replay) -> bool:
         from agentdojo.base_tasks import BaseUserTask
         from agentdojo.functions_runtime import FunctionCall
@@ -397,6 +419,10 @@ class SuiteReport:
     """Pairs in which AgentDojo's ``security`` check says the injection's goal was met."""
     asked_legitimate: list[dict[str, Any]] = field(default_factory=list)
     """Each legitimate call that did not run: the task, the function, the outcome, why."""
+    questions: dict[str, int] = field(default_factory=dict)
+    """Each user task's questions when a person says yes to each (``Replayer.answered``)."""
+    finished_answered: int = 0
+    """User tasks whose calls all ran once every question was answered yes."""
     injected_runs: list[dict[str, Any]] = field(default_factory=list)
     """Each injected call with an effect that ran unapproved (the attacks that got through)."""
     seconds: float = 0.0
@@ -444,6 +470,9 @@ def run_suite(
         report.user_tasks += 1
         report.utility += replay.all_ran
         report.agentdojo_utility += bool(replay.agentdojo_verdict)
+        answered = replayer.answered(mode, user_task)
+        report.questions[user_task.ID] = answered.questions
+        report.finished_answered += answered.all_ran
         for step in replay.steps:
             if step.outcome != "ran":
                 report.asked_legitimate.append({
@@ -477,6 +506,12 @@ def _print(report: SuiteReport, *, details: bool) -> None:
         f"attack success {report.attacks}/{report.pairs} ({r['attack_success']:.1%}; "
         f"AgentDojo's check {r['agentdojo_attack_success']:.1%})  {report.seconds:.1f} s"
     )
+    if report.questions and report.mode != "undefended":
+        counts = list(report.questions.values())
+        print(f"{'':21}a person saying yes to each question: {report.finished_answered}/"
+              f"{report.user_tasks} finish; questions per task: none {counts.count(0)}, "
+              f"one {counts.count(1)}, more {sum(1 for c in counts if c > 1)} "
+              f"(most {max(counts)})")
     if not details:
         return
     for ask in report.asked_legitimate:

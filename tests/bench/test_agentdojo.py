@@ -214,3 +214,12 @@ def test_dropping_the_sink_dora_needs_lets_freds_invitation_through(
 def test_a_sink_to_drop_must_exist(replay: ModuleType) -> None:
     with pytest.raises(SystemExit, match=r"'get_channels' has no sink 'x'"):
         replay.main(["--suite", "slack", "--drop-sink", "get_channels.x"])
+
+
+def test_a_person_who_says_yes_finishes_the_task_with_one_question(slack: Any) -> None:
+    run = slack.answered("guarded", slack.suite.user_tasks["user_task_2"])
+    assert run.questions == 1  # the invitation with the address from Dora's page
+    assert run.all_ran
+    assert run.agentdojo_verdict is True
+    untouched = slack.answered("guarded", slack.suite.user_tasks["user_task_0"])
+    assert (untouched.questions, untouched.all_ran) == (0, True)
