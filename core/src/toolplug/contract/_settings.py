@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from toolplug.contract._metadata import Trust
 
 __all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings", "TrustOverlay"]
@@ -77,6 +79,24 @@ class TrustOverlay(_Settings):
             sinks=later.sinks if later.sinks is not None else self.sinks,
             refs=later.refs if later.refs is not None else self.refs,
         )
+
+    def misnamed(
+        self, parameters: Iterable[str], sinks: Iterable[str]
+    ) -> tuple[str, list[str], str] | None:
+        """What this table names that it may not: ``(key, names, "parameter")`` when its
+        ``sinks`` or ``refs`` name no parameter among ``parameters``, ``("refs", names,
+        "sink")`` when its refs are not among the sinks in force (its own, else
+        ``sinks``); None when all is well."""
+        known = set(parameters)
+        for key in ("sinks", "refs"):
+            unknown = sorted(set(getattr(self, key) or ()) - known)
+            if unknown:
+                return key, unknown, "parameter"
+        if self.refs:
+            outside = sorted(set(self.refs) - set(self.sinks if self.sinks is not None else sinks))
+            if outside:
+                return "refs", outside, "sink"
+        return None
 
     def over(self, labels: Trust) -> Trust:
         """``labels`` with what this overlay sets put in their place (a ref the sinks in

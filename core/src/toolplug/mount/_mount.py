@@ -568,24 +568,24 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
 def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:
     """Why a tool table's ``trust`` cannot label the server's tool, or ""."""
     parameters = sorted((metadata.parameters.get("properties") or {}).keys())
+    # without a sinks key, every parameter is a sink (the cautious default)
+    wrong = trust.misnamed(parameters, parameters)
+    if wrong is None:
+        return ""
+    key, names, kind = wrong
     where = f"[mcp_servers.{server}.tools.{remote}]"
-    for key in ("sinks", "refs"):
-        unknown = sorted(set(getattr(trust, key) or ()) - set(parameters))
-        if unknown:  # refused, not guessed: the server may have renamed what goes out
-            return (
-                f"{where} trust.{key} names {', '.join(map(repr, unknown))}, not a parameter "
-                f"of the server's {remote!r} (its parameters: {', '.join(parameters) or 'none'}); "
-                "fix the list, then run 'toolplug doctor' again"
-            )
-    if trust.refs and trust.sinks is not None:
-        outside = sorted(set(trust.refs) - set(trust.sinks))
-        if outside:
-            return (
-                f"{where} trust.refs names {', '.join(map(repr, outside))}, not among its "
-                f"trust.sinks ({', '.join(trust.sinks) or 'none'}); a ref is a sink whose value "
-                "names something the server holds: add it to sinks too"
-            )
-    return ""
+    listed = ", ".join(map(repr, names))
+    if kind == "parameter":  # refused, not guessed: the server may have renamed what goes out
+        return (
+            f"{where} trust.{key} names {listed}, not a parameter "
+            f"of the server's {remote!r} (its parameters: {', '.join(parameters) or 'none'}); "
+            "fix the list, then run 'toolplug doctor' again"
+        )
+    return (
+        f"{where} trust.refs names {listed}, not among its "
+        f"trust.sinks ({', '.join(trust.sinks or ()) or 'none'}); a ref is a sink whose value "
+        "names something the server holds: add it to sinks too"
+    )
 
 
 class _ServerPlugin(_sources.OriginPlugin):

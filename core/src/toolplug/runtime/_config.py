@@ -475,29 +475,25 @@ def _check_overlay(
     """A ``trust`` table's sinks and refs name the tool's parameters; its refs are sinks."""
     parameters = sorted((metadata.parameters.get("properties") or {}).keys())
     name = metadata.name
-    expected = f"a list of {name}'s top-level parameters: " + (
-        ", ".join(parameters) or "it has none, so []"
+    wrong = overlay.misnamed(parameters, metadata.labels.sinks)
+    if wrong is None:
+        return
+    key, names, kind = wrong
+    listed = ", ".join(map(repr, names))
+    if kind == "parameter":
+        raise err(
+            f"trust.{key}",
+            f"names {listed}, not a parameter of {name}",
+            f"a list of {name}'s top-level parameters: "
+            + (", ".join(parameters) or "it has none, so []"),
+        )
+    sinks = overlay.sinks if overlay.sinks is not None else metadata.labels.sinks
+    raise err(
+        "trust.refs",
+        f"names {listed}, not a sink of {name} (its sinks: {', '.join(sinks) or 'none'}); "
+        "a ref is a sink whose value names something the service holds",
+        "a list of the tool's sinks (set trust.sinks to add one)",
     )
-    for key in ("sinks", "refs"):
-        listed = getattr(overlay, key)
-        unknown = sorted(set(listed or ()) - set(parameters))
-        if unknown:
-            raise err(
-                f"trust.{key}",
-                f"names {', '.join(map(repr, unknown))}, not a parameter of {name}",
-                expected,
-            )
-    if overlay.refs:
-        sinks = overlay.sinks if overlay.sinks is not None else metadata.labels.sinks
-        outside = sorted(set(overlay.refs) - set(sinks))
-        if outside:
-            raise err(
-                "trust.refs",
-                f"names {', '.join(map(repr, outside))}, not a sink of {name} (its sinks: "
-                f"{', '.join(sinks) or 'none'}); a ref is a sink whose value names something "
-                "the service holds",
-                "a list of the tool's sinks (set trust.sinks to add one)",
-            )
 
 
 def _indirect(  # noqa: PLR0917 - private helper; every caller passes all six
