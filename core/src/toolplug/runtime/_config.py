@@ -468,7 +468,6 @@ def how_to_set(config: Config, tool: str, spec: ConfigField) -> str:
     return text + (f", or the environment variable {spec.env_var}" if spec.env_var else "")
 
 
-
 def _check_overlay(
     overlay: TrustOverlay, metadata: ToolMetadata, err: Callable[..., ConfigError]
 ) -> None:
