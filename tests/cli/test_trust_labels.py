@@ -101,16 +101,20 @@ def test_info_shows_refs_only_when_a_tool_has_them(
     config = tmp_path / "toolplug.toml"
     config.write_text(
         "[tools.notes]\n"
-        'trust = { output = "trusted", private = false, sinks = ["to", "text"], refs = ["to"] }\n',
+        'trust = { output = "trusted", private = false, sinks = ["to", "text"], refs = ["to"], '
+        'destinations = ["to"] }\n',
         encoding="utf-8",
     )
     env = _env(site, TOOLPLUG_CONFIG=str(config))
     info = cli("info", "notes", env=env)
-    assert "  trust         trusted output, not private, sinks: to, text, refs: to (" in info.out
+    assert (
+        "  trust         trusted output, not private, sinks: to, text, refs: to, "
+        "destinations: to (" in info.out
+    )
     record = json.loads(cli("info", "notes", "--json", env=env).out)
     assert record["trust"] == {
         "output": "trusted", "private": False, "sinks": ["to", "text"], "refs": ["to"],
-        "source": "configured",
+        "destinations": ["to"], "source": "configured",
     }
     # a tool without refs: the same record as before refs existed
     links = json.loads(cli("info", "static_links", "--json", env=env).out)

@@ -88,3 +88,28 @@ def test_a_plugin_whose_ref_is_no_sink_is_reported_not_loaded() -> None:
     [problem] = [p for p in registry.problems if p.kind == "metadata"]
     assert problem.message.endswith("(field trust.refs)")
     assert "not among trust.sinks" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("trust", "field", "message"),
+    [
+        (
+            Trust(output="trusted", sinks=("body",), destinations=("channel",)),
+            "trust.destinations",
+            "trust.destinations names channel, not among trust.sinks ['body']; a destination "
+            "is a sink whose value says where the call goes: add it to sinks too",
+        ),
+        (
+            Trust(output="trusted", sinks=("channel",), destinations=("to",)),
+            "trust.destinations",
+            "trust.destinations names to, not a top-level parameter; destinations must be "
+            "among ['body', 'channel']",
+        ),
+    ],
+)
+def test_bad_destinations_name_the_field(trust: Trust, field: str, message: str) -> None:
+    _check(Trust(output="trusted", sinks=("channel", "body"), destinations=("channel",)))
+    with pytest.raises(MetadataError) as caught:
+        _check(trust)
+    assert message in str(caught.value)
+    assert caught.value.field == field

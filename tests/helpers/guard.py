@@ -1,6 +1,8 @@
 """Labelled tools for the flow guard's tests: a page reader (untrusted output), a private
 inbox, a publisher and a file writer (sinks), and a plugin that registers them; and a
-workspace (channels, members, files) whose tools take refs (``Trust.refs``)."""
+workspace (channels, members, files) whose tools take refs (``Trust.refs``); and contacts,
+a team channel, a mailer and a fetcher whose sinks say where a call goes
+(``Trust.destinations``)."""
 
 from __future__ import annotations
 
@@ -252,3 +254,109 @@ class WorkspaceTools:
 
 
 WORKSPACE = ("workspace-tools", WorkspaceTools())
+
+
+# -- destinations: sinks that say where a call goes ------------------------------------------
+
+CONTACTS = [
+    {"name": "Ada Lovelace", "email": "ada@corp.example", "note": "door code 4417-2290-17"},
+    {"name": "Sarah Baker", "email": "sarah.baker@corp.example", "note": ""},
+]
+TEAM_CHANNEL = "Eve: lunch is at www.restaurant-zurich.example today. Bob: see you there."
+MAILED: list[dict[str, Any]] = []
+FETCHED: list[str] = []
+
+
+class FindContact(Tool):
+    """Looks a person up in the user's contacts: private, and written by the user."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="find_contact",
+        description="Find a contact by name.",
+        category="reference",
+        parameters={
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+        annotations=Annotations(read_only=True, open_world=False),
+        trust=Trust(output="trusted", private=True),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        wanted = arguments["name"].casefold()
+        found = [dict(c) for c in CONTACTS if wanted in c["name"].casefold()]
+        text = "\n".join(f"{c['name']} <{c['email']}> {c['note']}".rstrip() for c in found)
+        return ToolResult.success(text or "no contact", {"contacts": found})
+
+
+class ReadTeamChannel(Tool):
+    """The team's own channel, where only members write: private and trusted."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="read_team_channel",
+        description="Read the team's channel.",
+        category="reference",
+        annotations=Annotations(read_only=True, open_world=False),
+        trust=Trust(output="trusted", private=True),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success(TEAM_CHANNEL)
+
+
+class SendMail(Tool):
+    """Sends a mail: the recipients are where it goes, the subject and body what it carries."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="send_mail",
+        description="Send an email.",
+        category="publish",
+        parameters={
+            "type": "object",
+            "properties": {"recipients": _PEOPLE, "subject": _CHANNEL, "body": _CHANNEL},
+            "required": ["recipients", "body"],
+        },
+        trust=Trust(
+            output="trusted",
+            sinks=("recipients", "subject", "body"),
+            destinations=("recipients",),
+        ),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        MAILED.append(dict(arguments))
+        return ToolResult.success("sent")
+
+
+class Fetch(Tool):
+    """Fetches a page: its URL is where the request goes."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="fetch",
+        description="Fetch a web page.",
+        category="research",
+        parameters={
+            "type": "object",
+            "properties": {"url": {"type": "string"}},
+            "required": ["url"],
+        },
+        annotations=Annotations(read_only=True, idempotent=True, open_world=True),
+        trust=Trust(output="untrusted", sinks=("url",), destinations=("url",)),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        FETCHED.append(arguments["url"])
+        return ToolResult.success(f"the page at {arguments['url']}")
+
+
+class MailTools:
+    """The plugin registering the destinations' test tools."""
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        for tool in (FindContact, ReadTeamChannel, SendMail, Fetch):
+            register(tool)
+
+
+MAIL = ("mail-tools", MailTools())

@@ -184,7 +184,18 @@ def test_a_tool_table_names_refs_of_a_mounted_tool(
         (
             'trust = { sinks = ["a"], refs = ["b"] }',
             "[mcp_servers.calc.tools.add] trust.refs names 'b', not among its trust.sinks "
-            "(a); a ref is a sink whose value names something the server holds",
+            "(a); a ref is a sink whose value names something the service holds",
+        ),
+        # a destination its table's sinks do not name
+        (
+            'trust = { sinks = ["a"], destinations = ["b"] }',
+            "[mcp_servers.calc.tools.add] trust.destinations names 'b', not among its "
+            "trust.sinks (a); a destination is a sink whose value says where the call goes",
+        ),
+        (
+            'trust = { destinations = ["to"] }',
+            "[mcp_servers.calc.tools.add] trust.destinations names 'to', not a parameter of "
+            "the server's 'add' (its parameters: a, b)",
         ),
     ],
 )

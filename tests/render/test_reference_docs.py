@@ -442,6 +442,18 @@ def test_refs_are_shown_only_when_a_tool_has_them(registry: toolplug.Registry) -
         "- Refs: `tags` (sinks whose values name something the service holds: a name an "
         "earlier result listed, passed back whole, is not checked by the flow guard)\n"
     ) in trust
+    assert "- Destinations:" not in trust
+
+
+def test_destinations_are_shown_only_when_a_tool_has_them(registry: toolplug.Registry) -> None:
+    own = registry.get("measure").metadata
+    assert "- Destinations:" not in render_page(own)
+    labels = Trust(output="untrusted", sinks=("items", "tags"), destinations=("items",))
+    trust = section(render_page(own.model_copy(update={"trust": labels})), "Trust labels")
+    assert (
+        "- Destinations: `items` (sinks whose values say where the call goes: a place the "
+        "user's own data names, whole, is not read by the trifecta rule)\n"
+    ) in trust
 
 
 def test_bare_tool_says_what_is_missing(registry: toolplug.Registry) -> None:

@@ -122,7 +122,7 @@ def test_the_same_table_in_pyproject_toml() -> None:
         ('trust = { sinks = "url" }', "tools.url_fetch.trust.sinks", "parameter names"),
         # a key the table does not have
         ("trust = { secret = true }", "tools.url_fetch.trust.secret",
-         "one of output, private, refs, sinks"),
+         "one of destinations, output, private, refs, sinks"),
         # a sink that is no parameter of the tool: the parameters are listed
         ('trust = { sinks = ["url", "adress"] }', "tools.url_fetch.trust.sinks",
          "auth_profile, body, download_path, headers"),
@@ -197,3 +197,28 @@ def test_a_table_that_drops_a_sink_drops_its_ref() -> None:
     # a later table's refs win, key by key
     assert TrustOverlay(refs=("channel",)).then(TrustOverlay(refs=())).refs == ()
     assert TrustOverlay(refs=("channel",)).then(TrustOverlay(private=True)).refs == ("channel",)
+
+
+def test_a_trust_table_sets_destinations_among_the_sinks_in_force() -> None:
+    registry = load('[tools.unlabelled]\ntrust = { destinations = ["to"] }\n')
+    assert registry.labels("unlabelled") == Trust(
+        output="untrusted", private=True, sinks=("text", "to"), destinations=("to",)
+    )
+    with pytest.raises(ConfigError) as caught:
+        load('[tools.unlabelled]\ntrust = { sinks = ["text"], destinations = ["to"] }\n')
+    assert caught.value.key == "tools.unlabelled.trust.destinations"
+    assert (
+        "names 'to', not a sink of unlabelled (its sinks: text); a destination is a sink "
+        "whose value says where the call goes" in str(caught.value)
+    )
+    with pytest.raises(ConfigError) as caught:
+        load('[tools.unlabelled]\ntrust = { destinations = ["cc"] }\n')
+    assert caught.value.key == "tools.unlabelled.trust.destinations"
+    assert "names 'cc', not a parameter of unlabelled" in str(caught.value)
+    # a table that drops a sink drops its destination; a later table wins key by key
+    own = Trust(output="trusted", sinks=("to", "text"), destinations=("to",))
+    assert TrustOverlay(sinks=("text",)).over(own) == Trust(output="trusted", sinks=("text",))
+    assert TrustOverlay(destinations=("to",)).then(TrustOverlay(destinations=())).destinations == ()
+    assert TrustOverlay(destinations=("to",)).then(TrustOverlay(private=True)).destinations == (
+        "to",
+    )

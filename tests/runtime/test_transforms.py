@@ -251,14 +251,18 @@ def test_a_trust_table_written_for_the_original_names_the_arguments_the_model_se
 
 
 def test_refs_follow_renamed_arguments(tmp_path: Path) -> None:
-    """A ref is renamed like a sink, from the tool's own labels and from a ``trust`` table
-    written for the original; a hidden argument is no ref of the transformed tool."""
+    """A ref (and a destination) is renamed like a sink, from the tool's own labels and
+    from a ``trust`` table written for the original; a hidden argument is no ref of the
+    transformed tool."""
 
     class Labelled(Search):
         metadata = Search.metadata.model_copy(
             update={
                 "name": "labelled_search",
-                "trust": Trust(output="untrusted", sinks=("q", "site"), refs=("site",)),
+                "trust": Trust(
+                    output="untrusted", sinks=("q", "site"), refs=("site",),
+                    destinations=("site",),
+                ),
             }
         )
 
@@ -270,7 +274,13 @@ def test_refs_follow_renamed_arguments(tmp_path: Path) -> None:
     registry = toolplug.load(
         {
             "cache_dir": str(tmp_path / "cache"),
-            "tools": {"read_file": {"trust": {"sinks": ["path", "offset"], "refs": ["path"]}}},
+            "tools": {
+                "read_file": {
+                    "trust": {
+                        "sinks": ["path", "offset"], "refs": ["path"], "destinations": ["path"],
+                    }
+                }
+            },
             "transforms": {
                 "where_search": {"from": "labelled_search", "rename_args": {"where": "site"}},
                 "docs_only": {"from": "labelled_search", "hide": {"site": "docs.example.org"}},
@@ -285,5 +295,9 @@ def test_refs_follow_renamed_arguments(tmp_path: Path) -> None:
         assert registry.labels("docs_only").refs == ()
         assert registry.labels("read_from").refs == ("file",)
         assert registry.labels("read_from").sinks == ("file", "offset")
+        # destinations follow the same names
+        assert registry.labels("where_search").destinations == ("where",)
+        assert registry.labels("docs_only").destinations == ()
+        assert registry.labels("read_from").destinations == ("file",)
     finally:
         registry.close()

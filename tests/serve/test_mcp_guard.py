@@ -197,3 +197,52 @@ def test_refs_over_mcp(tmp_path: Path) -> None:
     assert carried.is_error
     assert "send_to_channel's channel carries the text 'secret_room_9'" in text_of(carried)
     assert "read_wiki (call 2)" in text_of(carried)
+
+
+MAIL_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(
+    encoding="utf-8"
+) + (
+    "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
+    "    for tool in (ReadPage, FindContact, SendMail):\n        register(tool)\n"
+)
+
+
+def test_destinations_over_mcp(tmp_path: Path) -> None:
+    """A tool's destinations reach an MCP client in its ``_meta``. In a session that read an
+    untrusted page and a contact, a mail to the contact runs; the contact's door code in
+    the body is refused under the trifecta rule."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolplug", "serve"],
+        env=child_env(tmp_path, ("mail_tools", MAIL_TOOLS)),
+        cwd=str(tmp_path),
+    )
+    mail = {"recipients": ["ada@corp.example"], "body": "Lunch moved to one."}
+
+    async def session() -> tuple[list[types.Tool], list[types.CallToolResult]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as talk:
+            await talk.initialize()
+            listed = (await talk.list_tools()).tools
+            calls = [
+                await talk.call_tool(name, arguments)
+                for name, arguments in (
+                    ("read_page", {"url": "https://news.example/today"}),
+                    ("find_contact", {"name": "Ada"}),
+                    ("send_mail", mail),
+                    ("send_mail", {**mail, "body": "The code is 4417-2290-17."}),
+                )
+            ]
+            return listed, calls
+
+    listed, (_, _, placed, carried) = anyio.run(session)
+    trust = {tool.name: (tool.meta or {}).get("toolplug/trust") for tool in listed}
+    assert trust["send_mail"] == {
+        "output": "trusted", "private": False, "sinks": ["recipients", "subject", "body"],
+        "destinations": ["recipients"],
+        "returnMetadata": {"source": "system", "sensitivity": "none"},
+    }
+    assert "destinations" not in (trust["find_contact"] or {})
+    assert not placed.is_error, text_of(placed)
+    assert carried.is_error
+    assert "send_mail's body leaves the machine or changes something" in text_of(carried)
+    assert "(trifecta rule)" in text_of(carried)

@@ -19,7 +19,8 @@ inside it is recorded with its tool's labels (``Registry.labels``). Before a cal
 3. the trifecta rule: once the conversation has read untrusted content, a sink of a tool
    that leaves the machine or changes something (not read-only, or open-world) asks when
    its value carries private data (``trifecta = "private"``), or always
-   (``"always"``).
+   (``"always"``); except a destination (``Trust.destinations``) whose every string is,
+   whole, a token of trusted private output: it goes where the user's own data points.
 
 A ref (``Trust.refs``: a sink that names something the service holds) whose value, a
 string or a list of strings, is each a whole string of an earlier result's ``data`` (case
@@ -410,6 +411,30 @@ class Conversation:
                 return False
         return True
 
+    def _points(self, value: Any) -> bool:
+        """Whether ``value``, a string or a non-empty list of strings, names only places the
+        user's own data names: each string (stripped, case folded) a whole token (no
+        spaces, between spaces, line ends or punctuation) of some trusted private output
+        of this conversation."""
+        if type(value) is str:
+            items: list[Any] | tuple[str] = (value,)
+        elif type(value) is list and value:
+            items = value
+        else:
+            return False
+        mine = [source for source in self._root._private if not source.trust.untrusted]
+        if not mine:
+            return False
+        for item in items:
+            if type(item) is not str:
+                return False
+            token = item.strip().casefold().strip(_STRIP)
+            if len(token) < 3 or any(c.isspace() for c in token):
+                return False
+            if not any(_whole_token(token, source.text) for source in mine):
+                return False
+        return True
+
     def _carried(
         self, value: Any, settings: GuardSettings, *, untrusted: bool = True
     ) -> tuple[Source, str, str] | None:
@@ -652,10 +677,13 @@ class Guard:
             return None
         if reads and hints is not None and not hints.open_world:
             return None  # stays on this machine and changes nothing
+        destinations = labels.destinations
         for sink in labels.sinks:
             value = arguments.get(sink)
             if value is None or value in ("", [], {}) or (chosen and sink in chosen):
                 continue
+            if destinations and sink in destinations and conversation._points(value):
+                continue  # where the user's own data points: it reaches only that place
             if settings.trifecta == "always":
                 return self._trifecta(name, sink, None, "")
             hit = conversation._carried(value, settings, untrusted=False)
@@ -773,6 +801,23 @@ def _fewer_words(parts: list[str], size: int) -> bool:
     for part in parts:
         most += 1 if part.isalnum() else (len(part) + 1) // 2
     return most < size
+
+
+def _whole_token(token: str, text: str) -> bool:
+    """Whether ``token`` is one of the tokens of ``text``: a run between spaces or line
+    ends, its surrounding punctuation (``_STRIP``) stripped, as the guard reads a value."""
+    start = text.find(token)
+    while start != -1:
+        begin = start
+        while begin > 0 and not text[begin - 1].isspace():
+            begin -= 1
+        end = start + len(token)
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        if text[begin:end].strip(_STRIP) == token:
+            return True
+        start = text.find(token, start + 1)
+    return False
 
 
 def _letters(token: str) -> bool:

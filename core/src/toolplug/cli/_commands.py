@@ -183,6 +183,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         "private": labels.private,
         "sinks": list(labels.sinks),
         **({"refs": list(labels.refs)} if labels.refs else {}),
+        **({"destinations": list(labels.destinations)} if labels.destinations else {}),
         "source": _trust_source(registry, args.name),
     }
     if args.json:
@@ -448,10 +449,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def _trust_words(labels: Trust) -> str:
     """Labels in a few words: ``untrusted output, private, sinks: url, body`` (and
-    ``, refs: channel`` when the tool has refs)."""
+    ``, refs: channel`` and ``, destinations: to`` when the tool has them)."""
     sinks = ", ".join(labels.sinks) or "none"
     private = "private" if labels.private else "not private"
     refs = f", refs: {', '.join(labels.refs)}" if labels.refs else ""
+    if labels.destinations:
+        refs += f", destinations: {', '.join(labels.destinations)}"
     return f"{labels.output} output, {private}, sinks: {sinks}{refs}"
 
 

@@ -18,7 +18,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolplug.contract._errors import MetadataError
-from toolplug.contract._settings import POLICY_KEYS
+from toolplug.contract._settings import POLICY_KEYS, SINK_KINDS
 
 __all__ = [
     "BUILTIN_CATEGORIES",
@@ -148,7 +148,9 @@ class Trust(_Frozen):
     value leaves the machine or changes the world (a URL fetched, a query sent, a post
     published, a file written). A ref is a sink whose value names something the service
     already holds (a channel, a user, a file id): passing back, whole, a name a result
-    listed is a choice among what exists, not text carried out. A tool that declares no
+    listed is a choice among what exists, not text carried out. A destination is a sink
+    whose value says where the call goes (an address, a URL, a recipient): sent to a place
+    the user's own data names, the data reaches only that place. A tool that declares no
     labels gets ``Trust.cautious``.
     """
 
@@ -163,6 +165,13 @@ class Trust(_Frozen):
     file or event id): the service resolves the name, it sends the text nowhere. A value
     equal to a whole string of an earlier result's ``data`` is not checked by the flow
     guard; anything else is, as for any sink. Each must be among ``sinks``."""
+    destinations: tuple[str, ...] = ()
+    """Sinks whose values say where the call goes (a mail's recipients, a URL fetched, an
+    address invited), not what it carries. A destination whose every string is, whole, a
+    token of trusted private output this conversation read (an address from the user's
+    contacts, a link a colleague posted) goes where the user's own data points: the
+    trifecta rule does not read it. The flow rule does, as for any sink. Each must be
+    among ``sinks``."""
 
     @property
     def untrusted(self) -> bool:
@@ -324,22 +333,22 @@ def validate_tool_metadata(
                 f"sinks must be among {sorted(known)}",
                 "trust.sinks",
             )
-        refs = metadata.trust.refs
-        unknown = sorted(set(refs) - known)
-        if unknown:
-            raise fail(
-                f"trust.refs names {', '.join(unknown)}, not a top-level parameter; "
-                f"refs must be among {sorted(known)}",
-                "trust.refs",
-            )
-        unsunk = sorted(set(refs) - set(metadata.trust.sinks))
-        if unsunk:
-            raise fail(
-                f"trust.refs names {', '.join(unsunk)}, not among trust.sinks "
-                f"{sorted(metadata.trust.sinks)}; a ref is a sink whose value names something "
-                "the service holds: add it to sinks too",
-                "trust.refs",
-            )
+        for key, what in SINK_KINDS.items():
+            named = getattr(metadata.trust, key)
+            unknown = sorted(set(named) - known)
+            if unknown:
+                raise fail(
+                    f"trust.{key} names {', '.join(unknown)}, not a top-level parameter; "
+                    f"{key} must be among {sorted(known)}",
+                    f"trust.{key}",
+                )
+            unsunk = sorted(set(named) - set(metadata.trust.sinks))
+            if unsunk:
+                raise fail(
+                    f"trust.{key} names {', '.join(unsunk)}, not among trust.sinks "
+                    f"{sorted(metadata.trust.sinks)}; {what}: add it to sinks too",
+                    f"trust.{key}",
+                )
     names = [f.name for f in metadata.config_fields]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

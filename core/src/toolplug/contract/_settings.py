@@ -13,11 +13,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from toolplug.contract._metadata import Trust
 
-__all__ = ["POLICY_KEYS", "SCOPE_PATTERN", "RateLimit", "Scope", "ToolSettings", "TrustOverlay"]
+__all__ = [
+    "POLICY_KEYS",
+    "SCOPE_PATTERN",
+    "SINK_KINDS",
+    "RateLimit",
+    "Scope",
+    "ToolSettings",
+    "TrustOverlay",
+]
 
 SCOPE_PATTERN: Final = r"^[\x21\x23-\x5b\x5d-\x7e]+$"
 """An OAuth scope token (RFC 6749, section 3.3): printable ASCII, no space, quote or backslash."""
@@ -47,6 +55,13 @@ class RateLimit(_Settings):
     window; calls that name no client share one."""
 
 
+SINK_KINDS: Final[Mapping[str, str]] = {
+    "refs": "a ref is a sink whose value names something the service holds",
+    "destinations": "a destination is a sink whose value says where the call goes",
+}
+"""The kinds of sink a trust label names besides ``sinks``, each with what it is."""
+
+
 class TrustOverlay(_Settings):
     """``trust = { output = "untrusted", private = true, sinks = ["url"] }``: the operator's
     word over a tool's own trust labels; a key left out keeps what the tool says."""
@@ -62,8 +77,12 @@ class TrustOverlay(_Settings):
         default=None,
         description="a list of the tool's sinks whose values name something the service holds",
     )
+    destinations: tuple[str, ...] | None = Field(
+        default=None,
+        description="a list of the tool's sinks whose values say where the call goes",
+    )
 
-    @field_validator("sinks", "refs", mode="before")
+    @field_validator("sinks", "refs", "destinations", mode="before")
     @classmethod
     def _from_list(cls, value: Any) -> Any:
         # TOML has arrays, not tuples; strict mode would refuse a list as a tuple
@@ -74,40 +93,43 @@ class TrustOverlay(_Settings):
         if later is None:
             return self
         return TrustOverlay(
-            output=later.output if later.output is not None else self.output,
-            private=later.private if later.private is not None else self.private,
-            sinks=later.sinks if later.sinks is not None else self.sinks,
-            refs=later.refs if later.refs is not None else self.refs,
+            **{
+                key: getattr(later, key) if getattr(later, key) is not None else getattr(self, key)
+                for key in type(self).model_fields
+            }
         )
 
     def misnamed(
         self, parameters: Iterable[str], sinks: Iterable[str]
     ) -> tuple[str, list[str], str] | None:
         """What this table names that it may not: ``(key, names, "parameter")`` when its
-        ``sinks`` or ``refs`` name no parameter among ``parameters``, ``("refs", names,
-        "sink")`` when its refs are not among the sinks in force (its own, else
-        ``sinks``); None when all is well."""
+        ``sinks``, ``refs`` or ``destinations`` name no parameter among ``parameters``,
+        ``(key, names, "sink")`` when its refs or destinations are not among the sinks in
+        force (its own, else ``sinks``); None when all is well."""
         known = set(parameters)
-        for key in ("sinks", "refs"):
+        for key in ("sinks", *SINK_KINDS):
             unknown = sorted(set(getattr(self, key) or ()) - known)
             if unknown:
                 return key, unknown, "parameter"
-        if self.refs:
-            outside = sorted(set(self.refs) - set(self.sinks if self.sinks is not None else sinks))
+        in_force = set(self.sinks if self.sinks is not None else sinks)
+        for key in SINK_KINDS:
+            outside = sorted(set(getattr(self, key) or ()) - in_force)
             if outside:
-                return "refs", outside, "sink"
+                return key, outside, "sink"
         return None
 
     def over(self, labels: Trust) -> Trust:
-        """``labels`` with what this overlay sets put in their place (a ref the sinks in
-        force no longer name is no ref: refs are sinks)."""
+        """``labels`` with what this overlay sets put in their place (a ref or destination
+        the sinks in force no longer name is none: each is a sink)."""
         sinks = self.sinks if self.sinks is not None else labels.sinks
         refs = self.refs if self.refs is not None else labels.refs
+        to = self.destinations if self.destinations is not None else labels.destinations
         return type(labels)(
             output=self.output if self.output is not None else labels.output,
             private=self.private if self.private is not None else labels.private,
             sinks=sinks,
             refs=tuple(r for r in refs if r in sinks),
+            destinations=tuple(d for d in to if d in sinks),
         )
 
 
@@ -142,7 +164,8 @@ class ToolSettings(_Settings):
     trust: TrustOverlay | None = Field(
         default=None,
         description='a table: output = "trusted" or "untrusted", private = true or false, '
-        "sinks = [the tool's parameter names], refs = [sinks that name what the service holds]",
+        "sinks = [the tool's parameter names], refs = [sinks that name what the service holds], "
+        "destinations = [sinks that say where the call goes]",
     )
     scopes: list[Scope] | None = Field(
         default=None,

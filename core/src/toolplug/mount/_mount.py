@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import TRUST_ANNOTATIONS, Annotations, ToolMetadata, Trust
-from toolplug.contract._settings import ToolSettings, TrustOverlay
+from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.mount._screen import screen
@@ -582,9 +582,9 @@ def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolM
             "fix the list, then run 'toolplug doctor' again"
         )
     return (
-        f"{where} trust.refs names {listed}, not among its "
-        f"trust.sinks ({', '.join(trust.sinks or ()) or 'none'}); a ref is a sink whose value "
-        "names something the server holds: add it to sinks too"
+        f"{where} trust.{key} names {listed}, not among its "
+        f"trust.sinks ({', '.join(trust.sinks or ()) or 'none'}); {SINK_KINDS[key]}: add it "
+        "to sinks too"
     )
 
 

@@ -580,6 +580,13 @@ def _trust_section(meta: ToolMetadata) -> list[str]:
             + " (sinks whose values name something the service holds: a name an earlier "
             "result listed, passed back whole, is not checked by the flow guard)"
         )
+    if labels.destinations:
+        lines.append(
+            "- Destinations: "
+            + ", ".join(_code(s) for s in labels.destinations)
+            + " (sinks whose values say where the call goes: a place the user's own data "
+            "names, whole, is not read by the trifecta rule)"
+        )
     lines += [
         "",
         f"The flow guard reads these before each call; set `[tools.{meta.name}] trust` to "

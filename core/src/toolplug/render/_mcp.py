@@ -26,7 +26,8 @@ def trust_meta(labels: Trust) -> dict[str, Any]:
     """Trust labels as the ``_meta`` of an MCP tool carries them (``TRUST_META``).
 
     ``output``, ``private`` and ``sinks`` are toolplug's labels, and ``refs`` (the sinks
-    whose values name something the service holds) when the tool has any. ``returnMetadata`` says
+    whose values name something the service holds) and ``destinations`` (the sinks whose
+    values say where the call goes) when the tool has any. ``returnMetadata`` says
     the same of the output in the names of MCP's draft trust and sensitivity annotations
     (SEP-1913), for a client that reads those: ``source`` ``untrustedPublic`` for
     untrusted output, else ``user`` (private) or ``system``; ``sensitivity`` ``user`` when
@@ -39,8 +40,11 @@ def trust_meta(labels: Trust) -> dict[str, Any]:
         "private": labels.private,
         "sinks": list(labels.sinks),
     }
-    if labels.refs:  # left out when none: the same _meta as before refs existed
+    # each left out when none: the same _meta as before refs and destinations existed
+    if labels.refs:
         meta["refs"] = list(labels.refs)
+    if labels.destinations:
+        meta["destinations"] = list(labels.destinations)
     meta["returnMetadata"] = {
         "source": source, "sensitivity": "user" if labels.private else "none"
     }

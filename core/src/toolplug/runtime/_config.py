@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._network import NetworkPolicy
-from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, SINK_KINDS, ToolSettings
 from toolplug.runtime._mounts import ServerSettings, parse_mcp_servers
 from toolplug.runtime._openapi import ApiSettings, parse_openapi
 from toolplug.runtime._settings import (
@@ -471,7 +471,8 @@ def how_to_set(config: Config, tool: str, spec: ConfigField) -> str:
 def _check_overlay(
     overlay: TrustOverlay, metadata: ToolMetadata, err: Callable[..., ConfigError]
 ) -> None:
-    """A ``trust`` table's sinks and refs name the tool's parameters; its refs are sinks."""
+    """A ``trust`` table's sinks, refs and destinations name the tool's parameters; its refs
+    and destinations are sinks."""
     parameters = sorted((metadata.parameters.get("properties") or {}).keys())
     name = metadata.name
     wrong = overlay.misnamed(parameters, metadata.labels.sinks)
@@ -488,9 +489,9 @@ def _check_overlay(
         )
     sinks = overlay.sinks if overlay.sinks is not None else metadata.labels.sinks
     raise err(
-        "trust.refs",
+        f"trust.{key}",
         f"names {listed}, not a sink of {name} (its sinks: {', '.join(sinks) or 'none'}); "
-        "a ref is a sink whose value names something the service holds",
+        f"{SINK_KINDS[key]}",
         "a list of the tool's sinks (set trust.sinks to add one)",
     )
 

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
-from toolplug.contract._settings import ToolSettings
+from toolplug.contract._settings import SINK_KINDS, ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._mounts import GuidelinesTable
 from toolplug.runtime._settings import parse_named_tables
@@ -166,6 +166,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         private=labels.private,
         sinks=tuple(sorted(back[s] for s in labels.sinks if s in back)),
         refs=tuple(sorted(back[s] for s in labels.refs if s in back)),
+        destinations=tuple(sorted(back[s] for s in labels.destinations if s in back)),
     )
     examples = []
     for example in metadata.examples:
@@ -241,15 +242,17 @@ def _shown_names(back: Mapping[str, str]) -> Any:
 
 
 def _inherited(settings: ToolSettings, made: type[Tool]) -> ToolSettings:
-    """The original's call settings for its transformed tool: a ``trust`` table's sinks and
-    refs by the names the model sees (a hidden argument is none the model sends)."""
+    """The original's call settings for its transformed tool: a ``trust`` table's sinks,
+    refs and destinations by the names the model sees (a hidden argument is none the model
+    sends)."""
     trust = settings.trust
-    if trust is None or (trust.sinks is None and trust.refs is None):
+    keys = ("sinks", *SINK_KINDS)
+    if trust is None or all(getattr(trust, key) is None for key in keys):
         return settings
     back: Mapping[str, str] = getattr(made, "renamed_arguments", {})
     renamed = {
         key: tuple(back[s] for s in names if s in back)
-        for key in ("sinks", "refs")
+        for key in keys
         if (names := getattr(trust, key)) is not None
     }
     return settings.model_copy(update={"trust": trust.model_copy(update=renamed)})
