@@ -465,3 +465,29 @@ def test_async_calls_share_one_client_per_loop_and_close_it(
         assert len(asyncio.run(main())) == 1
         gc.collect()
     assert len(pool._clients) == 0
+
+
+def test_an_apis_refs_and_destinations_apply_where_the_argument_is_a_sink(
+    api_url: str, tmp_path: Path
+) -> None:
+    # tags name what the API holds; a note's title is where nothing goes: not a destination
+    # here, but the table's names apply only to operations whose sinks hold them
+    config = _config(
+        api_url, tmp_path,
+        trust={"refs": ["tag", "tags"], "destinations": ["title", "note_id"]},
+        tools={"getNote": {"trust": {"sinks": ["note_id"], "destinations": ["note_id"]}}},
+    )
+    registry = toolplug.load(config)
+    listing = registry.labels("notes_list_notes")
+    assert (listing.sinks, listing.refs, listing.destinations) == (
+        ("page", "per_page", "tag"), ("tag",), (),
+    )
+    made = registry.labels("notes_create_note")
+    assert (made.refs, made.destinations) == (("tags",), ("title",))
+    # note_id is no sink by default (a path parameter): the API's table gives it nothing;
+    # the operation's own table makes it a sink and a destination
+    got = registry.labels("notes_get_note")
+    assert (got.sinks, got.refs, got.destinations) == (("note_id",), (), ("note_id",))
+    with pytest.raises(toolplug.ConfigError) as caught:
+        toolplug.load(_config(api_url, tmp_path, trust={"refs": "tag"}))
+    assert "trust.refs" in str(caught.value)

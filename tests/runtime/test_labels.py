@@ -82,14 +82,18 @@ def test_a_trust_table_sets_the_keys_it_names_and_keeps_the_others() -> None:
         '[tools.static_links]\ntrust = { output = "untrusted", sinks = [] }\n'
     )
     assert registry.labels("url_fetch") == Trust(
-        output="untrusted", private=True, sinks=("url", "headers", "body", "download_path")
+        output="untrusted",
+        private=True,
+        sinks=("url", "headers", "body", "download_path"),
+        destinations=("url",),
     )
     assert registry.labels("unlabelled") == Trust(output="trusted", sinks=("text",))
     assert registry.labelled("unlabelled")  # the configuration labelled it
     assert registry.labels("static_links") == Trust(output="untrusted", sinks=())
     # the tool's metadata is untouched: the overlay lives in the registry
     assert registry.get("url_fetch").metadata.trust == Trust(
-        output="untrusted", sinks=("url", "headers", "body", "download_path")
+        output="untrusted", sinks=("url", "headers", "body", "download_path"),
+        destinations=("url",),
     )
 
 

@@ -405,13 +405,28 @@ def _trust(overlay: TrustOverlay, op: Mapping[str, Any], own: ToolTrust | None) 
         whole = (op.get("body") or {}).get("whole")
         if whole:
             sinks.append(whole)
-    return _labels(output, private, tuple(sorted(sinks)))
+    refs = tuple(sorted(r for r in overlay.refs if r in sinks)) if overlay.refs else ()
+    to = (
+        tuple(sorted(d for d in overlay.destinations if d in sinks))
+        if overlay.destinations
+        else ()
+    )
+    return _labels(output, private, tuple(sorted(sinks)), refs, to)
 
 
 @functools.lru_cache(maxsize=1024)
-def _labels(output: str, private: bool, sinks: tuple[str, ...]) -> Trust:
+def _labels(
+    output: str,
+    private: bool,
+    sinks: tuple[str, ...],
+    refs: tuple[str, ...] = (),
+    destinations: tuple[str, ...] = (),
+) -> Trust:
     """One ``Trust`` per set of labels, shared by the operations that have it."""
-    return Trust.model_validate({"output": output, "private": private, "sinks": sinks})
+    return Trust.model_validate({
+        "output": output, "private": private, "sinks": sinks, "refs": refs,
+        "destinations": destinations,
+    })
 
 
 def _setup(api: Api) -> str:

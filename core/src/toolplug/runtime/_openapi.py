@@ -36,8 +36,10 @@ class _Table(BaseModel):
 
 
 class TrustOverlay(_Table):
-    """``trust = { output = "untrusted", private = true, sinks = [...] }``: the labels of an
-    API's tools (by default: untrusted output, private, the query and body arguments sinks)."""
+    """``trust = { output = "untrusted", private = true, sinks = [...], refs = [...],
+    destinations = [...] }``: the labels of an API's tools (by default: untrusted output,
+    private, the query and body arguments sinks, no refs or destinations). Each name applies
+    to the operations that have that argument (as a sink, for refs and destinations)."""
 
     output: Literal["trusted", "untrusted"] = Field(
         default="untrusted", description='"trusted" or "untrusted"'
@@ -46,6 +48,16 @@ class TrustOverlay(_Table):
     sinks: list[str] | None = Field(
         default=None,
         description="a list of argument names (default: every query and body argument)",
+    )
+    refs: list[str] = Field(
+        default_factory=list,
+        description="a list of argument names whose values name something the API holds "
+        "(each a ref of the operations where it is a sink)",
+    )
+    destinations: list[str] = Field(
+        default_factory=list,
+        description="a list of argument names whose values say where a call goes (each a "
+        "destination of the operations where it is a sink)",
     )
 
 

@@ -263,8 +263,9 @@ class LinkValidator(Tool):
         setup_instructions="pip install toolplug-link-validator; the network must not be "
         "turned off (offline = true) or denied by the host.",
         # Statuses, reasons, redirect targets and content types are what remote servers
-        # answered. Every URL is requested: a value placed in one leaves the machine.
-        trust=Trust(output="untrusted", sinks=("urls",)),
+        # answered. Every URL is requested: a value placed in one leaves the machine. The
+        # URLs are where the requests go (destinations).
+        trust=Trust(output="untrusted", sinks=("urls",), destinations=("urls",)),
         annotations=Annotations(
             read_only=True, destructive=False, idempotent=True, open_world=True
         ),

@@ -216,8 +216,9 @@ class RssFeedTool(Tool):
             "get_configured; fetch works with any feed URL."
         ),
         # Feed titles and summaries are written by whoever publishes the feed. The url is
-        # requested from its server: a value placed in it leaves the machine.
-        trust=Trust(output="untrusted", sinks=("url",)),
+        # requested from its server: a value placed in it leaves the machine. It is where
+        # the request goes (a destination).
+        trust=Trust(output="untrusted", sinks=("url",), destinations=("url",)),
         annotations=Annotations(read_only=True, idempotent=True, open_world=True),
         timeout_seconds=45,
     )

@@ -397,9 +397,13 @@ class UrlFetch(Tool):
         # A response is whatever the server (or a page's author) wrote. The url, headers and
         # body leave the machine; download_path writes a file. Not private: most fetches
         # are public pages. A host whose auth profiles reach private APIs says so with
-        # [tools.url_fetch] trust = { private = true } (docs/configuration.md).
+        # [tools.url_fetch] trust = { private = true } (docs/configuration.md). The url is
+        # where the request goes: a link the user's own data holds, whole, is fetched
+        # without the trifecta's question (docs/security.md, destinations).
         trust=Trust(
-            output="untrusted", sinks=("url", "headers", "body", "download_path")
+            output="untrusted",
+            sinks=("url", "headers", "body", "download_path"),
+            destinations=("url",),
         ),
         annotations=Annotations(
             read_only=False, destructive=False, idempotent=False, open_world=True
