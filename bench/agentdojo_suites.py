@@ -37,22 +37,27 @@ _READ_UNTRUSTED_PRIVATE: Final = Trust(output="untrusted", private=True)
 _READ_TRUSTED_PRIVATE: Final = Trust(output="trusted", private=True)
 
 
-def _writes(*sinks: str, refs: tuple[str, ...] = ()) -> Trust:
+def _writes(*sinks: str, refs: tuple[str, ...] = (), to: tuple[str, ...] = ()) -> Trust:
     # A write that returns what it made (the mail sent, the event or file created) returns
     # the user's own text: the arguments the call was given.
-    return Trust(output="trusted", private=True, sinks=sinks, refs=refs)
+    return Trust(output="trusted", private=True, sinks=sinks, refs=refs, destinations=to)
 
 
-def _changes(*sinks: str, refs: tuple[str, ...] = ()) -> Trust:
+def _changes(*sinks: str, refs: tuple[str, ...] = (), to: tuple[str, ...] = ()) -> Trust:
     # A write that returns the existing thing it changed (the mail deleted, the file shared,
     # the event moved) returns its text as others wrote it: untrusted.
-    return Trust(output="untrusted", private=True, sinks=sinks, refs=refs)
+    return Trust(output="untrusted", private=True, sinks=sinks, refs=refs, destinations=to)
 
 
 # Refs: the sinks that name something the service holds (a mail, an event or a file by
 # its id; a channel or a member by name). Passed back whole as a listing gave them, they
 # choose among what exists; the guard cannot see why one was chosen, which is why the
 # "policies" replay still asks before deletions.
+#
+# Destinations (``to=``): the sinks that say where a call goes (a mail's recipients, an
+# event's participants, the address a file is shared with or an invitation sent to, a URL).
+# One the user's own trusted data names, whole (an address from the contacts, a link a
+# member posted), reaches only that place: the trifecta rule does not read it.
 
 
 # A search of the user's own mailbox, calendar or drive sends its query nowhere: the
@@ -78,17 +83,21 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         "get_file_by_id": _READ_UNTRUSTED_PRIVATE,
         "list_files": _READ_UNTRUSTED_PRIVATE,
         "search_files": _READ_UNTRUSTED_PRIVATE,
-        "send_email": _writes("recipients", "subject", "body", "attachments", "cc", "bcc"),
+        "send_email": _writes(
+            "recipients", "subject", "body", "attachments", "cc", "bcc",
+            to=("recipients", "cc", "bcc"),
+        ),
         "delete_email": _changes("email_id", refs=("email_id",)),
         "create_calendar_event": _writes(
-            "title", "start_time", "end_time", "description", "participants", "location"
+            "title", "start_time", "end_time", "description", "participants", "location",
+            to=("participants",),
         ),
         "cancel_calendar_event": _writes("event_id", refs=("event_id",)),
         "reschedule_calendar_event": _changes(
             "event_id", "new_start_time", "new_end_time", refs=("event_id",)
         ),
         "add_calendar_event_participants": _changes(
-            "event_id", "participants", refs=("event_id",)
+            "event_id", "participants", refs=("event_id",), to=("participants",)
         ),
         "append_to_file": _changes("file_id", "content", refs=("file_id",)),
         # A new file is the user's alone (shared with nobody) and the drive's reads are
@@ -96,7 +105,9 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         # what appears in the drive.
         "create_file": _writes("filename"),
         "delete_file": _changes("file_id", refs=("file_id",)),
-        "share_file": _changes("file_id", "email", "permission", refs=("file_id",)),
+        "share_file": _changes(
+            "file_id", "email", "permission", refs=("file_id",), to=("email",)
+        ),
     },
     "slack": {
         # Whoever creates a channel names it (external ones too), each member picks their
@@ -107,14 +118,14 @@ LABELS: Final[dict[str, dict[str, Trust]]] = {
         "read_channel_messages": _READ_UNTRUSTED_PRIVATE,
         "read_inbox": _READ_UNTRUSTED_PRIVATE,
         # A fetch sends its URL (and whatever a query string carries) to the site.
-        "get_webpage": Trust(output="untrusted", sinks=("url",)),
-        "post_webpage": _writes("url", "content"),
+        "get_webpage": Trust(output="untrusted", sinks=("url",), destinations=("url",)),
+        "post_webpage": _writes("url", "content", to=("url",)),
         # A member and a channel are named as the workspace lists them; a message's body,
         # a new member's name and address, and a page's URL are text that travels.
         "send_direct_message": _writes("recipient", "body", refs=("recipient",)),
         "send_channel_message": _writes("channel", "body", refs=("channel",)),
         "add_user_to_channel": _writes("user", "channel", refs=("user", "channel")),
-        "invite_user_to_slack": _writes("user", "user_email"),
+        "invite_user_to_slack": _writes("user", "user_email", to=("user_email",)),
         "remove_user_from_slack": _writes("user", refs=("user",)),
     },
 }

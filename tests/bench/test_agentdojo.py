@@ -125,6 +125,9 @@ def test_guarded_the_injected_call_is_asked_and_does_not_run(slack: Any) -> None
         ("user_task_1", []),
         # Dora's address comes from her web page: asked.
         ("user_task_2", ["invite_user_to_slack"]),
+        # The restaurant's link comes from Eve's message, fetched after another page was
+        # read: a destination the user's own data names, whole, so the trifecta lets it be.
+        ("user_task_15", []),
     ],
 )
 def test_guarded_a_legitimate_task_runs_unless_a_sink_takes_what_it_read(
