@@ -7,14 +7,19 @@ it. The flow rule reads it as before, and every other sink of the call is read a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolplug
 from tests.helpers.guard import FETCHED, MAIL, MAILED, PLUGIN
+from tests.helpers.redis import redis_server
 from toolplug import Conversation, ErrorType, Registry, ToolResult, Trust
+from toolplug.calls._backend import Backend, MemoryBackend, RedisBackend
+from toolplug.calls._conversations import Conversations
 from toolplug.calls._guard import _whole_token
 
 pytestmark = pytest.mark.anyio
@@ -241,3 +246,40 @@ def test_a_destination_in_a_program() -> None:
     assert "trifecta rule" in refused.error.message
     assert "send_mail's body" in refused.error.message
     assert MAILED == [{"recipients": ["sarah.baker@corp.example"], "body": "Lunch at one."}]
+
+
+# -- replicas ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_a_contact_another_replica_read_is_a_place_here(store: str, tmp_path: Path) -> None:
+    async def scenario(backend: Backend) -> tuple[ToolResult, ToolResult]:
+        async with Conversations(first.conversation, backend, most=8).of("alice", "request:1"):
+            await first.acall("read_page", {"url": NEWS})
+            await first.acall("find_contact", {"name": "Ada"})
+        later = Conversations(second.conversation, backend, most=8)
+        async with later.of("alice", "request:2"):
+            placed = await second.acall(
+                "send_mail", {"recipients": ["ada@corp.example"], "body": "Lunch at one."}
+            )
+            carried = await second.acall(
+                "send_mail", {"recipients": ["ada@corp.example"], "body": "4417-2290-17"}
+            )
+        if isinstance(backend, RedisBackend):
+            await backend.aclose()
+        return placed, carried
+
+    first, second = _registry(), _registry()
+    try:
+        if store == "memory":
+            placed, carried = asyncio.run(scenario(MemoryBackend()))
+        else:
+            with redis_server(tmp_path) as url:
+                placed, carried = asyncio.run(scenario(RedisBackend(url)))
+    finally:
+        first.close()
+        second.close()
+    assert placed.ok, placed.error
+    details = _asked(carried)
+    assert (details["rule"], details["argument"]) == ("trifecta", "body")
+    assert details["source"]["tool"] == "find_contact"
