@@ -62,14 +62,19 @@ def test_every_catalog_tool_declares_its_trust_labels() -> None:
             for labels in [registry.labels(name)]
         }
         assert found == LABELS
-        # the fetchers' URLs are where their requests go; no other catalog tool has a
-        # destination or a ref
+        # the fetchers' URLs are where their requests go; GitHub's owner, repo, path and
+        # ref name what it holds; no other catalog tool has a destination or a ref
         assert {
-            name: labels.destinations
+            name: (labels.refs, labels.destinations)
             for name in registry.tools
             for labels in [registry.labels(name)]
             if labels.destinations or labels.refs
-        } == {"rss_feed": ("url",), "link_validator": ("urls",), "url_fetch": ("url",)}
+        } == {
+            "rss_feed": ((), ("url",)),
+            "link_validator": ((), ("urls",)),
+            "url_fetch": ((), ("url",)),
+            "github_api": (("owner", "repo", "path", "ref"), ()),
+        }
     finally:
         registry.close()
 

@@ -415,6 +415,8 @@ def test_search_code(api: HTTPServer, call: Callable[..., ToolResult]) -> None:
         "name": "registry.go",
         "path": "pkg/tools/registry.go",
         "repository": "acme/agent",
+        "owner": "acme",
+        "repo": "agent",
         "url": "https://github.com/acme/agent/blob/abc/pkg/tools/registry.go",
         "sha": "f00d",
     }
@@ -538,3 +540,38 @@ def test_relative_next_link_is_resolved_against_the_api(
     assert [r["tag"] for r in ok(result)["releases"]] == ["v2", "v1"]
     assert not result.warnings
     assert len(api.log) == 2
+
+
+# --- the flow guard: what search_code found is a choice, not text carried out ---------------
+
+
+def test_a_hit_passed_back_whole_is_read_without_a_question(
+    api: HTTPServer, make_registry: Callable[..., Registry]
+) -> None:
+    # search_code's output is untrusted and private: before refs, get_file of a hit's path
+    # was asked about, its path carried from what the search returned
+    api.expect_request("/api/v3/search/code").respond_with_json({
+        "total_count": 1,
+        "incomplete_results": False,
+        "items": [hit("octo-labs/hello-agent", "src/tool_registry.py")],
+    })
+    api.expect_request(
+        "/api/v3/repos/octo-labs/hello-agent/contents/src/tool_registry.py"
+    ).respond_with_json(contents("src/tool_registry.py", b"REGISTRY = {}\n"))
+    registry = make_registry()
+    with registry.conversation("Find where the tool registry is defined and show it."):
+        found = registry.call("github_api", {"action": "search_code", "query": "REGISTRY ="})
+        [item] = ok(found)["items"]
+        shown = registry.call("github_api", {
+            "action": "get_file", "owner": item["owner"], "repo": item["repo"],
+            "path": item["path"],
+        })
+        # a piece of the listed path is no listed path: read as any sink, and asked
+        piece = registry.call("github_api", {
+            "action": "get_file", "owner": item["owner"], "repo": item["repo"],
+            "path": "src/tool_registry",
+        })
+    assert "REGISTRY = {}" in ok(shown)["content"]
+    assert piece.error is not None
+    assert piece.error.type == "ApprovalRequiredError"
+    assert piece.error.details["argument"] == "path"

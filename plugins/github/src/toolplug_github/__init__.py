@@ -252,10 +252,12 @@ _RETURNS: Final[dict[str, Any]] = {
                             "name": {"type": "string"},
                             "path": {"type": "string"},
                             "repository": {"type": "string"},
+                            "owner": {"type": "string"},
+                            "repo": {"type": "string"},
                             "url": _NULLABLE_STRING,
                             "sha": _NULLABLE_STRING,
                         },
-                        "required": ["path", "repository", "url"],
+                        "required": ["path", "repository", "owner", "repo", "url"],
                     },
                 },
             },
@@ -416,9 +418,14 @@ METADATA: Final = ToolMetadata(
     ),
     # Issues, pull requests, READMEs and code are written by anyone with an account, and
     # the token reaches the user's private repositories. Owner, repo, path, ref and query
-    # are sent to GitHub's API: values placed in them leave the machine.
+    # are sent to GitHub's API: values placed in them leave the machine. Owner, repo, path
+    # and ref name what GitHub holds: a hit of search_code or an entry of a directory,
+    # passed back whole as the result's data gave it, is a choice among what exists.
     trust=Trust(
-        output="untrusted", private=True, sinks=("owner", "repo", "path", "ref", "query")
+        output="untrusted",
+        private=True,
+        sinks=("owner", "repo", "path", "ref", "query"),
+        refs=("owner", "repo", "path", "ref"),
     ),
     annotations=Annotations(read_only=True, destructive=False, idempotent=True, open_world=True),
     timeout_seconds=60.0,

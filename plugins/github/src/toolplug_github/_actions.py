@@ -620,11 +620,17 @@ async def search_code(call: Call) -> Outcome:
         if not isinstance(hit, Mapping):
             continue
         repository = hit.get("repository")
+        full_name = (
+            _text(repository.get("full_name")) if isinstance(repository, Mapping) else ""
+        )
+        owner, _, repo = full_name.partition("/")
         items.append({
             "name": _text(hit.get("name")),
             "path": _text(hit.get("path")),
-            "repository": _text(repository.get("full_name"))
-            if isinstance(repository, Mapping) else "",
+            "repository": full_name,
+            # apart, as get_file takes them: a hit passed back whole is a ref (trust.refs)
+            "owner": owner,
+            "repo": repo,
             "url": _opt_text(hit.get("html_url")),
             "sha": _opt_text(hit.get("sha")),
         })
