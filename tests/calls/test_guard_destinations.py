@@ -163,6 +163,16 @@ async def test_an_address_only_an_untrusted_private_result_holds_is_no_place_of_
     assert not conversation._points([])
     assert not conversation._points({"to": "ada@corp.example"})
     assert not conversation._points([3])
+    # folding that changes more than case names another place: a long s folds to "s", and
+    # a long s in a domain makes a different (internationalised) domain
+    conversation.record(
+        "find_contact",
+        Trust(output="trusted", private=True),
+        ToolResult.success("Bob <bob@safe.example>, Strasse 1"),
+    )
+    assert conversation._points("bob@safe.example")
+    assert not conversation._points("bob@\u017fafe.example")
+    assert not conversation._points("stra\u00dfe")  # folds to "strasse"
 
 
 @pytest.mark.parametrize(

@@ -429,6 +429,10 @@ class Conversation:
             if type(item) is not str:
                 return False
             token = item.strip().casefold().strip(_STRIP)
+            if token != item.strip().lower().strip(_STRIP):
+                # folding changed more than case (a long s, sharp s, a ligature): the value
+                # may name another place than the one it folds onto
+                return False
             if len(token) < 3 or any(c.isspace() for c in token):
                 return False
             if not any(_whole_token(token, source.text) for source in mine):
