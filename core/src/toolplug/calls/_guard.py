@@ -33,11 +33,15 @@ knows and a ``deny`` into a refusal.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextvars
+import functools
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -46,13 +50,14 @@ from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Tool, ToolResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from toolplug.contract._metadata import Annotations, ToolMetadata
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._settings import GuardSettings, PolicyRule
 
-__all__ = ["Conversation", "Guard", "Source", "Verdict", "current", "derived_from"]
+__all__ = [
+    "OFF_LOOP_CHARS", "Conversation", "Guard", "Source", "Verdict", "current", "derived_from",
+    "off_loop",
+]
 
 _CURRENT: Final[contextvars.ContextVar[Conversation | None]] = contextvars.ContextVar(
     "toolplug_conversation", default=None
@@ -83,6 +88,26 @@ _DECLARED: Final = object()
 """A tool's declared annotations hold for every call (it does not refine them)."""
 _PLAIN_HINTS: Final = Tool.annotations_for.__func__  # type: ignore[attr-defined]
 
+OFF_LOOP_CHARS: Final = 64 * 1024
+"""The characters of an untrusted or private result's text (its output and the strings of
+its data) from which the engine records it off the event loop (``off_loop``,
+``Conversation.record_off_loop``). Folding the text and listing its words costs about
+8 ns a character, all of it on the loop when done inline (8 ms for a MB, 16 for 2 MB): at
+this size about 0.5 ms, no more than the loop waits for one slice of the work done in a
+worker thread (``_SLICE_CHARS``), and the hop to the thread would cost a small result
+more than it saves. Above it the stall inline grows with the text; off the loop it stays
+about one slice (bench/guard_large.py)."""
+_ITEM_CHARS: Final = 20
+"""What each value of a result's data counts for besides its text, in ``off_loop``'s
+characters: reading one (a string, a number, a list) costs about what 20 characters of
+text do (0.15 us against 0.008)."""
+_SLICE_CHARS: Final = 64 * 1024
+"""How much text a worker thread folds or lists the words of before it hands the GIL back
+(``_hand_over``): what the event loop may wait for, about 0.5 ms."""
+_BREAK: Final = re.compile(r"\W")
+_indexer_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_INDEXER_LOCK: Final = threading.Lock()
+
 
 def current() -> Conversation | None:
     """The conversation calls are recorded in here, or None."""
@@ -92,6 +117,20 @@ def current() -> Conversation | None:
 def derived_from(references: Mapping[str, Source]) -> contextvars.Token[Any]:
     """Mark arguments of the next call in this context as passed from ``references``."""
     return _DERIVED.set(references or None)
+
+
+def off_loop(result: ToolResult) -> bool:
+    """Whether recording ``result``, untrusted or private, would hold an event loop long
+    enough to do it in a worker thread (``Conversation.record_off_loop``): its text holds
+    ``OFF_LOOP_CHARS`` characters or more, each value of its data counted ``_ITEM_CHARS``
+    more. The data is read only until that many are counted."""
+    left = OFF_LOOP_CHARS - len(result.output)
+    if result.error is not None:
+        left -= len(result.error.message)
+    if left <= 0:
+        return True
+    data = result.data
+    return data is not None and _left_after(data, left, 0) <= 0
 
 
 @dataclass(eq=False, slots=True)
@@ -246,7 +285,8 @@ class Conversation:
         root._requests.append(folded)
         root._request = "\n".join(root._requests)
         root._request_words = _spaced_words(root._request)
-        root.sources.append(Source(0, None, None, _TRUSTED, folded))
+        with root._lock:  # a worker thread may be adding a long result
+            root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
     def root(self) -> Conversation:
@@ -296,6 +336,66 @@ class Conversation:
                 if listed:
                     root._listings.append(plain)
             return
+        self._enter(
+            *self._read(tool, trust, result, call_id, arguments, data=data, fold=_fold_joined)
+        )
+
+    def record_off_loop(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        listing: bool = True,
+    ) -> asyncio.Future[None]:
+        """``record``, its work done in a worker thread, for a result whose text is long
+        (``off_loop``): reading it, folding its text and listing its words (``Source.words``,
+        which a check would otherwise list on the loop), a slice at a time with the GIL
+        handed back between slices. The source enters the conversation at the end; await
+        the future before the call returns (the engine shields it: a cancelled caller's
+        result is still recorded, as one recorded inline is)."""
+        work = functools.partial(
+            self._record_sliced, tool, trust, result, call_id, arguments, listing=listing
+        )
+        return asyncio.get_running_loop().run_in_executor(_indexer(), work)
+
+    def _record_sliced(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None,
+        arguments: Mapping[str, Any] | None,
+        *,
+        listing: bool,
+    ) -> None:
+        """``record_off_loop``'s work, in the worker thread."""
+        if not (trust.untrusted or trust.private):  # nothing to index: as record does it
+            self.record(tool, trust, result, call_id, arguments, listing=listing)
+            return
+        data = result.data if result.error is None and listing else None
+        source, values = self._read(
+            tool, trust, result, call_id, arguments, data=data, fold=_sliced_fold
+        )
+        source._words = _sliced_words(source.text)
+        self._enter(source, values)
+
+    def _read(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None,
+        arguments: Mapping[str, Any] | None,
+        *,
+        data: Any,
+        fold: Callable[[list[str]], str],
+    ) -> tuple[Source, set[Any]]:
+        """The source an untrusted or private result makes (numbered when it enters), and
+        the whole values of it that exact tracking keeps; ``fold`` folds and joins its
+        strings."""
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -312,38 +412,45 @@ class Conversation:
             mine: set[Any] = set()
             _leaves(arguments, given, mine)
             values -= mine
-        text = "\n".join(_fold(s) for s in strings)
-        with root._lock:
-            root.calls += 1
-            index = root.calls
         source = Source(
-            index,
+            0,
             tool,
             call_id,
             trust,
-            text,
+            fold(strings),
             frozenset(values) if self.exact else frozenset(),
             "\n".join(_fold(s) for s in given),
             listed,
             frozenset(given) if listed else _NO_NAMES,
         )
-        root.sources.append(source)
-        if listed:
-            root._listings.append(source)
-        if trust.untrusted:
-            root._untrusted.append(source)
-        if trust.private:
-            root._private.append(source)
-        node: Conversation | None = self
-        while node is not None:
+        return source, values
+
+    def _enter(self, source: Source, values: set[Any]) -> None:
+        """Number ``source`` and add it, with what it sets: at once, under the lock (calls
+        may end in several threads at once, a long result's in a worker), so ``sources``
+        stays in the order of its numbers."""
+        root = self._root
+        trust = source.trust
+        with root._lock:
+            root.calls += 1
+            source.index = root.calls
+            root.sources.append(source)
+            if source.listed:
+                root._listings.append(source)
             if trust.untrusted:
-                node.untrusted = True
-                if node.exact:
-                    for value in values:
-                        node._exact_values.setdefault(value, source)
+                root._untrusted.append(source)
             if trust.private:
-                node.private = True
-            node = node.parent
+                root._private.append(source)
+            node: Conversation | None = self
+            while node is not None:
+                if trust.untrusted:
+                    node.untrusted = True
+                    if node.exact:
+                        for value in values:
+                            node._exact_values.setdefault(value, source)
+                if trust.private:
+                    node.private = True
+                node = node.parent
 
     def absorb(self, source: Source) -> None:
         """Add what another process recorded in this conversation (a replica's call or
@@ -363,13 +470,13 @@ class Conversation:
             root.sources.append(here)
             if here.listed:
                 root._listings.append(here)
-        trust = source.trust
-        if trust.untrusted:
-            root._untrusted.append(here)
-            root.untrusted = True
-        if trust.private:
-            root._private.append(here)
-            root.private = True
+            trust = source.trust
+            if trust.untrusted:
+                root._untrusted.append(here)
+                root.untrusted = True
+            if trust.private:
+                root._private.append(here)
+                root.private = True
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((_CURRENT.set(self), _ENTERED.get()))
@@ -835,6 +942,88 @@ def _letters(token: str) -> bool:
 
 def _fold(text: str) -> str:
     return text.casefold()
+
+
+def _fold_joined(strings: list[str]) -> str:
+    """The strings case folded, one per line (``Source.text``)."""
+    return "\n".join(_fold(s) for s in strings)
+
+
+def _sliced_fold(strings: list[str], size: int = _SLICE_CHARS) -> str:
+    """``_fold_joined(strings)``, ``size`` characters at a time, the GIL handed over between
+    slices (folding is per character: a slice folds as it would in the whole)."""
+    text = "\n".join(strings)
+    if len(text) <= size:
+        return text.casefold()
+    folded: list[str] = []
+    for start in range(0, len(text), size):
+        folded.append(text[start : start + size].casefold())
+        _hand_over()
+    return "".join(folded)
+
+
+def _sliced_words(text: str, size: int = _SLICE_CHARS) -> str:
+    """``_spaced_words(text)``, about ``size`` characters at a time, the GIL handed over
+    between slices. Each slice ends before a character no word holds (``\\W``), so no word
+    is cut: the slices' words, in order, are the text's."""
+    found: list[str] = []
+    start, end = 0, len(text)
+    while start < end:
+        cut = _BREAK.search(text, start + size) if start + size < end else None
+        stop = end if cut is None else cut.start()
+        words = _spaced_words(text[start:stop])
+        if len(words) > 2:
+            found.append(words[1:-1])
+        start = stop
+        _hand_over()
+    return " " + " ".join(found) + " "
+
+
+def _hand_over() -> None:
+    """Let a thread waiting for the GIL take it: the event loop's, when it has something to
+    run. A worker that keeps the GIL through a long string operation (``str.casefold`` of a
+    MB) holds the loop as long as doing the work on it would, and even between operations
+    the loop waits for the interpreter's switch interval (5 ms) before it may run."""
+    time.sleep(0)
+
+
+def _indexer() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads long results are recorded in (``Conversation.record_off_loop``): a pool
+    of toolplug's own, made on first use, so that work a tool put in the loop's default
+    pool (``asyncio.to_thread``), which may be waiting for this very call to end, cannot
+    hold a result back from its conversation. Two threads: the work holds the GIL between
+    hand-overs, so more would only take turns."""
+    global _indexer_pool  # noqa: PLW0603 - one pool per process, made on first use
+    pool = _indexer_pool
+    if pool is None:
+        with _INDEXER_LOCK:
+            if _indexer_pool is None:
+                _indexer_pool = concurrent.futures.ThreadPoolExecutor(
+                    2, thread_name_prefix="toolplug-guard"
+                )
+            pool = _indexer_pool
+    return pool
+
+
+def _left_after(value: Any, left: int, depth: int) -> int:
+    """``left`` less the characters of ``value``'s strings and ``_ITEM_CHARS`` for each of
+    its values, down to 0 or below at most (then the count stops)."""
+    left -= _ITEM_CHARS
+    if type(value) is str or isinstance(value, str):
+        return left - len(value)
+    if isinstance(value, Mapping):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        return left
+    if depth > 64:
+        return left
+    for item in items:
+        left = _left_after(item, left, depth + 1)
+        if left <= 0:
+            break
+    return left
 
 
 def _strings(value: Any) -> Iterator[str]:
