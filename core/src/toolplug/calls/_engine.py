@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
 from toolplug.calls._bridge import Bridge, loop_running
 from toolplug.calls._dispatch import Chain, Next
-from toolplug.calls._guard import Conversation, current, off_loop
+from toolplug.calls._guard import Conversation, current
 from toolplug.calls._limits import bounded, fits, paging_argument
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._redaction import redacted_result
@@ -289,9 +289,9 @@ class Invoker:
         """The result with its labels (its tool's, or those the tool gave this result:
         ``Guard.of_result``), recorded in the current conversation (and its untrusted text
         delimited, when ``[guard] delimit_untrusted`` says so). An untrusted or private
-        result too long to read on the event loop (``off_loop``) is recorded in a worker
-        thread: the future of that, which the call awaits before it returns (so the next
-        call sees it, as it sees one recorded here); else None."""
+        result too long to read on the event loop (``toolplug.calls._guard.off_loop``) is
+        recorded in a worker thread: the future of that, which the call awaits before it
+        returns (so the next call sees it, as it sees one recorded here); else None."""
         if call.metadata is None or call.rejection is not None:
             return result, None
         guard = self._pipeline.guard
@@ -303,14 +303,9 @@ class Invoker:
             error = result.error
             if conversation is not None and (error is None or error.type not in _NOT_RECORDED):
                 call_id = call.context.host.get("call_id") if call.context is not None else None
-                record = (
-                    conversation.record_off_loop
-                    if (labels.untrusted or labels.private) and loop_running() and off_loop(result)
-                    else conversation.record
-                )
-                recording = record(
+                recording = conversation.record(
                     call.tool, labels, result, None if call_id is None else str(call_id),
-                    call.arguments, listing=guard.lists,
+                    call.arguments, listing=guard.lists, in_thread=True,
                 )
             if guard.settings.delimit_untrusted and labels.untrusted and output:
                 output = _delimited(call.tool, output)

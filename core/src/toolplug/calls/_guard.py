@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from toolplug.calls._bridge import loop_running
 from toolplug.calls._validation import compile_schema
 from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Tool, ToolResult
@@ -307,10 +308,17 @@ class Conversation:
         arguments: Mapping[str, Any] | None = None,
         *,
         listing: bool = True,
-    ) -> None:
+        in_thread: bool = False,
+    ) -> asyncio.Future[None] | None:
         """Record a call's result (made with ``arguments``): ``sources`` holds it next.
         ``listing``: keep the strings of its data for refs to name (``Guard.lists``: False
-        when no tool of the registry has refs, and nothing would read them)."""
+        when no tool of the registry has refs, and nothing would read them).
+
+        ``in_thread``: when the result is untrusted or private and long (``off_loop``) and
+        an event loop runs in this thread, record it in a worker thread instead
+        (``record_off_loop``) and return that future, which the caller awaits before the
+        call returns; else (and always without ``in_thread``) it is recorded here and None
+        returned."""
         root = self._root
         data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
@@ -318,7 +326,7 @@ class Conversation:
                 with root._lock:  # calls may end in several threads at once
                     root.calls += 1
                     root.sources.append(Source(root.calls, tool, call_id, trust, ""))
-                return
+                return None
             echoed = _NO_NAMES
             found: list[str] = []
             _strings_of(data, found)
@@ -335,10 +343,15 @@ class Conversation:
                 root.sources.append(plain)
                 if listed:
                     root._listings.append(plain)
-            return
+            return None
+        if in_thread and loop_running() and off_loop(result):
+            return self.record_off_loop(
+                tool, trust, result, call_id, arguments, listing=listing
+            )
         self._enter(
             *self._read(tool, trust, result, call_id, arguments, data=data, fold=_fold_joined)
         )
+        return None
 
     def record_off_loop(
         self,
