@@ -93,18 +93,19 @@ OFF_LOOP_CHARS: Final = 64 * 1024
 """The characters of an untrusted or private result's text (its output and the strings of
 its data) from which the engine records it off the event loop (``off_loop``,
 ``Conversation.record_off_loop``). Folding the text and listing its words costs about
-8 ns a character, all of it on the loop when done inline (8 ms for a MB, 16 for 2 MB): at
-this size about 0.5 ms, no more than the loop waits for one slice of the work done in a
-worker thread (``_SLICE_CHARS``), and the hop to the thread would cost a small result
-more than it saves. Above it the stall inline grows with the text; off the loop it stays
-about one slice (bench/guard_large.py)."""
+10 ns a character, on the loop when done inline (at the first check: 14 ms for 1 MB, 60
+for 4 MB in bench/guard_large.py). At this size that is 0.7-0.8 ms, twice what the loop
+waits for one slice of the work done in a worker thread (``_SLICE_CHARS``, 0.35 ms), and
+the hop to the thread adds about 0.5 ms to the call; below it the thread saves the loop
+little and costs the call more than it saves, above it the stall inline grows with the
+text while in a thread it stays one slice."""
 _ITEM_CHARS: Final = 20
 """What each value of a result's data counts for besides its text, in ``off_loop``'s
 characters: reading one (a string, a number, a list) costs about what 20 characters of
 text do (0.15 us against 0.008)."""
 _SLICE_CHARS: Final = 64 * 1024
 """How much text a worker thread folds or lists the words of before it hands the GIL back
-(``_hand_over``): what the event loop may wait for, about 0.5 ms."""
+(``_hand_over``): what the event loop may wait for, about 0.35 ms."""
 _BREAK: Final = re.compile(r"\W")
 _indexer_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _INDEXER_LOCK: Final = threading.Lock()
@@ -962,23 +963,31 @@ def _fold_joined(strings: list[str]) -> str:
     return "\n".join(_fold(s) for s in strings)
 
 
-def _sliced_fold(strings: list[str], size: int = _SLICE_CHARS) -> str:
-    """``_fold_joined(strings)``, ``size`` characters at a time, the GIL handed over between
-    slices (folding is per character: a slice folds as it would in the whole)."""
-    text = "\n".join(strings)
-    if len(text) <= size:
-        return text.casefold()
+def _sliced_fold(strings: list[str], size: int | None = None) -> str:
+    """``_fold_joined(strings)``, ``size`` (``_SLICE_CHARS``) characters at a time, the GIL
+    handed over between slices (folding is per character: a slice folds as in the whole),
+    and the text copied once, at the end."""
+    size = size or _SLICE_CHARS
     folded: list[str] = []
-    for start in range(0, len(text), size):
-        folded.append(text[start : start + size].casefold())
-        _hand_over()
+    since = 0
+    for index, text in enumerate(strings):
+        if index:
+            folded.append("\n")
+        for start in range(0, len(text), size):
+            piece = text[start : start + size] if len(text) > size else text
+            folded.append(piece.casefold())
+            since += len(piece)
+            if since >= size:
+                _hand_over()
+                since = 0
     return "".join(folded)
 
 
-def _sliced_words(text: str, size: int = _SLICE_CHARS) -> str:
-    """``_spaced_words(text)``, about ``size`` characters at a time, the GIL handed over
-    between slices. Each slice ends before a character no word holds (``\\W``), so no word
-    is cut: the slices' words, in order, are the text's."""
+def _sliced_words(text: str, size: int | None = None) -> str:
+    """``_spaced_words(text)``, about ``size`` (``_SLICE_CHARS``) characters at a time, the
+    GIL handed over between slices. Each slice ends before a character no word holds
+    (``\\W``), so no word is cut: the slices' words, in order, are the text's."""
+    size = size or _SLICE_CHARS
     found: list[str] = []
     start, end = 0, len(text)
     while start < end:
@@ -989,7 +998,9 @@ def _sliced_words(text: str, size: int = _SLICE_CHARS) -> str:
             found.append(words[1:-1])
         start = stop
         _hand_over()
-    return " " + " ".join(found) + " "
+    if not found:
+        return "  "  # as _spaced_words has it
+    return " ".join(["", *found, ""])  # one copy of the words, not three
 
 
 def _hand_over() -> None:
