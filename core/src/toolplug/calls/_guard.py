@@ -29,6 +29,12 @@ in a ref is read as in any sink.
 
 The pipeline (``toolplug.calls._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal.
+
+Folding an untrusted or private result's text and listing its words (what the phrase rule
+searches) costs about 10 ns a character. For a result of ``OFF_LOOP_CHARS`` characters or
+more, where an event loop runs, the engine has both done in a worker thread, a slice at a
+time, and awaits that before the call returns (``Conversation.record_off_loop``): the
+loop goes on, and the next call sees the result as it would have.
 """
 
 from __future__ import annotations
@@ -172,7 +178,8 @@ class Source:
     @property
     def words(self) -> str:
         """The text's words joined by single spaces, with a space at each end (a run of
-        words is found with one substring search)."""
+        words is found with one substring search): listed on first use, or, for a long
+        result, by the worker thread that recorded it."""
         found = self._words
         if found is None:
             found = self._words = _spaced_words(self.text)
