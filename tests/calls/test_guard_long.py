@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -283,3 +285,26 @@ def test_words_listed_a_slice_at_a_time_are_the_texts_words(text: str, size: int
 @given(st.lists(_TEXT, max_size=4), st.integers(1, 12))
 def test_text_folded_a_slice_at_a_time_is_the_text_folded(strings: list[str], size: int) -> None:
     assert _guard._sliced_fold(strings, size) == _guard._fold_joined(strings)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_records_long_results_in_threads_of_its_own() -> None:
+    # a server that forks its workers after a call: the child has none of the pool's threads
+    conversation = Conversation("Summarize these pages")
+    page = toolplug.ToolResult(_page(200_000, 4))
+
+    async def record() -> None:
+        await conversation.record_off_loop("read_page", toolplug.Trust(output="untrusted"), page)
+
+    asyncio.run(record())  # the pool made, its threads started and idle
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit code
+        signal.alarm(30)  # a child whose work never runs ends instead of hanging the test
+        try:
+            asyncio.run(record())
+            os._exit(0 if conversation.calls == 2 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert conversation.calls == 1  # the child's conversation was its own copy

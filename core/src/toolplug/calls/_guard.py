@@ -44,6 +44,7 @@ import concurrent.futures
 import contextvars
 import functools
 import json
+import os
 import re
 import threading
 import time
@@ -113,7 +114,8 @@ _SLICE_CHARS: Final = 64 * 1024
 """How much text a worker thread folds or lists the words of before it hands the GIL back
 (``_hand_over``): what the event loop may wait for, about 0.35 ms."""
 _BREAK: Final = re.compile(r"\W")
-_indexer_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_indexer_pool: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+"""The pool ``_indexer`` made, and the process it was made in."""
 _INDEXER_LOCK: Final = threading.Lock()
 
 
@@ -1020,27 +1022,29 @@ def _hand_over() -> None:
 
 def _indexer() -> concurrent.futures.ThreadPoolExecutor:
     """The threads long results are recorded in (``Conversation.record_off_loop``): a pool
-    of toolplug's own, made on first use, so that work a tool put in the loop's default
-    pool (``asyncio.to_thread``), which may be waiting for this very call to end, cannot
-    hold a result back from its conversation. Two threads: the work holds the GIL between
+    of toolplug's own, made on first use in each process (a forked child has none of its
+    parent's threads), so that work a tool put in the loop's default pool
+    (``asyncio.to_thread``), which may be waiting for this very call to end, cannot hold a
+    result back from its conversation. Two threads: the work holds the GIL between
     hand-overs, so more would only take turns."""
     global _indexer_pool  # noqa: PLW0603 - one pool per process, made on first use
-    pool = _indexer_pool
-    if pool is None:
+    found = _indexer_pool
+    if found is None or found[0] != os.getpid():
         with _INDEXER_LOCK:
-            if _indexer_pool is None:
-                _indexer_pool = concurrent.futures.ThreadPoolExecutor(
-                    2, thread_name_prefix="toolplug-guard"
+            if _indexer_pool is None or _indexer_pool[0] != os.getpid():
+                _indexer_pool = (
+                    os.getpid(),
+                    concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="toolplug-guard"),
                 )
-            pool = _indexer_pool
-    return pool
+            found = _indexer_pool
+    return found[1]
 
 
 def _left_after(value: Any, left: int, depth: int) -> int:
     """``left`` less the characters of ``value``'s strings and ``_ITEM_CHARS`` for each of
     its values, down to 0 or below at most (then the count stops)."""
     left -= _ITEM_CHARS
-    if type(value) is str or isinstance(value, str):
+    if isinstance(value, str):
         return left - len(value)
     if isinstance(value, Mapping):
         items: Any = value.values()
