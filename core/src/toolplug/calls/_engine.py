@@ -20,6 +20,7 @@ host names in ``passthrough`` (a framework pausing its run) leave unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import threading
@@ -269,40 +270,52 @@ class Invoker:
         telemetry = self._telemetry
         if not telemetry.on():
             hooked = await self._hooked(call, first)
-            return await self._bounded(call, self._labelled(call, hooked))
+            labelled, recording = self._labelled(call, hooked)
+            if recording is not None:
+                await asyncio.shield(recording)
+            return await self._bounded(call, labelled)
         with telemetry.span(call) as ended:
             hooked = await self._hooked(call, first)
-            result = await self._bounded(call, self._labelled(call, hooked))
+            labelled, recording = self._labelled(call, hooked)
+            if recording is not None:
+                await asyncio.shield(recording)
+            result = await self._bounded(call, labelled)
             ended(result)
             return result
 
-    def _labelled(self, call: ToolCall, result: ToolResult) -> ToolResult:
+    def _labelled(
+        self, call: ToolCall, result: ToolResult
+    ) -> tuple[ToolResult, asyncio.Future[None] | None]:
         """The result with its labels (its tool's, or those the tool gave this result:
         ``Guard.of_result``), recorded in the current conversation (and its untrusted text
-        delimited, when ``[guard] delimit_untrusted`` says so)."""
+        delimited, when ``[guard] delimit_untrusted`` says so). An untrusted or private
+        result too long to read on the event loop (``toolplug.calls._guard.off_loop``) is
+        recorded in a worker thread: the future of that, which the call awaits before it
+        returns (so the next call sees it, as it sees one recorded here); else None."""
         if call.metadata is None or call.rejection is not None:
-            return result
+            return result, None
         guard = self._pipeline.guard
         labels = guard.of_result(call.tool, result.trust)
         output = result.output
+        recording = None
         if guard.settings.enabled:
             conversation = current()
             error = result.error
             if conversation is not None and (error is None or error.type not in _NOT_RECORDED):
                 call_id = call.context.host.get("call_id") if call.context is not None else None
-                conversation.record(
+                recording = conversation.record(
                     call.tool, labels, result, None if call_id is None else str(call_id),
-                    call.arguments, listing=guard.lists,
+                    call.arguments, listing=guard.lists, in_thread=True,
                 )
             if guard.settings.delimit_untrusted and labels.untrusted and output:
                 output = _delimited(call.tool, output)
         if result.trust is labels and output is result.output:
-            return result
+            return result, recording
         # the constructor, not dataclasses.replace: this runs on every call
         return ToolResult(
             output, result.data, result.citations, result.warnings, result.error, result.spill,
             labels,
-        )
+        ), recording
 
     async def _hooked(self, call: ToolCall, first: Next | None) -> ToolResult:
         """The call through the chain of ``tool_call`` links, or straight to the pipeline

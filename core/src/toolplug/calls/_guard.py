@@ -29,30 +29,43 @@ in a ref is read as in any sink.
 
 The pipeline (``toolplug.calls._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal.
+
+Folding an untrusted or private result's text and listing its words (what the phrase rule
+searches) costs about 10 ns a character. For a result of ``OFF_LOOP_CHARS`` characters or
+more, where an event loop runs, the engine has both done in a worker thread, a slice at a
+time, and awaits that before the call returns (``Conversation.record_off_loop``): the
+loop goes on, and the next call sees the result as it would have.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextvars
+import functools
 import json
+import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from toolplug.calls._bridge import loop_running
 from toolplug.calls._validation import compile_schema
 from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Tool, ToolResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from toolplug.contract._metadata import Annotations, ToolMetadata
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._settings import GuardSettings, PolicyRule
 
-__all__ = ["Conversation", "Guard", "Source", "Verdict", "current", "derived_from"]
+__all__ = [
+    "OFF_LOOP_CHARS", "Conversation", "Guard", "Source", "Verdict", "current", "derived_from",
+    "off_loop",
+]
 
 _CURRENT: Final[contextvars.ContextVar[Conversation | None]] = contextvars.ContextVar(
     "toolplug_conversation", default=None
@@ -83,6 +96,28 @@ _DECLARED: Final = object()
 """A tool's declared annotations hold for every call (it does not refine them)."""
 _PLAIN_HINTS: Final = Tool.annotations_for.__func__  # type: ignore[attr-defined]
 
+OFF_LOOP_CHARS: Final = 64 * 1024
+"""The characters of an untrusted or private result's text (its output and the strings of
+its data) from which the engine records it off the event loop (``off_loop``,
+``Conversation.record_off_loop``). Folding the text and listing its words costs about
+10 ns a character, on the loop when done inline (at the first check: 14 ms for 1 MB, 60
+for 4 MB in bench/guard_large.py). At this size that is 0.7-0.8 ms, twice what the loop
+waits for one slice of the work done in a worker thread (``_SLICE_CHARS``, 0.35 ms), and
+the hop to the thread adds about 0.5 ms to the call; below it the thread saves the loop
+little and costs the call more than it saves, above it the stall inline grows with the
+text while in a thread it stays one slice."""
+_ITEM_CHARS: Final = 20
+"""What each value of a result's data counts for besides its text, in ``off_loop``'s
+characters: reading one (a string, a number, a list) costs about what 20 characters of
+text do (0.15 us against 0.008)."""
+_SLICE_CHARS: Final = 64 * 1024
+"""How much text a worker thread folds or lists the words of before it hands the GIL back
+(``_hand_over``): what the event loop may wait for, about 0.35 ms."""
+_BREAK: Final = re.compile(r"\W")
+_indexer_pool: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+"""The pool ``_indexer`` made, and the process it was made in."""
+_INDEXER_LOCK: Final = threading.Lock()
+
 
 def current() -> Conversation | None:
     """The conversation calls are recorded in here, or None."""
@@ -92,6 +127,20 @@ def current() -> Conversation | None:
 def derived_from(references: Mapping[str, Source]) -> contextvars.Token[Any]:
     """Mark arguments of the next call in this context as passed from ``references``."""
     return _DERIVED.set(references or None)
+
+
+def off_loop(result: ToolResult) -> bool:
+    """Whether recording ``result``, untrusted or private, would hold an event loop long
+    enough to do it in a worker thread (``Conversation.record_off_loop``): its text holds
+    ``OFF_LOOP_CHARS`` characters or more, each value of its data counted ``_ITEM_CHARS``
+    more. The data is read only until that many are counted."""
+    left = OFF_LOOP_CHARS - len(result.output)
+    if result.error is not None:
+        left -= len(result.error.message)
+    if left <= 0:
+        return True
+    data = result.data
+    return data is not None and _left_after(data, left, 0) <= 0
 
 
 @dataclass(eq=False, slots=True)
@@ -131,7 +180,8 @@ class Source:
     @property
     def words(self) -> str:
         """The text's words joined by single spaces, with a space at each end (a run of
-        words is found with one substring search)."""
+        words is found with one substring search): listed on first use, or, for a long
+        result, by the worker thread that recorded it."""
         found = self._words
         if found is None:
             found = self._words = _spaced_words(self.text)
@@ -246,7 +296,8 @@ class Conversation:
         root._requests.append(folded)
         root._request = "\n".join(root._requests)
         root._request_words = _spaced_words(root._request)
-        root.sources.append(Source(0, None, None, _TRUSTED, folded))
+        with root._lock:  # a worker thread may be adding a long result
+            root.sources.append(Source(0, None, None, _TRUSTED, folded))
 
     @property
     def root(self) -> Conversation:
@@ -267,10 +318,17 @@ class Conversation:
         arguments: Mapping[str, Any] | None = None,
         *,
         listing: bool = True,
-    ) -> None:
+        in_thread: bool = False,
+    ) -> asyncio.Future[None] | None:
         """Record a call's result (made with ``arguments``): ``sources`` holds it next.
         ``listing``: keep the strings of its data for refs to name (``Guard.lists``: False
-        when no tool of the registry has refs, and nothing would read them)."""
+        when no tool of the registry has refs, and nothing would read them).
+
+        ``in_thread``: when the result is untrusted or private and long (``off_loop``) and
+        an event loop runs in this thread, record it in a worker thread instead
+        (``record_off_loop``) and return that future, which the caller awaits before the
+        call returns; else (and always without ``in_thread``) it is recorded here and None
+        returned."""
         root = self._root
         data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
@@ -278,7 +336,7 @@ class Conversation:
                 with root._lock:  # calls may end in several threads at once
                     root.calls += 1
                     root.sources.append(Source(root.calls, tool, call_id, trust, ""))
-                return
+                return None
             echoed = _NO_NAMES
             found: list[str] = []
             _strings_of(data, found)
@@ -295,7 +353,72 @@ class Conversation:
                 root.sources.append(plain)
                 if listed:
                     root._listings.append(plain)
+            return None
+        if in_thread and loop_running() and off_loop(result):
+            return self.record_off_loop(
+                tool, trust, result, call_id, arguments, listing=listing
+            )
+        self._enter(
+            *self._read(tool, trust, result, call_id, arguments, data=data, fold=_fold_joined)
+        )
+        return None
+
+    def record_off_loop(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        listing: bool = True,
+    ) -> asyncio.Future[None]:
+        """``record``, its work done in a worker thread, for a result whose text is long
+        (``off_loop``): reading it, folding its text and listing its words (``Source.words``,
+        which a check would otherwise list on the loop), a slice at a time with the GIL
+        handed back between slices. The source enters the conversation at the end; await
+        the future before the call returns (the engine shields it: a cancelled caller's
+        result is still recorded, as one recorded inline is)."""
+        work = functools.partial(
+            self._record_sliced, tool, trust, result, call_id, arguments, listing=listing
+        )
+        return asyncio.get_running_loop().run_in_executor(_indexer(), work)
+
+    def _record_sliced(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None,
+        arguments: Mapping[str, Any] | None,
+        *,
+        listing: bool,
+    ) -> None:
+        """``record_off_loop``'s work, in the worker thread."""
+        if not (trust.untrusted or trust.private):  # nothing to index: as record does it
+            self.record(tool, trust, result, call_id, arguments, listing=listing)
             return
+        data = result.data if result.error is None and listing else None
+        source, values = self._read(
+            tool, trust, result, call_id, arguments, data=data, fold=_sliced_fold
+        )
+        source._words = _sliced_words(source.text)
+        self._enter(source, values)
+
+    def _read(
+        self,
+        tool: str,
+        trust: Trust,
+        result: ToolResult,
+        call_id: str | None,
+        arguments: Mapping[str, Any] | None,
+        *,
+        data: Any,
+        fold: Callable[[list[str]], str],
+    ) -> tuple[Source, set[Any]]:
+        """The source an untrusted or private result makes (numbered when it enters), and
+        the whole values of it that exact tracking keeps; ``fold`` folds and joins its
+        strings."""
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -312,38 +435,45 @@ class Conversation:
             mine: set[Any] = set()
             _leaves(arguments, given, mine)
             values -= mine
-        text = "\n".join(_fold(s) for s in strings)
-        with root._lock:
-            root.calls += 1
-            index = root.calls
         source = Source(
-            index,
+            0,
             tool,
             call_id,
             trust,
-            text,
+            fold(strings),
             frozenset(values) if self.exact else frozenset(),
             "\n".join(_fold(s) for s in given),
             listed,
             frozenset(given) if listed else _NO_NAMES,
         )
-        root.sources.append(source)
-        if listed:
-            root._listings.append(source)
-        if trust.untrusted:
-            root._untrusted.append(source)
-        if trust.private:
-            root._private.append(source)
-        node: Conversation | None = self
-        while node is not None:
+        return source, values
+
+    def _enter(self, source: Source, values: set[Any]) -> None:
+        """Number ``source`` and add it, with what it sets: at once, under the lock (calls
+        may end in several threads at once, a long result's in a worker), so ``sources``
+        stays in the order of its numbers."""
+        root = self._root
+        trust = source.trust
+        with root._lock:
+            root.calls += 1
+            source.index = root.calls
+            root.sources.append(source)
+            if source.listed:
+                root._listings.append(source)
             if trust.untrusted:
-                node.untrusted = True
-                if node.exact:
-                    for value in values:
-                        node._exact_values.setdefault(value, source)
+                root._untrusted.append(source)
             if trust.private:
-                node.private = True
-            node = node.parent
+                root._private.append(source)
+            node: Conversation | None = self
+            while node is not None:
+                if trust.untrusted:
+                    node.untrusted = True
+                    if node.exact:
+                        for value in values:
+                            node._exact_values.setdefault(value, source)
+                if trust.private:
+                    node.private = True
+                node = node.parent
 
     def absorb(self, source: Source) -> None:
         """Add what another process recorded in this conversation (a replica's call or
@@ -363,13 +493,13 @@ class Conversation:
             root.sources.append(here)
             if here.listed:
                 root._listings.append(here)
-        trust = source.trust
-        if trust.untrusted:
-            root._untrusted.append(here)
-            root.untrusted = True
-        if trust.private:
-            root._private.append(here)
-            root.private = True
+            trust = source.trust
+            if trust.untrusted:
+                root._untrusted.append(here)
+                root.untrusted = True
+            if trust.private:
+                root._private.append(here)
+                root.private = True
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((_CURRENT.set(self), _ENTERED.get()))
@@ -835,6 +965,100 @@ def _letters(token: str) -> bool:
 
 def _fold(text: str) -> str:
     return text.casefold()
+
+
+def _fold_joined(strings: list[str]) -> str:
+    """The strings case folded, one per line (``Source.text``)."""
+    return "\n".join(_fold(s) for s in strings)
+
+
+def _sliced_fold(strings: list[str], size: int | None = None) -> str:
+    """``_fold_joined(strings)``, ``size`` (``_SLICE_CHARS``) characters at a time, the GIL
+    handed over between slices (folding is per character: a slice folds as in the whole),
+    and the text copied once, at the end."""
+    size = size or _SLICE_CHARS
+    folded: list[str] = []
+    since = 0
+    for index, text in enumerate(strings):
+        if index:
+            folded.append("\n")
+        for start in range(0, len(text), size):
+            piece = text[start : start + size] if len(text) > size else text
+            folded.append(piece.casefold())
+            since += len(piece)
+            if since >= size:
+                _hand_over()
+                since = 0
+    return "".join(folded)
+
+
+def _sliced_words(text: str, size: int | None = None) -> str:
+    """``_spaced_words(text)``, about ``size`` (``_SLICE_CHARS``) characters at a time, the
+    GIL handed over between slices. Each slice ends before a character no word holds
+    (``\\W``), so no word is cut: the slices' words, in order, are the text's."""
+    size = size or _SLICE_CHARS
+    found: list[str] = []
+    start, end = 0, len(text)
+    while start < end:
+        cut = _BREAK.search(text, start + size) if start + size < end else None
+        stop = end if cut is None else cut.start()
+        words = _spaced_words(text[start:stop])
+        if len(words) > 2:
+            found.append(words[1:-1])
+        start = stop
+        _hand_over()
+    if not found:
+        return "  "  # as _spaced_words has it
+    return " ".join(["", *found, ""])  # one copy of the words, not three
+
+
+def _hand_over() -> None:
+    """Let a thread waiting for the GIL take it: the event loop's, when it has something to
+    run. A worker that keeps the GIL through a long string operation (``str.casefold`` of a
+    MB) holds the loop as long as doing the work on it would, and even between operations
+    the loop waits for the interpreter's switch interval (5 ms) before it may run."""
+    time.sleep(0)
+
+
+def _indexer() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads long results are recorded in (``Conversation.record_off_loop``): a pool
+    of toolplug's own, made on first use in each process (a forked child has none of its
+    parent's threads), so that work a tool put in the loop's default pool
+    (``asyncio.to_thread``), which may be waiting for this very call to end, cannot hold a
+    result back from its conversation. Two threads: the work holds the GIL between
+    hand-overs, so more would only take turns."""
+    global _indexer_pool  # noqa: PLW0603 - one pool per process, made on first use
+    found = _indexer_pool
+    if found is None or found[0] != os.getpid():
+        with _INDEXER_LOCK:
+            if _indexer_pool is None or _indexer_pool[0] != os.getpid():
+                _indexer_pool = (
+                    os.getpid(),
+                    concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="toolplug-guard"),
+                )
+            found = _indexer_pool
+    return found[1]
+
+
+def _left_after(value: Any, left: int, depth: int) -> int:
+    """``left`` less the characters of ``value``'s strings and ``_ITEM_CHARS`` for each of
+    its values, down to 0 or below at most (then the count stops)."""
+    left -= _ITEM_CHARS
+    if isinstance(value, str):
+        return left - len(value)
+    if isinstance(value, Mapping):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        return left
+    if depth > 64:
+        return left
+    for item in items:
+        left = _left_after(item, left, depth + 1)
+        if left <= 0:
+            break
+    return left
 
 
 def _strings(value: Any) -> Iterator[str]:
