@@ -279,6 +279,11 @@ class Conversation:
         """Whether any untrusted output entered."""
         self.private = False
         """Whether any private output entered."""
+        self.read_chars = 0
+        """The characters of the untrusted and private text entered (their ``Source.text``):
+        what a check searches, in the outermost conversation (``Guard.long``)."""
+        self._untrusted_chars = 0
+        self._private_chars = 0
         if request:
             self.trust(request)
 
@@ -462,8 +467,11 @@ class Conversation:
                 root._listings.append(source)
             if trust.untrusted:
                 root._untrusted.append(source)
+                root._untrusted_chars += len(source.text)
             if trust.private:
                 root._private.append(source)
+                root._private_chars += len(source.text)
+            root.read_chars += len(source.text)
             node: Conversation | None = self
             while node is not None:
                 if trust.untrusted:
@@ -496,10 +504,14 @@ class Conversation:
             trust = source.trust
             if trust.untrusted:
                 root._untrusted.append(here)
+                root._untrusted_chars += len(here.text)
                 root.untrusted = True
             if trust.private:
                 root._private.append(here)
+                root._private_chars += len(here.text)
                 root.private = True
+            if trust.untrusted or trust.private:
+                root.read_chars += len(here.text)
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((_CURRENT.set(self), _ENTERED.get()))
@@ -619,6 +631,12 @@ class Conversation:
             if len(words) < size:
                 continue
             request_words = root._request_words
+            # each search holds the GIL throughout: in a conversation that read long text
+            # (``Guard.long``: this runs in a worker thread) it is handed over (``_hand_over``)
+            # whenever a slice's worth of text was searched, as recording it does
+            searched = root._untrusted_chars if untrusted else root._private_chars
+            handing = root.read_chars >= OFF_LOOP_CHARS
+            since = 0
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 spaced = f" {phrase} "
@@ -627,6 +645,11 @@ class Conversation:
                 for source in reversed(wanted):
                     if spaced in source.words and spaced not in source.given_words:
                         return source, phrase, "phrase"
+                if handing:
+                    since += searched
+                    if since >= _SLICE_CHARS:
+                        _hand_over()
+                        since = 0
         return None
 
     def _exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
@@ -729,6 +752,45 @@ class Guard:
             return asked
         flow = self._flow(name, arguments, metadata, conversation)
         return flow if flow is not None else asked
+
+    def long(self) -> bool:
+        """Whether a check here searches long text with an event loop running in this
+        thread: the current conversation read ``OFF_LOOP_CHARS`` characters or more of
+        untrusted or private text (``Conversation.read_chars``, recorded here or absorbed
+        from a replica). The caller then awaits ``check_off_loop`` instead of ``check``."""
+        conversation = _CURRENT.get()
+        return (
+            conversation is not None
+            and conversation._root.read_chars >= OFF_LOOP_CHARS
+            and self.settings.enabled
+            and loop_running()
+        )
+
+    def check_off_loop(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> asyncio.Future[Verdict | None]:
+        """``check``, in a worker thread (``_indexer``'s), for a conversation that read long
+        text (``long``): its searches, about 0.17 ms a MB of text for each run of
+        ``min_phrase_words`` words of a sink value, would hold the event loop; in the thread
+        they hand the GIL back a slice at a time. The same verdict: it runs in a copy of
+        this context (the current conversation, the arguments a plan passed by reference),
+        and the words of a long source not listed yet (absorbed from a replica, recorded
+        where no loop ran) are listed a slice at a time first."""
+        work = functools.partial(self._check_sliced, name, arguments, metadata)
+        context = contextvars.copy_context()
+        return asyncio.get_running_loop().run_in_executor(_indexer(), context.run, work)
+
+    def _check_sliced(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> Verdict | None:
+        """``check_off_loop``'s work, in the worker thread."""
+        conversation = _CURRENT.get()
+        if conversation is not None:
+            root = conversation._root
+            for source in (*root._untrusted, *root._private):
+                if source._words is None and len(source.text) >= _SLICE_CHARS:
+                    source._words = _sliced_words(source.text)
+        return self.check(name, arguments, metadata)
 
     # -- policies --------------------------------------------------------------------
 
