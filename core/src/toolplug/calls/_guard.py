@@ -631,11 +631,13 @@ class Conversation:
             if len(words) < size:
                 continue
             request_words = root._request_words
-            # each search holds the GIL throughout: in a conversation that read long text
-            # (``Guard.long``: this runs in a worker thread) it is handed over (``_hand_over``)
-            # whenever a slice's worth of text was searched, as recording it does
+            # each search holds the GIL throughout: in a conversation that read long text,
+            # off the loop (``Guard.long``: in a worker thread), it is handed over
+            # (``_hand_over``) whenever a slice's worth of text was searched, as recording
+            # does; else the loop waits for the interpreter's switch interval (5 ms) or the
+            # check's end, whichever comes first
             searched = root._untrusted_chars if untrusted else root._private_chars
-            handing = root.read_chars >= OFF_LOOP_CHARS
+            handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
             since = 0
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
