@@ -123,7 +123,7 @@ def _not_while_searching() -> None:
         _HAND_OVER()
 
 
-def _never_long(guard: _guard.Guard) -> bool:
+def _never_long(guard: _guard.Guard, name: str, arguments: Any) -> bool:
     """``Guard.long`` answering no: every check made on the loop, as before it moved."""
     return False
 

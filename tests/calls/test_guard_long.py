@@ -429,7 +429,7 @@ async def test_a_check_against_a_long_page_searches_in_a_worker_thread_while_the
     assert details["source"]["index"] == 1
 
 
-async def test_a_short_conversation_is_checked_inline_until_what_it_read_is_long(
+async def test_a_check_stays_inline_until_what_it_searches_is_long(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = "https://short.example/checked"
@@ -437,25 +437,34 @@ async def test_a_short_conversation_is_checked_inline_until_what_it_read_is_long
     guard = _guard_of(registry)
     spy = CheckSpy(monkeypatch)
     here = threading.current_thread().name
+    short = {"text": _phrase(5)}  # a few searches
+    long = {"text": f"{MESSAGE} {MESSAGE}; {_phrase(5)}"}  # some sixty
     async with registry.conversation("Summarize this page") as conversation:
         await registry.acall("read_page", {"url": url})
+        # a short conversation: even a long value is checked inline
         assert conversation.read_chars < OFF_LOOP_CHARS
-        assert not guard.long()
-        first = await registry.acall("post", {"text": _phrase(5)})
+        assert not guard.long("post", long)
+        first = await registry.acall("post", long)
         assert [name for name, _ in spy.checks] == [here]
         assert spy.searches == [here]
-        # a second read of it: the searches now cover the limit's characters or more
+        # a second read of it: the conversation read the limit's characters or more ...
         await registry.acall("read_page", {"url": url})
         assert conversation.read_chars >= OFF_LOOP_CHARS
-        assert guard.long()
+        # ... but a short value's few searches of them stay inline
+        assert not guard.long("post", short)
+        second = await registry.acall("post", short)
+        assert spy.checks[1][0] == here
+        # a long value's many go to the thread
+        assert guard.long("post", long)
         probe = asyncio.create_task(spy.probe())
-        second = await registry.acall("post", {"text": _phrase(5)})
+        third = await registry.acall("post", long)
         probe.cancel()
         # where no loop runs (a check made from plain code in a thread) it stays inline
-        assert not await asyncio.to_thread(guard.long)
-    assert spy.checks[1][0].startswith("toolplug-guard")
-    assert spy.searches[1].startswith("toolplug-guard")
-    for result, index in ((first, 1), (second, 2)):  # the latest source is named
+        assert not await asyncio.to_thread(guard.long, "post", long)
+    assert spy.checks[2][0].startswith("toolplug-guard")
+    assert spy.searches[2].startswith("toolplug-guard")
+    assert spy.saw_ticks == [True]
+    for result, index in ((first, 1), (second, 2), (third, 2)):  # the latest source named
         assert result.error is not None
         assert result.error.details["rule"] == "flow.phrase"
         assert result.error.details["source"]["index"] == index
@@ -490,7 +499,7 @@ async def test_a_check_in_the_thread_gives_the_verdict_inline_does(
         read = _guard.Source.from_json(page.to_json())
         assert read is not None
         conversation.absorb(read)
-        assert guard.long()
+        assert guard.long("post", {"text": MESSAGE})
         spy = Spy(monkeypatch)
         off = await guard.check_off_loop(tool, arguments, metadata)
         # the page's words were listed in the worker, a slice at a time
@@ -517,7 +526,7 @@ async def test_a_check_in_the_thread_reads_the_calls_context(
         assert (await registry.acall("read_inbox", {})).ok
         assert conversation.private
         assert conversation.untrusted
-        assert guard.long()
+        assert guard.long("post", {"text": MESSAGE})
         page = conversation.sources[1]
         verdicts: list[Any] = []
         for arguments in ({"text": "hello", "link": "x"}, {"text": _phrase(1)}):

@@ -113,6 +113,15 @@ text do (0.15 us against 0.008)."""
 _SLICE_CHARS: Final = 64 * 1024
 """How much text a worker thread folds or lists the words of before it hands the GIL back
 (``_hand_over``): what the event loop may wait for, about 0.35 ms."""
+_SEARCH_CHARS: Final = 2 * 1024 * 1024
+"""How many characters a check's substring searches go through (each token and run of words
+of a sink value, through the words of every untrusted or private source) in about the time
+a slice (``_SLICE_CHARS``) takes to fold or list: a search goes through about 6 characters
+a ns, so 0.35 ms. A check that would search more is made in a worker thread
+(``Guard.long``), and there hands the GIL over after each such slice of searching."""
+_VALUE_CHARS_PER_SEARCH: Final = 6
+"""The characters of a sink value counted as one search (a word and the space after it:
+each starts a token, a run of words, or both)."""
 _BREAK: Final = re.compile(r"\W")
 _indexer_pool: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
 """The pool ``_indexer`` made, and the process it was made in."""
@@ -638,7 +647,7 @@ class Conversation:
             # check's end, whichever comes first
             searched = root._untrusted_chars if untrusted else root._private_chars
             handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
-            since = 0
+            since = 0  # characters searched since the GIL was last handed over
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 spaced = f" {phrase} "
@@ -649,7 +658,7 @@ class Conversation:
                         return source, phrase, "phrase"
                 if handing:
                     since += searched
-                    if since >= _SLICE_CHARS:
+                    if since >= _SEARCH_CHARS:
                         _hand_over()
                         since = 0
         return None
@@ -755,26 +764,36 @@ class Guard:
         flow = self._flow(name, arguments, metadata, conversation)
         return flow if flow is not None else asked
 
-    def long(self) -> bool:
-        """Whether a check here searches long text with an event loop running in this
-        thread: the current conversation read ``OFF_LOOP_CHARS`` characters or more of
-        untrusted or private text (``Conversation.read_chars``, recorded here or absorbed
-        from a replica). The caller then awaits ``check_off_loop`` instead of ``check``."""
+    def long(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether a check of this call here would hold an event loop running in this thread
+        long enough to make it in a worker thread: the current conversation read
+        ``OFF_LOOP_CHARS`` characters or more of untrusted or private text
+        (``Conversation.read_chars``, recorded here or absorbed from a replica), and its
+        searches for the sink values (one a word, about) would go through ``_SEARCH_CHARS``
+        or more. The caller then awaits ``check_off_loop`` instead of ``check``."""
         conversation = _CURRENT.get()
-        return (
-            conversation is not None
-            and conversation._root.read_chars >= OFF_LOOP_CHARS
-            and self.settings.enabled
-            and loop_running()
-        )
+        if conversation is None:
+            return False
+        read = conversation._root.read_chars
+        if read < OFF_LOOP_CHARS or not self.settings.enabled:  # the common case
+            return False
+        if not loop_running():
+            return False
+        chars = 0
+        for sink in self.labels(name).sinks:
+            value = arguments.get(sink)
+            if value is not None:
+                for text in _strings(value):
+                    chars += len(text)
+        return read * (chars // _VALUE_CHARS_PER_SEARCH + 1) >= _SEARCH_CHARS
 
     def check_off_loop(
         self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
     ) -> asyncio.Future[Verdict | None]:
-        """``check``, in a worker thread (``_indexer``'s), for a conversation that read long
-        text (``long``): its searches, about 0.17 ms a MB of text for each run of
-        ``min_phrase_words`` words of a sink value, would hold the event loop; in the thread
-        they hand the GIL back a slice at a time. The same verdict: it runs in a copy of
+        """``check``, in a worker thread (``_indexer``'s), for a call whose check would search
+        long text (``long``): each token and run of ``min_phrase_words`` words of a sink value
+        is one search of the text read, 0.17 ms a MB, which would hold the event loop; in the
+        thread they hand the GIL back a slice at a time. The same verdict: it runs in a copy of
         this context (the current conversation, the arguments a plan passed by reference),
         and the words of a long source not listed yet (absorbed from a replica, recorded
         where no loop ran) are listed a slice at a time first."""

@@ -95,7 +95,7 @@ class Pipeline:
         if guard.active(call.tool):  # the policies, then the flow guard
             verdict = (  # in a worker thread when it would search long text
                 await guard.check_off_loop(call.tool, call.arguments, meta)
-                if guard.long()
+                if guard.long(call.tool, call.arguments)
                 else guard.check(call.tool, call.arguments, meta)
             )
             if verdict is not None:
