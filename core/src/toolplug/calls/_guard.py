@@ -658,7 +658,7 @@ class Conversation:
                         return source, phrase, "phrase"
                 if handing:
                     since += searched
-                    if since >= _SEARCH_CHARS:
+                    if since + searched > _SEARCH_CHARS:  # the next would pass a slice
                         _hand_over()
                         since = 0
         return None
