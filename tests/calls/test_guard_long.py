@@ -546,3 +546,27 @@ async def test_a_check_in_the_thread_reads_the_calls_context(
     assert verdicts[1].details["rule"] == "trifecta"  # the mail's words, not the page's
     assert verdicts[1].details["source"]["index"] == 2
     assert mail == verdicts[1]
+
+
+async def test_a_value_of_tokens_is_searched_in_the_thread_handing_the_gil_over(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://long.example/tokens"
+    monkeypatch.setitem(PAGES, url, _page(1_000_000, 3))  # 2 MB read: output and data
+    codes = " ".join(f"zq{n}0000000" for n in range(5))  # five tokens, too few words for a run
+    async with registry.conversation("Summarize this page"):
+        assert (await registry.acall("read_page", {"url": url})).ok
+        spy = CheckSpy(monkeypatch)
+        probe = asyncio.create_task(spy.probe())
+        clean = await registry.acall("post", {"text": codes})
+        handed = spy.hand_overs
+        asked = await registry.acall("post", {"text": f"{codes} acct-3-77310"})
+        probe.cancel()
+    assert clean.ok
+    assert len(spy.checks) == 2
+    assert all(name.startswith("toolplug-guard") for name, _ in spy.checks)
+    assert spy.saw_ticks == [True, True]
+    assert handed >= 4  # each token a search of 2 MB: the GIL handed over between them
+    assert asked.error is not None
+    assert asked.error.details["rule"] == "flow.token"
+    assert asked.error.details["fragment"] == "acct-3-77310"

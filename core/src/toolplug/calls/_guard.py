@@ -604,6 +604,14 @@ class Conversation:
         exact = self._exact_nodes if untrusted else ()
         size = settings.min_phrase_words
         min_chars = settings.min_token_chars
+        # each search holds the GIL throughout: in a conversation that read long text, off
+        # the loop (``Guard.long``: in a worker thread), it is handed over (``_hand_over``)
+        # before the next search would pass ``_SEARCH_CHARS`` searched, as recording does a
+        # slice at a time; else the loop waits for the interpreter's switch interval (5 ms)
+        # or the check's end, whichever comes first
+        handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
+        searched = root._untrusted_chars if untrusted else root._private_chars
+        since = 0  # characters searched since the GIL was last handed over
         for text in (value,) if type(value) is str else _strings(value):
             if exact:
                 whole = text.strip()
@@ -631,6 +639,11 @@ class Conversation:
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
+                if handing:
+                    since += searched
+                    if since + searched > _SEARCH_CHARS:  # the next would pass a slice
+                        _hand_over()
+                        since = 0
             if len(folded) < 2 * size - 1:
                 continue  # too short to hold that many words
             if len(parts) < size:  # _fewer_words, inline: most values are short
@@ -643,14 +656,6 @@ class Conversation:
             if len(words) < size:
                 continue
             request_words = root._request_words
-            # each search holds the GIL throughout: in a conversation that read long text,
-            # off the loop (``Guard.long``: in a worker thread), it is handed over
-            # (``_hand_over``) whenever a slice's worth of text was searched, as recording
-            # does; else the loop waits for the interpreter's switch interval (5 ms) or the
-            # check's end, whichever comes first
-            searched = root._untrusted_chars if untrusted else root._private_chars
-            handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
-            since = 0  # characters searched since the GIL was last handed over
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 spaced = f" {phrase} "
