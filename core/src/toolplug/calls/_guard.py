@@ -605,12 +605,9 @@ class Conversation:
         size = settings.min_phrase_words
         min_chars = settings.min_token_chars
         # each search holds the GIL throughout: in a conversation that read long text, off
-        # the loop (``Guard.long``: in a worker thread), it is handed over (``_hand_over``)
-        # before the next search would pass ``_SEARCH_CHARS`` searched, as recording does a
-        # slice at a time; else the loop waits for the interpreter's switch interval (5 ms)
-        # or the check's end, whichever comes first
-        handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
-        searched = root._untrusted_chars if untrusted else root._private_chars
+        # the loop (``Guard.long``: in a worker thread), it is handed over between searches
+        # (``_searched``), as recording does a slice at a time; else the loop waits for the
+        # interpreter's switch interval (5 ms) or the check's end, whichever comes first
         since = 0  # characters searched since the GIL was last handed over
         for text in (value,) if type(value) is str else _strings(value):
             if exact:
@@ -639,11 +636,8 @@ class Conversation:
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
-                if handing:
-                    since += searched
-                    if since + searched > _SEARCH_CHARS:  # the next would pass a slice
-                        _hand_over()
-                        since = 0
+                if root.read_chars >= OFF_LOOP_CHARS and not loop_running():  # few tokens
+                    since = _searched(since, root, untrusted=untrusted)
             if len(folded) < 2 * size - 1:
                 continue  # too short to hold that many words
             if len(parts) < size:  # _fewer_words, inline: most values are short
@@ -656,6 +650,7 @@ class Conversation:
             if len(words) < size:
                 continue
             request_words = root._request_words
+            handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 spaced = f" {phrase} "
@@ -665,10 +660,7 @@ class Conversation:
                     if spaced in source.words and spaced not in source.given_words:
                         return source, phrase, "phrase"
                 if handing:
-                    since += searched
-                    if since + searched > _SEARCH_CHARS:  # the next would pass a slice
-                        _hand_over()
-                        since = 0
+                    since = _searched(since, root, untrusted=untrusted)
         return None
 
     def _exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
@@ -1101,6 +1093,19 @@ def _sliced_words(text: str, size: int | None = None) -> str:
     if not found:
         return "  "  # as _spaced_words has it
     return " ".join(["", *found, ""])  # one copy of the words, not three
+
+
+def _searched(since: int, root: Conversation, *, untrusted: bool) -> int:
+    """The characters searched since the GIL was last handed over, ``since`` and one more
+    search of every untrusted (or private) source of ``root``'s; the GIL handed over
+    (``_hand_over``) first and 0 returned when the next search would pass ``_SEARCH_CHARS``
+    (about a slice's time)."""
+    searched = root._untrusted_chars if untrusted else root._private_chars
+    since += searched
+    if since + searched > _SEARCH_CHARS:
+        _hand_over()
+        return 0
+    return since
 
 
 def _hand_over() -> None:
