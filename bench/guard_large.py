@@ -9,16 +9,25 @@ of untrusted text (1 MB by default), then ``post`` is called with a 30-word mess
 carries nothing from the page (so the phrase rule tries every run of six of its words
 against the page's words: the whole check). A probe task on the same loop ticks
 (``await asyncio.sleep(0)``) all the while; its longest gap between two ticks is the
-longest stall another task saw. Three ways, interleaved round by round:
+longest stall another task saw. Five ways, interleaved round by round:
 
 * ``on the loop``: the threshold (``OFF_LOOP_CHARS``) set out of reach, so the page is
-  recorded inline and its words listed on the loop by the first check: the code before;
+  recorded inline, its words listed on the loop by the first check, and the check made on
+  the loop: the code before either was moved;
 * ``worker thread, whole text``: off the loop, but the slice as long as the text, so the
   thread holds the GIL through each long string operation (shows why the work is sliced);
-* ``worker thread, sliced``: what the engine does now.
+* ``sliced, checked on the loop``: the page recorded a slice at a time in a worker thread,
+  the check made on the loop (``Guard.long`` answering no): the code before the check moved;
+* ``sliced, checked in a thread, no hand-over``: the check in a worker thread too, its
+  searches keeping the GIL from one run of words to the next (shows whether they need to
+  hand it over);
+* ``worker thread, sliced``: what the engine does now: recorded and checked in a worker
+  thread, a slice at a time.
 
-Then the same for sizes around the threshold: where the work starts to cost the loop more
-than handing it to a thread does.
+Then the same for sizes around the thresholds, the page recorded in a thread at every size
+and the check made on the loop or in a thread at every size (``sliced, checked in a
+thread``, whatever ``Guard.long`` says): where the work starts to cost the loop more than
+handing it to a thread does.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import asyncio
 import contextlib
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -97,22 +107,68 @@ class Bench:
         register(Post)
 
 
+_SEARCHING = threading.local()
+_CARRIED = _guard.Conversation._carried
+_HAND_OVER = _guard._hand_over
+
+
+def _searching(conversation: _guard.Conversation, *args: Any, **kwargs: Any) -> Any:
+    _SEARCHING.on = True
+    try:
+        return _CARRIED(conversation, *args, **kwargs)
+    finally:
+        _SEARCHING.on = False
+
+
+def _not_while_searching() -> None:
+    if not getattr(_SEARCHING, "on", False):
+        _HAND_OVER()
+
+
+def _never_long(guard: _guard.Guard, name: str, arguments: Any) -> bool:
+    """``Guard.long`` answering no: every check made on the loop, as before it moved."""
+    return False
+
+
+def _always_long(guard: _guard.Guard, name: str, arguments: Any) -> bool:
+    """``Guard.long`` answering yes: every check made in a worker thread."""
+    return True
+
+
 @contextlib.contextmanager
 def way(name: str) -> Iterator[None]:
     """The guard's module set for one way (its constants read at call time)."""
     values = vars(_guard)
-    saved = values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"]
+    saved = values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"], values["_hand_over"]
+    guard = _guard.Guard
     if name == "on the loop":
         values["OFF_LOOP_CHARS"] = sys.maxsize
     elif name == "worker thread, whole text":
         values["_SLICE_CHARS"] = sys.maxsize
+    elif name == "sliced, checked in a thread":
+        guard.long = _always_long  # type: ignore[method-assign,assignment]
+    elif name == "sliced, checked on the loop":
+        # the methods replaced for the round, put back after it
+        guard.long = _never_long  # type: ignore[method-assign,assignment]
+    elif name == "sliced, checked in a thread, no hand-over":
+        _guard.Conversation._carried = _searching  # type: ignore[method-assign,assignment]
+        values["_hand_over"] = _not_while_searching
     try:
         yield
     finally:
-        values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"] = saved
+        values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"], values["_hand_over"] = saved
+        guard.long = _LONG  # type: ignore[method-assign]
+        _guard.Conversation._carried = _CARRIED  # type: ignore[method-assign]
 
 
-WAYS = ("on the loop", "worker thread, whole text", "worker thread, sliced")
+_LONG = _guard.Guard.long
+WAYS = (
+    "on the loop",
+    "worker thread, whole text",
+    "sliced, checked on the loop",
+    "sliced, checked in a thread, no hand-over",
+    "worker thread, sliced",
+)
 
 
 async def one_round(registry: toolplug.Registry) -> tuple[float, float, float, float]:
@@ -196,33 +252,41 @@ def main() -> None:
     for name, figure in figures.items():
         print(f"| {name} | " + " | ".join(f"{figure[f]:.2f}" for f in FIGURES) + " |")
     before = figures["on the loop"]["longest stall"]
-    after = figures["worker thread, sliced"]["longest stall"]
+    recorded = figures["sliced, checked on the loop"]
+    now = figures["worker thread, sliced"]
+    after = now["longest stall"]
     print()
     print(
-        f"longest stall, read and check: {before:.2f} ms on the loop -> {after:.2f} ms "
-        f"sliced in a worker thread ({before / after:.1f}x shorter, {before - after:.2f} ms "
-        "less); what stays is the check's own search of the page's words"
+        f"longest stall, read and check: {before:.2f} ms on the loop -> "
+        f"{recorded['longest stall']:.2f} ms recorded in a worker thread, checked on the loop "
+        f"-> {after:.2f} ms recorded and checked in a worker thread ({before / after:.1f}x "
+        f"shorter than on the loop); stall while checked {recorded['stall checking']:.2f} -> "
+        f"{now['stall checking']:.2f} ms, the post's call {recorded['post check']:.2f} -> "
+        f"{now['post check']:.2f} ms"
     )
     print()
     print(
         f"sizes around the threshold ({_guard.OFF_LOOP_CHARS:,} characters), "
-        f"{options.sweep_rounds} rounds each, the thread used at every size (medians, ms):"
+        f"{options.sweep_rounds} rounds each, the threads used at every size (medians, ms):"
     )
     print()
     print(
-        "| characters | stall reading + checking, on the loop | the same, sliced in a thread "
-        "| page call, on the loop / in a thread |"
+        "| characters | stall reading + checking, on the loop | the same, sliced in a thread, "
+        "checked on the loop | the same, sliced and checked in a thread "
+        "| page call, on the loop / in a thread | post check, on the loop / in a thread |"
     )
-    print("|---:|---:|---:|---:|")
-    pair = ("on the loop", "worker thread, sliced")
+    print("|---:|---:|---:|---:|---:|---:|")
+    ways = ("on the loop", "sliced, checked on the loop", "sliced, checked in a thread")
     for chars in (16_384, 32_768, 65_536, 131_072, 262_144, 1_048_576, 4_194_304):
         with _lowered():
-            sweep = asyncio.run(measure(chars, options.sweep_rounds, pair))
-        loop, thread = sweep["on the loop"], sweep["worker thread, sliced"]
+            sweep = asyncio.run(measure(chars, options.sweep_rounds, ways))
+        loop, inline, thread = (sweep[name] for name in ways)
         print(
             f"| {chars:,} | {loop['stall reading']:.2f} + {loop['stall checking']:.2f} "
+            f"| {inline['stall reading']:.2f} + {inline['stall checking']:.2f} "
             f"| {thread['stall reading']:.2f} + {thread['stall checking']:.2f} "
-            f"| {loop['page call']:.2f} / {thread['page call']:.2f} |"
+            f"| {loop['page call']:.2f} / {thread['page call']:.2f} "
+            f"| {inline['post check']:.2f} / {thread['post check']:.2f} |"
         )
 
 

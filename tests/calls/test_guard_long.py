@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import toolplug
+from tests.helpers import guard as guard_tools
 from tests.helpers.guard import PAGES, PLUGIN, POSTED
 from toolplug import ErrorType, Registry
 from toolplug.calls import _guard
@@ -308,3 +309,264 @@ def test_a_forked_child_records_long_results_in_threads_of_its_own() -> None:
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert conversation.calls == 1  # the child's conversation was its own copy
+
+
+# -- the check against long text ------------------------------------------------------------
+
+MESSAGE = (
+    "Hello team, the quarterly review moved to Thursday afternoon in the large meeting room "
+    "on the second floor; bring your notes, the budget sheet and any open questions you have"
+)
+"""A 30-word post that carries nothing from any page: every run of six of its words is
+searched for in the page's words."""
+
+
+def _guard_of(registry: Registry) -> _guard.Guard:
+    return registry._engine._pipeline.guard  # type: ignore[attr-defined,no-any-return]
+
+
+class CheckSpy:
+    """Where the guard's checks and their searches ran, and what they decided, installed over
+    ``Guard.check``, ``Conversation._carried`` and ``_hand_over``. A search made off the
+    loop's thread waits, before it starts, until a probe task on the loop has ticked: it
+    goes on only if the loop is free while the check runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.loop_thread = threading.get_ident()
+        self.checks: list[tuple[str, Any]] = []
+        """(thread name, verdict) of each check of a post."""
+        self.searches: list[str] = []
+        """The thread name of each search of a sink value (``_carried``)."""
+        self.hand_overs = 0
+        """How often a search handed the GIL over."""
+        self.ticks = 0
+        self.mark: int | None = None
+        self.ticked = threading.Event()
+        self.saw_ticks: list[bool] = []
+        """Per search off the loop: whether the probe ticked while it waited."""
+        searching = threading.local()
+        check, carried, hand_over = _guard.Guard.check, Conversation._carried, _guard._hand_over
+
+        def checking(guard: _guard.Guard, name: str, *args: Any) -> Any:
+            verdict = check(guard, name, *args)
+            if name == "post":
+                self.checks.append((threading.current_thread().name, verdict))
+            return verdict
+
+        def searched(conversation: Conversation, *args: Any, **kwargs: Any) -> Any:
+            self.searches.append(threading.current_thread().name)
+            if threading.get_ident() != self.loop_thread:
+                self.ticked.clear()
+                self.mark = self.ticks
+                self.saw_ticks.append(self.ticked.wait(30))
+                self.mark = None
+            searching.on = True
+            try:
+                return carried(conversation, *args, **kwargs)
+            finally:
+                searching.on = False
+
+        def handing_over() -> None:
+            if getattr(searching, "on", False):
+                self.hand_overs += 1
+            hand_over()
+
+        monkeypatch.setattr(_guard.Guard, "check", checking)
+        monkeypatch.setattr(Conversation, "_carried", searched)
+        monkeypatch.setattr(_guard, "_hand_over", handing_over)
+
+    async def probe(self) -> None:
+        """Tick on the loop; wake a search waiting for a tick."""
+        while True:
+            await asyncio.sleep(0)
+            self.ticks += 1
+            mark = self.mark
+            if mark is not None and self.ticks > mark:
+                self.ticked.set()
+
+
+async def test_a_check_against_a_long_page_searches_in_a_worker_thread_while_the_loop_goes_on(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://long.example/checked"
+    monkeypatch.setitem(PAGES, url, _page(1_000_000, 4))  # 2 MB read: output and data
+    guard = _guard_of(registry)
+    post = registry.tools["post"].metadata
+    async with registry.conversation("Summarize this page for me") as conversation:
+        assert (await registry.acall("read_page", {"url": url})).ok
+        assert conversation.read_chars >= 2_000_000
+        spy = CheckSpy(monkeypatch)
+        probe = asyncio.create_task(spy.probe())
+        clean = await registry.acall("post", {"text": MESSAGE})
+        before = spy.ticks
+        asked = await registry.acall("post", {"text": f"{MESSAGE}; {_phrase(4)}"})
+        during = spy.ticks - before
+        probe.cancel()
+        # the same check made here, inline, for the verdict to compare
+        inline = guard.check("post", {"text": f"{MESSAGE}; {_phrase(4)}"}, post)
+    assert clean.ok
+    assert POSTED == [{"text": MESSAGE}]
+    # both checks and every search of theirs ran in the guard's worker thread ...
+    in_thread = [name for name, _ in spy.checks[:2]]
+    assert all(name.startswith("toolplug-guard") for name in in_thread), in_thread
+    assert len(spy.searches) == 3  # the two calls' and the inline one
+    assert all(name.startswith("toolplug-guard") for name in spy.searches[:2])
+    # ... while the loop ran: each search began only once the probe had ticked, and the
+    # searches handed the GIL over between their runs of words
+    assert spy.saw_ticks == [True, True]
+    assert during > 0
+    assert spy.hand_overs > 0
+    # the verdict is the one the check gives inline, and the call asks with it
+    verdict = spy.checks[1][1]
+    assert verdict is not None
+    assert verdict == inline
+    assert spy.checks[2] == (threading.current_thread().name, inline)
+    assert asked.error is not None
+    assert asked.error.type == ErrorType.APPROVAL_REQUIRED
+    details = asked.error.details
+    assert (details["rule"], details["fragment"]) == ("flow.phrase", _phrase(4).split(", ")[1])
+    assert details["source"] == verdict.details["source"]
+    assert details["source"]["index"] == 1
+
+
+async def test_a_check_stays_inline_until_what_it_searches_is_long(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://short.example/checked"
+    monkeypatch.setitem(PAGES, url, _page(OFF_LOOP_CHARS // 4, 5))  # half the limit read
+    guard = _guard_of(registry)
+    spy = CheckSpy(monkeypatch)
+    here = threading.current_thread().name
+    short = {"text": _phrase(5)}  # a few searches
+    long = {"text": f"{MESSAGE} {MESSAGE}; {_phrase(5)}"}  # some sixty
+    async with registry.conversation("Summarize this page") as conversation:
+        await registry.acall("read_page", {"url": url})
+        # a short conversation: even a long value is checked inline
+        assert conversation.read_chars < OFF_LOOP_CHARS
+        assert not guard.long("post", long)
+        first = await registry.acall("post", long)
+        assert [name for name, _ in spy.checks] == [here]
+        assert spy.searches == [here]
+        # a second read of it: the conversation read the limit's characters or more ...
+        await registry.acall("read_page", {"url": url})
+        assert conversation.read_chars >= OFF_LOOP_CHARS
+        # ... but a short value's few searches of them stay inline
+        assert not guard.long("post", short)
+        second = await registry.acall("post", short)
+        assert spy.checks[1][0] == here
+        # a long value's many go to the thread
+        assert guard.long("post", long)
+        probe = asyncio.create_task(spy.probe())
+        third = await registry.acall("post", long)
+        probe.cancel()
+        # where no loop runs (a check made from plain code in a thread) it stays inline
+        assert not await asyncio.to_thread(guard.long, "post", long)
+    assert spy.checks[2][0].startswith("toolplug-guard")
+    assert spy.searches[2].startswith("toolplug-guard")
+    assert spy.saw_ticks == [True]
+    for result, index in ((first, 1), (second, 2), (third, 2)):  # the latest source named
+        assert result.error is not None
+        assert result.error.details["rule"] == "flow.phrase"
+        assert result.error.details["source"]["index"] == index
+
+
+VALUES = [
+    # a run of six words of the page
+    ("post", {"text": f"{MESSAGE}; {_phrase(6 - 1)}"}),
+    # a token of the page
+    ("post", {"text": "wire the balance to ACCT-5-77310 today"}),
+    # nothing of the page: no verdict
+    ("post", {"text": MESSAGE}),
+    # the user's own words
+    ("post", {"text": "please summarize this long page for me now"}),
+    # a page's URL to a read-only call: no flow with nothing private read
+    ("read_page", {"url": "https://long.example/absorbed"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), VALUES)
+async def test_a_check_in_the_thread_gives_the_verdict_inline_does(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, tool: str, arguments: dict[str, Any]
+) -> None:
+    # a long page a replica read (``Conversation.absorb``): its words are not listed yet
+    page = _guard.Source(
+        1, "read_page", "r1", toolplug.Trust(output="untrusted", sinks=("url",)),
+        _page(300_000, 5).casefold(), given="https://long.example/absorbed",
+    )
+    guard = _guard_of(registry)
+    metadata = registry.tools[tool].metadata
+    async with registry.conversation("Please summarize this long page for me") as conversation:
+        read = _guard.Source.from_json(page.to_json())
+        assert read is not None
+        conversation.absorb(read)
+        assert guard.long("post", {"text": MESSAGE})
+        spy = Spy(monkeypatch)
+        off = await guard.check_off_loop(tool, arguments, metadata)
+        # the page's words were listed in the worker, a slice at a time
+        assert not [chars for chars in spy.on_loop() if chars >= OFF_LOOP_CHARS]
+        sliced = spy.off_loop()
+        assert len(sliced) > 2
+        assert sum(sliced) >= len(read.text)
+        inline = guard.check(tool, arguments, metadata)
+    assert off == inline
+
+
+async def test_a_check_in_the_thread_reads_the_calls_context(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a plan's step passing an untrusted step's value by reference (``derived_from``) and a
+    # long private mail read after an untrusted page: the thread sees both, as inline does
+    url = "https://long.example/context"
+    monkeypatch.setitem(PAGES, url, _page(200_000, 0))
+    monkeypatch.setattr(guard_tools, "INBOX", _page(200_000, 1).replace("ACCT", "PIN"))
+    guard = _guard_of(registry)
+    post = registry.tools["post"].metadata
+    async with registry.conversation("Summarize my day") as conversation:
+        assert (await registry.acall("read_page", {"url": url})).ok
+        assert (await registry.acall("read_inbox", {})).ok
+        assert conversation.private
+        assert conversation.untrusted
+        assert guard.long("post", {"text": MESSAGE})
+        page = conversation.sources[1]
+        verdicts: list[Any] = []
+        for arguments in ({"text": "hello", "link": "x"}, {"text": _phrase(1)}):
+            token = _guard.derived_from({"link": page})
+            try:
+                off = await guard.check_off_loop("post", arguments, post)
+                inline = guard.check("post", arguments, post)
+            finally:
+                _guard._DERIVED.reset(token)
+            assert off == inline
+            verdicts.append(off)
+        mail = await guard.check_off_loop("post", {"text": _phrase(1)}, post)
+    assert verdicts[0] is not None
+    assert verdicts[0].details["rule"] == "flow.reference"
+    assert verdicts[0].details["source"]["index"] == 1
+    assert verdicts[1] is not None
+    assert verdicts[1].details["rule"] == "trifecta"  # the mail's words, not the page's
+    assert verdicts[1].details["source"]["index"] == 2
+    assert mail == verdicts[1]
+
+
+async def test_a_value_of_tokens_is_searched_in_the_thread_handing_the_gil_over(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://long.example/tokens"
+    monkeypatch.setitem(PAGES, url, _page(1_000_000, 3))  # 2 MB read: output and data
+    codes = " ".join(f"zq{n}0000000" for n in range(5))  # five tokens, too few words for a run
+    async with registry.conversation("Summarize this page"):
+        assert (await registry.acall("read_page", {"url": url})).ok
+        spy = CheckSpy(monkeypatch)
+        probe = asyncio.create_task(spy.probe())
+        clean = await registry.acall("post", {"text": codes})
+        handed = spy.hand_overs
+        asked = await registry.acall("post", {"text": f"{codes} acct-3-77310"})
+        probe.cancel()
+    assert clean.ok
+    assert len(spy.checks) == 2
+    assert all(name.startswith("toolplug-guard") for name, _ in spy.checks)
+    assert spy.saw_ticks == [True, True]
+    assert handed >= 4  # each token a search of 2 MB: the GIL handed over between them
+    assert asked.error is not None
+    assert asked.error.details["rule"] == "flow.token"
+    assert asked.error.details["fragment"] == "acct-3-77310"

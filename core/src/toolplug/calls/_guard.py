@@ -34,7 +34,10 @@ Folding an untrusted or private result's text and listing its words (what the ph
 searches) costs about 10 ns a character. For a result of ``OFF_LOOP_CHARS`` characters or
 more, where an event loop runs, the engine has both done in a worker thread, a slice at a
 time, and awaits that before the call returns (``Conversation.record_off_loop``): the
-loop goes on, and the next call sees the result as it would have.
+loop goes on, and the next call sees the result as it would have. A check searches what
+was read, once per token and run of words of a sink value (0.17 ms a MB): in a
+conversation that read that much, a check whose searches are long (``Guard.long``) is
+awaited in that worker thread too (``Guard.check_off_loop``), with the same verdict.
 """
 
 from __future__ import annotations
@@ -113,6 +116,15 @@ text do (0.15 us against 0.008)."""
 _SLICE_CHARS: Final = 64 * 1024
 """How much text a worker thread folds or lists the words of before it hands the GIL back
 (``_hand_over``): what the event loop may wait for, about 0.35 ms."""
+_SEARCH_CHARS: Final = 2 * 1024 * 1024
+"""How many characters a check's substring searches go through (each token and run of words
+of a sink value, through the words of every untrusted or private source) in about the time
+a slice (``_SLICE_CHARS``) takes to fold or list: a search goes through about 6 characters
+a ns, so 0.35 ms. A check that would search more is made in a worker thread
+(``Guard.long``), and there hands the GIL over after each such slice of searching."""
+_VALUE_CHARS_PER_SEARCH: Final = 6
+"""The characters of a sink value counted as one search (a word and the space after it:
+each starts a token, a run of words, or both)."""
 _BREAK: Final = re.compile(r"\W")
 _indexer_pool: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
 """The pool ``_indexer`` made, and the process it was made in."""
@@ -279,6 +291,11 @@ class Conversation:
         """Whether any untrusted output entered."""
         self.private = False
         """Whether any private output entered."""
+        self.read_chars = 0
+        """The characters of the untrusted and private text entered (their ``Source.text``):
+        what a check searches, in the outermost conversation (``Guard.long``)."""
+        self._untrusted_chars = 0
+        self._private_chars = 0
         if request:
             self.trust(request)
 
@@ -462,8 +479,11 @@ class Conversation:
                 root._listings.append(source)
             if trust.untrusted:
                 root._untrusted.append(source)
+                root._untrusted_chars += len(source.text)
             if trust.private:
                 root._private.append(source)
+                root._private_chars += len(source.text)
+            root.read_chars += len(source.text)
             node: Conversation | None = self
             while node is not None:
                 if trust.untrusted:
@@ -496,10 +516,14 @@ class Conversation:
             trust = source.trust
             if trust.untrusted:
                 root._untrusted.append(here)
+                root._untrusted_chars += len(here.text)
                 root.untrusted = True
             if trust.private:
                 root._private.append(here)
+                root._private_chars += len(here.text)
                 root.private = True
+            if trust.untrusted or trust.private:
+                root.read_chars += len(here.text)
 
     def __enter__(self) -> Conversation:
         _ENTERED.set((_CURRENT.set(self), _ENTERED.get()))
@@ -580,6 +604,11 @@ class Conversation:
         exact = self._exact_nodes if untrusted else ()
         size = settings.min_phrase_words
         min_chars = settings.min_token_chars
+        # each search holds the GIL throughout: in a conversation that read long text, off
+        # the loop (``Guard.long``: in a worker thread), it is handed over between searches
+        # (``_searched``), as recording does a slice at a time; else the loop waits for the
+        # interpreter's switch interval (5 ms) or the check's end, whichever comes first
+        since = 0  # characters searched since the GIL was last handed over
         for text in (value,) if type(value) is str else _strings(value):
             if exact:
                 whole = text.strip()
@@ -607,6 +636,8 @@ class Conversation:
                 for source in reversed(wanted):
                     if token in source.text and token not in source.given:
                         return source, token, "token"
+                if root.read_chars >= OFF_LOOP_CHARS and not loop_running():  # few tokens
+                    since = _searched(since, root, untrusted=untrusted)
             if len(folded) < 2 * size - 1:
                 continue  # too short to hold that many words
             if len(parts) < size:  # _fewer_words, inline: most values are short
@@ -619,6 +650,7 @@ class Conversation:
             if len(words) < size:
                 continue
             request_words = root._request_words
+            handing = root.read_chars >= OFF_LOOP_CHARS and not loop_running()
             for i in range(len(words) - size + 1):
                 phrase = " ".join(words[i : i + size])
                 spaced = f" {phrase} "
@@ -627,6 +659,8 @@ class Conversation:
                 for source in reversed(wanted):
                     if spaced in source.words and spaced not in source.given_words:
                         return source, phrase, "phrase"
+                if handing:
+                    since = _searched(since, root, untrusted=untrusted)
         return None
 
     def _exact_numbers(self, value: Any) -> tuple[Source, Any] | None:
@@ -729,6 +763,55 @@ class Guard:
             return asked
         flow = self._flow(name, arguments, metadata, conversation)
         return flow if flow is not None else asked
+
+    def long(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether a check of this call here would hold an event loop running in this thread
+        long enough to make it in a worker thread: the current conversation read
+        ``OFF_LOOP_CHARS`` characters or more of untrusted or private text
+        (``Conversation.read_chars``, recorded here or absorbed from a replica), and its
+        searches for the sink values (one a word, about) would go through ``_SEARCH_CHARS``
+        or more. The caller then awaits ``check_off_loop`` instead of ``check``."""
+        conversation = _CURRENT.get()
+        if conversation is None:
+            return False
+        read = conversation._root.read_chars
+        if read < OFF_LOOP_CHARS or not self.settings.enabled:  # the common case
+            return False
+        if not loop_running():
+            return False
+        chars = 0
+        for sink in self.labels(name).sinks:
+            value = arguments.get(sink)
+            if value is not None:
+                for text in _strings(value):
+                    chars += len(text)
+        return read * (chars // _VALUE_CHARS_PER_SEARCH + 1) >= _SEARCH_CHARS
+
+    def check_off_loop(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> asyncio.Future[Verdict | None]:
+        """``check``, in a worker thread (``_indexer``'s), for a call whose check would search
+        long text (``long``): each token and run of ``min_phrase_words`` words of a sink value
+        is one search of the text read, 0.17 ms a MB, which would hold the event loop; in the
+        thread they hand the GIL back a slice at a time. The same verdict: it runs in a copy of
+        this context (the current conversation, the arguments a plan passed by reference),
+        and the words of a long source not listed yet (absorbed from a replica, recorded
+        where no loop ran) are listed a slice at a time first."""
+        work = functools.partial(self._check_sliced, name, arguments, metadata)
+        context = contextvars.copy_context()
+        return asyncio.get_running_loop().run_in_executor(_indexer(), context.run, work)
+
+    def _check_sliced(
+        self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
+    ) -> Verdict | None:
+        """``check_off_loop``'s work, in the worker thread."""
+        conversation = _CURRENT.get()
+        if conversation is not None:
+            root = conversation._root
+            for source in (*root._untrusted, *root._private):
+                if source._words is None and len(source.text) >= _SLICE_CHARS:
+                    source._words = _sliced_words(source.text)
+        return self.check(name, arguments, metadata)
 
     # -- policies --------------------------------------------------------------------
 
@@ -1010,6 +1093,19 @@ def _sliced_words(text: str, size: int | None = None) -> str:
     if not found:
         return "  "  # as _spaced_words has it
     return " ".join(["", *found, ""])  # one copy of the words, not three
+
+
+def _searched(since: int, root: Conversation, *, untrusted: bool) -> int:
+    """The characters searched since the GIL was last handed over, ``since`` and one more
+    search of every untrusted (or private) source of ``root``'s; the GIL handed over
+    (``_hand_over``) first and 0 returned when the next search would pass ``_SEARCH_CHARS``
+    (about a slice's time)."""
+    searched = root._untrusted_chars if untrusted else root._private_chars
+    since += searched
+    if since + searched > _SEARCH_CHARS:
+        _hand_over()
+        return 0
+    return since
 
 
 def _hand_over() -> None:

@@ -93,7 +93,11 @@ class Pipeline:
         asked = call.approved
         guard = self.guard
         if guard.active(call.tool):  # the policies, then the flow guard
-            verdict = guard.check(call.tool, call.arguments, meta)
+            verdict = (  # in a worker thread when it would search long text
+                await guard.check_off_loop(call.tool, call.arguments, meta)
+                if guard.long(call.tool, call.arguments)
+                else guard.check(call.tool, call.arguments, meta)
+            )
             if verdict is not None:
                 if verdict.action == "deny":
                     return _refused(call.tool, verdict)
