@@ -130,6 +130,20 @@ def check_report(schema: dict[str, Any], fmt: str, strict: bool | None) -> None:
     assert not found, (fmt, found, [loss.line() for loss in losses])
 
 
+def test_a_nullable_type_list_written_as_alternatives_has_a_line() -> None:
+    # found by the property test below with a random seed: Anthropic's strict grammar takes
+    # no type list, so ["string", "null"] becomes anyOf, and that said nothing
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": ["string", "null"]}},
+        "required": [],
+        "additionalProperties": False,
+    }
+    check_report(schema, "anthropic", True)
+    [line] = [loss.line() for loss in explain_tool(meta(schema), "anthropic", strict=True)]
+    assert line == '/properties/a  type  rewritten: anyOf: the type or {"type": "null"}'
+
+
 SETTINGS = settings(
     max_examples=150,
     deadline=None,

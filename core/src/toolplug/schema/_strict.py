@@ -286,6 +286,8 @@ class _Rewrite:
             folded.append("format")
         notes += _fold(node, folded, self.report)
         if not self.rules.type_lists and isinstance(out.get("type"), list):
+            if declared == out["type"]:  # else a line above says how the type changed
+                self.report.add(path, "type", "rewritten", 'anyOf: the type or {"type": "null"}')
             out = _null_as_alternative(out)
         return _titled(_described(out, description, notes + notes_after), title)
 
