@@ -142,12 +142,15 @@ def test_calls_run_as_tasks_are_guarded_in_the_session_s_conversation(tmp_path: 
     assert getattr(fine, "status", None) == "completed", fine
 
 
-WORKSPACE_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(
-    encoding="utf-8"
-) + (
-    "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
-    "    for tool in (Post, GetChannels, ReadWiki, SendToChannel):\n        register(tool)\n"
-)
+def _guard_tools(*names: str) -> str:
+    """A plugin module for ``toolplug serve``: tests/helpers/guard.py, registering ``names``."""
+    return (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(encoding="utf-8") + (
+        "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
+        f"    for tool in ({', '.join(names)}):\n        register(tool)\n"
+    )
+
+
+WORKSPACE_TOOLS = _guard_tools("Post", "GetChannels", "ReadWiki", "SendToChannel")
 
 
 def test_refs_over_mcp(tmp_path: Path) -> None:
@@ -199,12 +202,7 @@ def test_refs_over_mcp(tmp_path: Path) -> None:
     assert "read_wiki (call 2)" in text_of(carried)
 
 
-MAIL_TOOLS = (Path(__file__).parents[1] / "helpers" / "guard.py").read_text(
-    encoding="utf-8"
-) + (
-    "\n\n@hookimpl\ndef register_tools(register: Any) -> None:\n"
-    "    for tool in (ReadPage, FindContact, SendMail):\n        register(tool)\n"
-)
+MAIL_TOOLS = _guard_tools("ReadPage", "FindContact", "SendMail")
 
 
 def test_destinations_over_mcp(tmp_path: Path) -> None:
