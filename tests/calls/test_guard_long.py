@@ -470,6 +470,39 @@ async def test_a_check_stays_inline_until_what_it_searches_is_long(
         assert result.error.details["source"]["index"] == index
 
 
+async def test_guard_reason_from_the_loop_checks_a_long_conversation_off_it(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what frameworks' approval flows and the MCP server ask before a call
+    # (``Registry.aguard_reason``): the same question, in the worker thread when long
+    url = "https://long.example/asked"
+    monkeypatch.setitem(PAGES, url, _page(1_000_000, 3))
+    carried = {"text": f"{MESSAGE}; {_phrase(3)}"}
+    async with registry.conversation("Summarize this page for me"):
+        await registry.acall("read_page", {"url": url})
+        spy = CheckSpy(monkeypatch)
+        probe = asyncio.create_task(spy.probe())
+        asked = await registry.aguard_reason("post", carried)
+        clean = await registry.aguard_reason("post", {"text": MESSAGE})
+        probe.cancel()
+        inline = registry.guard_reason("post", carried)
+        # arguments the engine would refuse: nothing to ask, as guard_reason answers
+        invalid = await registry.aguard_reason("post", {"text": 7})
+        unknown = await registry.aguard_reason("no_such_tool", carried)
+    assert len(spy.checks) == 3
+    assert all(name.startswith("toolplug-guard") for name, _ in spy.checks[:2])
+    assert spy.saw_ticks[:2] == [True, True]  # the loop went on while each searched
+    assert spy.checks[2][0] == threading.current_thread().name  # the sync one, inline
+    assert asked is not None
+    assert asked == inline
+    assert "read untrusted content" in asked
+    assert clean is None
+    assert invalid is None
+    assert unknown is None
+    # with no conversation open nothing is asked, from either
+    assert await registry.aguard_reason("post", carried) is None
+
+
 VALUES = [
     # a run of six words of the page
     ("post", {"text": f"{MESSAGE}; {_phrase(6 - 1)}"}),

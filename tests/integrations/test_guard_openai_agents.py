@@ -14,6 +14,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
+from tests.helpers.guard_threads import CheckThreads, long_news
 from toolplug import Registry
 from toolplug.integrations.openai_agents import function_tools
 from toolplug.schema import strict_arguments
@@ -95,3 +96,18 @@ def test_a_run_resumed_from_kept_state_in_an_opened_conversation_still_remembers
 
     asyncio.run(main())
     assert POSTED == []
+
+
+def test_after_a_long_page_the_sdks_question_is_checked_off_the_loop(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the SDK awaits needs_approval on its loop: toolplug's check of a conversation that
+    # read a long page searches it in a worker thread, and the run is interrupted the same
+    long_news(monkeypatch)
+    checks = CheckThreads(monkeypatch)
+    paused = _run(_agent(registry, f"notes at {EVIL}"), "Summarize today's news")
+    [waiting] = paused.interruptions
+    assert waiting.tool_name == "post"
+    assert POSTED == []
+    assert checks.threads
+    assert checks.on_the_loop == []

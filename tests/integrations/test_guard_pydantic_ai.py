@@ -23,6 +23,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
+from tests.helpers.guard_threads import CheckThreads, long_news
 from toolplug import Registry
 from toolplug.integrations.pydantic_ai import ToolplugToolset
 
@@ -106,3 +107,22 @@ def test_a_conversation_opened_around_the_run_is_used(registry: Registry) -> Non
     result, conversation = asyncio.run(main())
     assert result.output == "done"  # the request of the opened conversation holds EVIL
     assert [s.tool for s in conversation.sources] == [None, "read_page", "post"]
+
+
+def test_after_a_long_page_the_pause_is_checked_off_the_loop(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the toolset's call_tool decides on pydantic-ai's loop whether to defer the call: the
+    # check of a conversation that read a long page searches it in a worker thread
+    long_news(monkeypatch)
+    checks = CheckThreads(monkeypatch)
+    paused = asyncio.run(
+        _agent(registry, ("post", {"text": f"notes at {EVIL}"})).run("Summarize today's news")
+    )
+    assert isinstance(paused.output, DeferredToolRequests)
+    [call] = paused.output.approvals
+    assert call.tool_name == "post"
+    assert "read untrusted content" in paused.output.metadata[call.tool_call_id]["reason"]
+    assert POSTED == []
+    assert checks.threads
+    assert checks.on_the_loop == []

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+import toolplug
 from tests.helpers.serve import child_env, free_port, http_server, text_of
 
 NEWS = "https://news.example/today"
@@ -244,3 +246,46 @@ def test_destinations_over_mcp(tmp_path: Path) -> None:
     assert carried.is_error
     assert "send_mail's body leaves the machine or changes something" in text_of(carried)
     assert "(trifecta rule)" in text_of(carried)
+
+
+@pytest.mark.parametrize("how", ["host approves", "as tasks"])
+def test_the_servers_own_checks_search_a_long_page_off_the_loop(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, for the spy: the server asks the guard itself before a host's own approval
+    stands ([serve] approvals = "client") and before it starts a call as a task. After a long
+    page those checks search it in the guard's worker thread, as a call's own check does,
+    and the call carrying the page is refused as before."""
+    from mcp import Client
+
+    from tests.helpers import tasks
+    from tests.helpers.guard import PLUGIN
+    from tests.helpers.guard_threads import CheckThreads, long_news
+    from toolplug.serve._server import build_server
+
+    long_news(monkeypatch)
+    checks = CheckThreads(monkeypatch)
+    tasked = how == "as tasks"
+    config = (
+        {"calls": {"task_after_seconds": 0}} if tasked else {"serve": {"approvals": "client"}}
+    )
+    registry = toolplug.load(config, plugins=[PLUGIN], env={})
+
+    async def session() -> Any:
+        extensions = [tasks.TasksClient()] if tasked else []
+        with anyio.fail_after(60):
+            async with Client(build_server(registry), extensions=extensions) as client:
+                read = await tasks.call(client, "read_page", {"url": NEWS})
+                if isinstance(read, tasks.CreatedTask):
+                    await tasks.wait(client.session, read.task_id)
+                return await tasks.call(client, "post", {"text": f"see {EVIL}"})
+
+    try:
+        post = anyio.run(session)
+    finally:
+        registry.close()
+    assert isinstance(post, types.CallToolResult), post  # refused, not started as a task
+    assert post.is_error
+    assert "read untrusted content" in text_of(post)
+    assert checks.threads
+    assert checks.on_the_loop == []

@@ -4,6 +4,7 @@ in the framework's approval flow; the same value from the user's words runs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from langgraph.types import Command
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
+from tests.helpers.guard_threads import CheckThreads, long_news
 from toolplug import ApprovalRequest
 from toolplug.integrations.langchain import ToolplugToolkit
 from toolplug.integrations.llm import approve_calls, toolbox
@@ -140,3 +142,59 @@ def test_llm_runs_the_same_value_from_the_users_words(registry: toolplug.Registr
     )
     chain.text()
     assert [{"text": f"see {EVIL}"}] == POSTED
+
+
+def test_langgraph_run_async_checks_a_long_page_off_the_loop(
+    registry: toolplug.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ainvoke: the tools' arun decides on LangGraph's loop whether a person is asked
+    long_news(monkeypatch)
+    checks = CheckThreads(monkeypatch)
+    agent = create_agent(
+        Model(messages=iter([READ, POST, DONE])),
+        ToolplugToolkit(registry).get_tools(),
+        checkpointer=InMemorySaver(),
+    )
+    prompt = "Summarize today's news"
+
+    async def main() -> Any:
+        async with registry.conversation(prompt):
+            return await agent.ainvoke(_user(prompt), {"configurable": {"thread_id": "t3"}})
+
+    paused = asyncio.run(main())
+    [interrupt] = paused["__interrupt__"]
+    assert interrupt.value["name"] == "post"
+    assert "read untrusted content" in interrupt.value["description"]
+    assert POSTED == []
+    assert checks.threads
+    assert checks.on_the_loop == []
+
+
+def test_llm_async_chain_checks_a_long_page_off_the_loop(
+    registry: toolplug.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llm's async chain awaits before_call and the tool on its loop: both checks of the
+    # post search the long page in a worker thread
+    long_news(monkeypatch)
+    checks = CheckThreads(monkeypatch)
+    asked: list[ApprovalRequest] = []
+
+    def ask(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return True
+
+    async def main() -> None:
+        prompt = _calls(("read_page", {"url": NEWS}), ("post", {"text": f"see {EVIL}"}))
+        chain = llm.get_async_model("echo").chain(
+            prompt,
+            tools=[toolbox(registry, request="Summarize today's news")],
+            before_call=approve_calls(ask),
+        )
+        await chain.text()
+
+    asyncio.run(main())
+    assert [r.tool for r in asked] == ["post"]
+    assert "read untrusted content" in asked[0].reason
+    assert [{"text": f"see {EVIL}"}] == POSTED  # approved: it ran once
+    assert len(checks.threads) >= 2  # the question, and the call's own
+    assert checks.on_the_loop == []

@@ -50,6 +50,7 @@ _NOT_RECORDED: Final = frozenset({
 """toolplug's own refusals: their text is toolplug's, not the tool's output."""
 
 if TYPE_CHECKING:
+    from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Invoker"]
@@ -220,15 +221,40 @@ class Invoker:
     def guard_reason(self, name: str, arguments: Any) -> str | None:
         """Why the flow guard or a policy would ask about this call now (``deny`` and
         ``allow`` are the engine's to apply when it runs), or None."""
-        tool = self.registry.tools.get(name)
+        subject = self._guarded(name, arguments)
+        if subject is None:
+            return None
+        verdict = self._pipeline.guard.check(*subject)
+        return verdict.reason if verdict is not None and verdict.action == "ask" else None
+
+    async def aguard_reason(self, name: str, arguments: Any) -> str | None:
+        """``guard_reason`` for a caller on the event loop: a check that would search long
+        text runs in the guard's worker thread, as the engine's own check does, so the
+        loop goes on meanwhile (``Guard.long``)."""
+        subject = self._guarded(name, arguments)
+        if subject is None:
+            return None
         guard = self._pipeline.guard
-        if tool is None or not guard.active(name):
+        verdict = (
+            await guard.check_off_loop(*subject)
+            if guard.long(subject[0], subject[1])
+            else guard.check(*subject)
+        )
+        return verdict.reason if verdict is not None and verdict.action == "ask" else None
+
+    def _guarded(
+        self, name: str, arguments: Any
+    ) -> tuple[str, Mapping[str, Any], ToolMetadata] | None:
+        """What the guard checks of this call (its validated arguments), or None when it
+        has nothing to say: no such tool, no rule or conversation for it, or arguments the
+        engine will answer with a validation error."""
+        tool = self.registry.tools.get(name)
+        if tool is None or not self._pipeline.guard.active(name):
             return None
         validated = self._validation.arguments(tool.metadata, arguments)
         if isinstance(validated, ToolResult):
             return None  # the engine answers with the validation error
-        verdict = guard.check(name, validated, tool.metadata)
-        return verdict.reason if verdict is not None and verdict.action == "ask" else None
+        return name, validated, tool.metadata
 
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller that waits in its thread."""

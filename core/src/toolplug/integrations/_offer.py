@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Offer",
+    "aapproval_reason",
     "approval_reason",
     "describe_call",
     "error_text",
@@ -112,8 +113,17 @@ def refines_per_call(registry: Registry, name: str) -> bool:
 def approval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
     """Why the framework must ask its person about this call: the flow guard or a policy
     (in the current conversation), else toolplug's approval rule; None when it need not."""
-    guarded = registry.guard_reason(name, arguments)
-    reason = registry.needs_approval(name, arguments)
+    return _both(registry.guard_reason(name, arguments), registry.needs_approval(name, arguments))
+
+
+async def aapproval_reason(registry: Registry, name: str, arguments: Any) -> str | None:
+    """``approval_reason`` for a framework's async path: a guard check that would search
+    long text runs off the event loop (``Registry.aguard_reason``)."""
+    guarded = await registry.aguard_reason(name, arguments)
+    return _both(guarded, registry.needs_approval(name, arguments))
+
+
+def _both(guarded: str | None, reason: str | None) -> str | None:
     if guarded is None or reason is None:
         return guarded if guarded is not None else reason
     return f"{guarded}; and {reason}"

@@ -34,6 +34,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from toolplug import Approval, ApprovalRequest, Registry, ToolResult
 from toolplug.integrations._offer import (
+    aapproval_reason,
     approval_reason,
     guard_may_ask,
     system_prompt,
@@ -242,14 +243,17 @@ class ToolplugToolkit(BaseToolkit):
         registry = self.registry
         passthrough = self._passthrough
 
-        def settings(arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
-            call_id = _CALL_ID.get()
-            if call_id is None or approval_reason(registry, name, arguments) is None:
+        def settings(
+            call_id: str | None, reason: str | None
+        ) -> tuple[dict[str, Any] | None, bool]:
+            if call_id is None or reason is None:
                 return None, False  # nobody will be asked: no context of its own to build
             return {"call_id": call_id}, self._reviewed_by_middleware(call_id)
 
         def run(**arguments: Any) -> tuple[str, Any]:
-            context, approved = settings(arguments)
+            call_id = _CALL_ID.get()
+            reason = None if call_id is None else approval_reason(registry, name, arguments)
+            context, approved = settings(call_id, reason)
             result = registry.call(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
@@ -257,7 +261,11 @@ class ToolplugToolkit(BaseToolkit):
             return _answer(result)
 
         async def arun(**arguments: Any) -> tuple[str, Any]:
-            context, approved = settings(arguments)
+            call_id = _CALL_ID.get()
+            reason = (
+                None if call_id is None else await aapproval_reason(registry, name, arguments)
+            )
+            context, approved = settings(call_id, reason)
             result = await registry.acall(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,

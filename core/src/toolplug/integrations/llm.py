@@ -34,7 +34,12 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 
 import toolplug
-from toolplug.integrations._offer import approval_reason, system_prompt, tool_description
+from toolplug.integrations._offer import (
+    aapproval_reason,
+    approval_reason,
+    system_prompt,
+    tool_description,
+)
 
 if TYPE_CHECKING:
     from toolplug import (
@@ -174,8 +179,21 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         arguments = dict(tool_call.arguments or {})
         with self.conversation():
             reason = approval_reason(registry, tool_call.name, arguments)
+        return self._approval_request(tool_call, arguments, reason)
+
+    async def _arequest(self, tool_call: llm.ToolCall) -> ApprovalRequest | None:
+        """``_request`` in llm's async chain: a long guard check runs off its loop."""
+        arguments = dict(tool_call.arguments or {})
+        with self.conversation():
+            reason = await aapproval_reason(self._tools_registry, tool_call.name, arguments)
+        return self._approval_request(tool_call, arguments, reason)
+
+    def _approval_request(
+        self, tool_call: llm.ToolCall, arguments: dict[str, Any], reason: str | None
+    ) -> ApprovalRequest | None:
         if reason is None:
             return None
+        registry = self._tools_registry
         shown = registry.redactor.redact_data(arguments)
         return toolplug.ApprovalRequest(
             tool_call.name, shown, registry.get(tool_call.name).metadata, reason,
@@ -236,32 +254,40 @@ class _Call:
         call_id = llm_tool_call.tool_call_id if llm_tool_call is not None else None
         box = self.box
         registry = box._tools_registry
-        # The call id travels to whoever is asked for approval; a call that needs none
-        # is spared building a context of its own.
         conversation = box.conversation()
+        # llm's sync chain calls with no loop running (registry.call's bridge waits for the
+        # result); its async chain calls on its loop and awaits what this returns
+        if _loop_running():
+            return self._acall(conversation, call_id, arguments)
         with conversation:
             asks = call_id is not None and (
                 approval_reason(registry, self.name, arguments) is not None
             )
-        keywords: dict[str, Any] = {
+            keywords = self._keywords(call_id, asks)
+            return self._answer(call_id, registry.call(self.name, arguments, **keywords))
+
+    async def _acall(
+        self, conversation: Conversation, call_id: str | None, arguments: Any
+    ) -> str:
+        registry = self.box._tools_registry
+        with conversation:
+            asks = call_id is not None and (
+                await aapproval_reason(registry, self.name, arguments) is not None
+            )
+            keywords = self._keywords(call_id, asks)
+            result = await registry.acall(self.name, arguments, **keywords)
+        return self._answer(call_id, result)
+
+    def _keywords(self, call_id: str | None, asks: bool) -> dict[str, Any]:
+        """The call's options. The call id travels to whoever is asked for approval; a
+        call that needs none is spared building a context of its own."""
+        box = self.box
+        return {
             "context": {"call_id": call_id} if asks else None,
             "approver": box._approver,
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
         }
-        # llm's sync chain calls with no loop running (registry.call's bridge waits for the
-        # result); its async chain calls on its loop and awaits what this returns
-        if not _loop_running():
-            with conversation:
-                return self._answer(call_id, registry.call(self.name, arguments, **keywords))
-        return self._acall(conversation, call_id, arguments, keywords)
-
-    async def _acall(
-        self, conversation: Conversation, call_id: str | None, arguments: Any, keywords: Any
-    ) -> str:
-        with conversation:
-            result = await self.box._tools_registry.acall(self.name, arguments, **keywords)
-        return self._answer(call_id, result)
 
     def _answer(self, call_id: str | None, result: ToolResult) -> str:
         self.box._keep(call_id, result)
@@ -370,6 +396,8 @@ def approve_calls(ask: Ask) -> Callable[[llm.Tool | None, llm.ToolCall], Any]:
         if not isinstance(implementation, _Call):
             return None  # not one of toolplug's tools
         box = implementation.box
+        if _loop_running():  # llm's async chain, which awaits what this returns
+            return _ask_later(box, tool_call, ask)
         request = box._request(tool_call)
         if request is None:
             return None
@@ -380,6 +408,13 @@ def approve_calls(ask: Ask) -> Callable[[llm.Tool | None, llm.ToolCall], Any]:
         return None
 
     return before_call
+
+
+async def _ask_later(box: Toolplug, tool_call: llm.ToolCall, ask: Ask) -> None:
+    request = await box._arequest(tool_call)
+    if request is not None:
+        decision = ask(request)
+        box._settle(tool_call, await decision if inspect.isawaitable(decision) else decision)
 
 
 async def _settle_later(box: Toolplug, tool_call: llm.ToolCall, decision: Awaitable[Any]) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug import Conversation, export_tool
 from toolplug.integrations._offer import (
-    approval_reason,
+    aapproval_reason,
     guard_may_ask,
     missing,
     offer,
@@ -151,7 +151,7 @@ def _approval(
         # Asked about the call the tool would run: strict shapes back to the declared ones.
         declared = restore_strict_arguments(parameters, arguments)
         with _conversation(registry, context):
-            return approval_reason(registry, metadata.name, declared) is not None
+            return await aapproval_reason(registry, metadata.name, declared) is not None
 
     return needs_approval
 

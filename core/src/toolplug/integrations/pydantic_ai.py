@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug import Conversation, ToolResult, Trust
 from toolplug.integrations._offer import (
-    approval_reason,
+    aapproval_reason,
     describe_call,
     error_text,
     missing,
@@ -172,7 +172,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         approved = ctx.tool_call_approved
         with self._conversation(ctx):
             if not approved:
-                reason = approval_reason(self.registry, name, tool_args)
+                reason = await aapproval_reason(self.registry, name, tool_args)
                 if reason is not None:
                     raise ApprovalRequired(
                         metadata={

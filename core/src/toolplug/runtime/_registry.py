@@ -78,6 +78,9 @@ class CallEngine(Protocol):
     def guard_reason(self, name: str, arguments: Any) -> str | None:
         """Why the flow guard or a policy would ask about this call now, or None."""
 
+    async def aguard_reason(self, name: str, arguments: Any) -> str | None:
+        """``guard_reason`` from the event loop: a long check runs off it."""
+
     def start(
         self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool
     ) -> Task:
@@ -615,6 +618,12 @@ class Registry:
         current conversation, or None: what a framework's own approval flow asks on, beside
         ``needs_approval``. A policy's ``deny`` is not a question: the engine refuses."""
         return self._engine.guard_reason(name, arguments)
+
+    async def aguard_reason(self, name: str, arguments: Any = None) -> str | None:
+        """``guard_reason`` for async code, where frameworks and servers ask: when the
+        conversation has read long untrusted or private text, the check searches it in
+        toolplug's worker thread, as a call's own check does, and the event loop goes on."""
+        return await self._engine.aguard_reason(name, arguments)
 
     def labels(self, name: str) -> Trust:
         """The trust labels in force for ``name``: what the tool declares, else the cautious

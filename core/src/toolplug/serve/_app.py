@@ -142,7 +142,7 @@ def build_server(
                         # The host's own approval ([serve] approvals = "client") did not see
                         # what the flow guard sees: a call it would ask about is asked here.
                         approved = approved_by_host(registry, name) and (
-                            registry.guard_reason(name, arguments) is None
+                            await registry.aguard_reason(name, arguments) is None
                         )
                         result = await registry.acall(
                             name, arguments, context=host, approver=approver,

@@ -124,7 +124,7 @@ class TasksExtension(Extension):
         # The session's conversation, as for a plain call: the task records what it reads
         # there, and a call the flow guard would ask about is not started as a task.
         async with self._conversations.of(owner, self._session(ctx)):
-            if registry.guard_reason(name, arguments) is None:
+            if await registry.aguard_reason(name, arguments) is None:
                 approved = approved_by_host(registry, name)
                 if approved or registry.needs_approval(name, arguments) is None:
                     task = await registry.astart(
