@@ -288,6 +288,75 @@ def test_text_folded_a_slice_at_a_time_is_the_text_folded(strings: list[str], si
     assert _guard._sliced_fold(strings, size) == _guard._fold_joined(strings)
 
 
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=5)
+    | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=5),
+    max_leaves=40,
+)
+
+
+def _nested(depth: int) -> Any:
+    """``depth`` lists, one in another, around a string and a number at each level."""
+    value: Any = ["deepest", depth]
+    for level in range(depth - 1, -1, -1):
+        value = {"text": f"level {level}", "n": level, "inner": value}
+    return value
+
+
+@given(_JSON | st.integers(60, 70).map(_nested), st.integers(1, 7))
+def test_data_read_a_slice_at_a_time_is_the_data_read_whole(value: Any, size: int) -> None:
+    # the same strings in the same order (what the text joins and refs list), the same
+    # values, down to the same depth (64 levels)
+    whole: tuple[list[str], set[Any]] = ([], set())
+    sliced: tuple[list[str], set[Any]] = ([], set())
+    _guard._leaves(value, *whole)
+    _guard._sliced_leaves(value, *sliced, size)
+    assert sliced == whole
+
+
+async def test_a_result_of_many_values_is_read_in_slices_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a short output and 120,000 values of data: long by its values (``off_loop``); the
+    # worker hands the GIL over while it reads them, not only while it folds text
+    rows = [{"id": n, "name": f"row {n}", "ok": n % 2 == 0} for n in range(40_000)]
+    result = toolplug.ToolResult("40000 rows", {"rows": rows})
+    trust = toolplug.Trust(output="untrusted")
+    assert _guard.off_loop(result)
+    reading = threading.local()
+    hand_overs: list[int] = []
+    sliced_leaves, hand_over = _guard._sliced_leaves, _guard._hand_over
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        reading.on = True
+        try:
+            sliced_leaves(*args, **kwargs)
+        finally:
+            reading.on = False
+
+    def handing_over() -> None:
+        if getattr(reading, "on", False):
+            hand_overs.append(threading.get_ident())
+        hand_over()
+
+    monkeypatch.setattr(_guard, "_sliced_leaves", counted)
+    monkeypatch.setattr(_guard, "_hand_over", handing_over)
+    off, inline = Conversation("List the rows"), Conversation("List the rows")
+    pending = off.record("read_rows", trust, result, "r1", in_thread=True)
+    assert pending is not None  # recorded in the worker
+    await pending
+    inline.record("read_rows", trust, result, "r1")
+    # 120,000 values read, a GIL hand-over every _SLICE_VALUES of them, in the worker
+    assert len(hand_overs) >= 120_000 // _guard._SLICE_VALUES
+    assert threading.get_ident() not in hand_overs
+    read, same = off.sources[-1], inline.sources[-1]
+    assert read.tool == "read_rows"
+    assert (read.text, read.values, read.listed) == (same.text, same.values, same.listed)
+    assert "row 39999" in read.text
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_records_long_results_in_threads_of_its_own() -> None:
     # a server that forks its workers after a call: the child has none of the pool's threads

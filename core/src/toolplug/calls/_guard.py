@@ -116,6 +116,9 @@ text do (0.15 us against 0.008)."""
 _SLICE_CHARS: Final = 64 * 1024
 """How much text a worker thread folds or lists the words of before it hands the GIL back
 (``_hand_over``): what the event loop may wait for, about 0.35 ms."""
+_SLICE_VALUES: Final = _SLICE_CHARS // _ITEM_CHARS
+"""How many values of a result's data a worker thread reads before it hands the GIL back:
+as long as a slice of text takes (``_ITEM_CHARS``)."""
 _SEARCH_CHARS: Final = 2 * 1024 * 1024
 """How many characters a check's substring searches go through (each token and run of words
 of a sink value, through the words of every untrusted or private source) in about the time
@@ -376,7 +379,10 @@ class Conversation:
                 tool, trust, result, call_id, arguments, listing=listing
             )
         self._enter(
-            *self._read(tool, trust, result, call_id, arguments, data=data, fold=_fold_joined)
+            *self._read(
+                tool, trust, result, call_id, arguments, data=data, fold=_fold_joined,
+                leaves=_leaves,
+            )
         )
         return None
 
@@ -417,7 +423,8 @@ class Conversation:
             return
         data = result.data if result.error is None and listing else None
         source, values = self._read(
-            tool, trust, result, call_id, arguments, data=data, fold=_sliced_fold
+            tool, trust, result, call_id, arguments, data=data, fold=_sliced_fold,
+            leaves=_sliced_leaves,
         )
         source._words = _sliced_words(source.text)
         self._enter(source, values)
@@ -432,10 +439,11 @@ class Conversation:
         *,
         data: Any,
         fold: Callable[[list[str]], str],
+        leaves: Callable[[Any, list[str], set[Any]], None],
     ) -> tuple[Source, set[Any]]:
         """The source an untrusted or private result makes (numbered when it enters), and
-        the whole values of it that exact tracking keeps; ``fold`` folds and joins its
-        strings."""
+        the whole values of it that exact tracking keeps; ``leaves`` reads its data's
+        strings and values, ``fold`` folds and joins its strings."""
         strings: list[str] = []
         values: set[Any] = set()
         if result.output:
@@ -443,7 +451,7 @@ class Conversation:
             if self.exact and len(result.output.strip()) >= 2:
                 values.add(result.output.strip())
         start = len(strings)
-        _leaves(result.data, strings, values)
+        leaves(result.data, strings, values)
         listed = _NO_NAMES if data is None else frozenset(strings[start : start + _MOST_NAMES])
         if result.error is not None:
             strings.append(result.error.message)
@@ -1198,6 +1206,33 @@ def _leaves(value: Any, strings: list[str], values: set[Any], depth: int = 0) ->
     elif isinstance(value, list | tuple):
         for item in value:
             _leaves(item, strings, values, depth + 1)
+
+
+def _sliced_leaves(
+    value: Any, strings: list[str], values: set[Any], size: int | None = None
+) -> None:
+    """``_leaves(value, strings, values)`` in a worker thread: the same strings in the same
+    order, the GIL handed over every ``size`` (``_SLICE_VALUES``) values read, so that data
+    of a million values holds the event loop no longer than a slice of text does."""
+    size = size or _SLICE_VALUES
+    read = 0
+
+    def walk(container: Mapping[Any, Any] | list[Any] | tuple[Any, ...], depth: int) -> None:
+        nonlocal read
+        for item in container.values() if isinstance(container, Mapping) else container:
+            if depth < 64 and isinstance(item, Mapping | list | tuple):
+                walk(item, depth + 1)
+            else:
+                _leaves(item, strings, values, depth + 1)
+            read += 1
+            if read >= size:
+                _hand_over()
+                read = 0
+
+    if isinstance(value, Mapping | list | tuple):
+        walk(value, 0)
+    else:
+        _leaves(value, strings, values)
 
 
 def _name(text: str) -> str | None:

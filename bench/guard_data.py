@@ -1,0 +1,160 @@
+"""How long does the flow guard hold the event loop for an untrusted result with a lot of
+data (many short values, little text)? The longest stall while it is recorded, with the data
+read on the loop, in a worker thread whole, and in a worker thread a slice at a time, side
+by side in one run.
+
+Run from the workspace root: ``uv run python bench/guard_data.py``.
+
+One process, one registry, inside a conversation: ``rows`` returns ``--rows`` records of
+three values each (an id, a short name, a flag) as its data and one line of output: long by
+its values (``off_loop`` counts each as ``_ITEM_CHARS`` characters), short in text. A probe
+task on the same loop ticks (``await asyncio.sleep(0)``) all the while; its longest gap
+between two ticks is the longest stall another task saw. Three ways, interleaved round by
+round:
+
+* ``on the loop``: the threshold (``OFF_LOOP_CHARS``) set out of reach, so the result is
+  recorded inline (the anchor);
+* ``worker thread, data whole``: recorded in the guard's worker thread, its data read in
+  one go (``_SLICE_VALUES`` out of reach): the thread keeps the GIL until the interpreter's
+  switch interval takes it;
+* ``worker thread, sliced``: what the engine does: the GIL handed over every
+  ``_SLICE_VALUES`` values read.
+
+The output budget's work is left out (``--with-budget`` puts it back): the engine's
+``fits`` and ``bounded`` are replaced by ones that hand the result back as it is. On the
+loop they measure the data as JSON, twice, about 100 ms for 100,000 records that fit, and
+cut a result over the budget in far longer: a cost of the output budget, not of the guard,
+that would hide the guard's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import toolplug
+from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
+from toolplug.calls import _engine, _guard
+
+DATA: dict[str, Any] = {"rows": []}
+"""The data ``rows`` returns, made before the rounds (not on the loop while measured)."""
+
+
+class Rows(Tool):
+    metadata = ToolMetadata(
+        name="rows",
+        description="Many records.",
+        category="research",
+        trust=Trust(output="untrusted"),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult(output=f"{len(DATA['rows'])} rows", data=DATA)
+
+
+class Bench:
+    @hookimpl
+    def register_tools(self, register: Callable[[Any], None]) -> None:
+        register(Rows)
+
+
+WAYS = ("on the loop", "worker thread, data whole", "worker thread, sliced")
+
+
+@contextlib.contextmanager
+def way(name: str) -> Iterator[None]:
+    """The guard's module set for one way (its constants read at call time)."""
+    values = vars(_guard)
+    saved = values["OFF_LOOP_CHARS"], values["_SLICE_VALUES"]
+    if name == "on the loop":
+        values["OFF_LOOP_CHARS"] = sys.maxsize
+    elif name == "worker thread, data whole":
+        values["_SLICE_VALUES"] = sys.maxsize
+    try:
+        yield
+    finally:
+        values["OFF_LOOP_CHARS"], values["_SLICE_VALUES"] = saved
+
+
+async def one_round(registry: toolplug.Registry) -> tuple[float, float]:
+    """The longest gap between the probe's ticks while the rows are read, and the call's
+    time; in seconds."""
+    longest = 0.0
+    running = True
+
+    async def probe() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+
+    with registry.conversation("List the rows for me"):
+        ticking = asyncio.create_task(probe())
+        await asyncio.sleep(0.002)
+        longest = 0.0
+        started = time.perf_counter()
+        result = await registry.acall("rows")
+        took = time.perf_counter() - started
+        await asyncio.sleep(0)  # the probe's tick that ends the read's last gap
+        running = False
+        await ticking
+    assert result.ok, result.error
+    return longest, took
+
+
+async def measure(rows: int, rounds: int) -> dict[str, dict[str, float]]:
+    """Per way, the median stall and call time over ``rounds``, in ms."""
+    DATA["rows"] = [{"id": n, "name": f"row {n}", "ok": n % 2 == 0} for n in range(rows)]
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("bench", Bench())])
+    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in WAYS}
+    for name in WAYS:  # warm up: the pool's threads started, the code paths run once
+        with way(name):
+            await one_round(registry)
+    for round_ in range(rounds):
+        for name in WAYS if round_ % 2 == 0 else tuple(reversed(WAYS)):
+            with way(name):
+                stall, took = await one_round(registry)
+            samples[name][0].append(stall * 1e3)
+            samples[name][1].append(took * 1e3)
+    registry.close()
+    return {
+        name: {"stall": statistics.median(stalls), "call": statistics.median(calls)}
+        for name, (stalls, calls) in samples.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--with-budget", action="store_true", help="keep the output budget")
+    options = parser.parse_args()
+    if not options.with_budget:
+        engine = vars(_engine)  # the names the engine calls, replaced for this run
+        engine["fits"] = lambda result, budget: True
+        engine["bounded"] = lambda result, *args, **kwargs: result
+    medians = asyncio.run(measure(options.rows, options.rounds))
+    budget = "with" if options.with_budget else "without"
+    print(
+        f"{options.rows} records ({options.rows * 3} values), {options.rounds} interleaved "
+        f"rounds, {budget} the output budget; switch interval "
+        f"{sys.getswitchinterval() * 1e3:.0f} ms"
+    )
+    print()
+    print("| way | longest stall ms | the call ms |")
+    print("|---|---:|---:|")
+    for name, figures in medians.items():
+        print(f"| {name} | {figures['stall']:.2f} | {figures['call']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
