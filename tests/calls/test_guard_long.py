@@ -108,7 +108,7 @@ async def test_a_long_page_is_indexed_off_the_loop_and_what_it_says_is_still_cau
         # the loop went on running another task while the page was recorded ...
         assert during > 0
         # ... in a worker thread, where every word of it was listed before the call returned
-        assert spy.entered["p1"].startswith("toolplug-guard")
+        assert spy.entered["p1"].startswith("toolplug-offload")
         assert sum(spy.off_loop()) >= 2 * len(PAGES[url])
         assert spy.on_loop() == [len("summarize this page for me")]  # the request's
         phrase = await registry.acall("post", {"text": _phrase(0)})
@@ -192,7 +192,7 @@ async def test_many_long_and_short_results_at_once_are_all_recorded_in_order(
             entered_in = spy.entered[call_id]
             if call_id.startswith(("long", "sync")):
                 assert source._words is not None  # listed before the call returned
-                assert entered_in.startswith("toolplug-guard")
+                assert entered_in.startswith("toolplug-offload")
             elif call_id.startswith("short"):
                 assert source._words is None  # listed when a check first needs them
                 assert entered_in == here
@@ -253,7 +253,7 @@ def test_a_long_page_read_from_plain_sync_code_is_indexed_off_its_loop_too(
     spy = Spy(monkeypatch)
     with registry.conversation("Summarize this page"):
         assert registry.call("read_page", {"url": url}, context={"call_id": "y1"}).ok
-        assert spy.entered["y1"].startswith("toolplug-guard")
+        assert spy.entered["y1"].startswith("toolplug-offload")
         result = registry.call("post", {"text": _phrase(3)})
     assert result.error is not None
     assert result.error.details["rule"] == "flow.phrase"
@@ -477,9 +477,9 @@ async def test_a_check_against_a_long_page_searches_in_a_worker_thread_while_the
     assert POSTED == [{"text": MESSAGE}]
     # both checks and every search of theirs ran in the guard's worker thread ...
     in_thread = [name for name, _ in spy.checks[:2]]
-    assert all(name.startswith("toolplug-guard") for name in in_thread), in_thread
+    assert all(name.startswith("toolplug-offload") for name in in_thread), in_thread
     assert len(spy.searches) == 3  # the two calls' and the inline one
-    assert all(name.startswith("toolplug-guard") for name in spy.searches[:2])
+    assert all(name.startswith("toolplug-offload") for name in spy.searches[:2])
     # ... while the loop ran: each search began only once the probe had ticked, and the
     # searches handed the GIL over between their runs of words
     assert spy.saw_ticks == [True, True]
@@ -530,8 +530,8 @@ async def test_a_check_stays_inline_until_what_it_searches_is_long(
         probe.cancel()
         # where no loop runs (a check made from plain code in a thread) it stays inline
         assert not await asyncio.to_thread(guard.long, "post", long)
-    assert spy.checks[2][0].startswith("toolplug-guard")
-    assert spy.searches[2].startswith("toolplug-guard")
+    assert spy.checks[2][0].startswith("toolplug-offload")
+    assert spy.searches[2].startswith("toolplug-offload")
     assert spy.saw_ticks == [True]
     for result, index in ((first, 1), (second, 2), (third, 2)):  # the latest source named
         assert result.error is not None
@@ -559,7 +559,7 @@ async def test_guard_reason_from_the_loop_checks_a_long_conversation_off_it(
         invalid = await registry.aguard_reason("post", {"text": 7})
         unknown = await registry.aguard_reason("no_such_tool", carried)
     assert len(spy.checks) == 3
-    assert all(name.startswith("toolplug-guard") for name, _ in spy.checks[:2])
+    assert all(name.startswith("toolplug-offload") for name, _ in spy.checks[:2])
     assert spy.saw_ticks[:2] == [True, True]  # the loop went on while each searched
     assert spy.checks[2][0] == threading.current_thread().name  # the sync one, inline
     assert asked is not None
@@ -666,7 +666,7 @@ async def test_a_value_of_tokens_is_searched_in_the_thread_handing_the_gil_over(
         probe.cancel()
     assert clean.ok
     assert len(spy.checks) == 2
-    assert all(name.startswith("toolplug-guard") for name, _ in spy.checks)
+    assert all(name.startswith("toolplug-offload") for name, _ in spy.checks)
     assert spy.saw_ticks == [True, True]
     assert handed >= 4  # each token a search of 2 MB: the GIL handed over between them
     assert asked.error is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 import toolplug
 from tests.helpers.redis import redis_server
 from toolplug import Tool, ToolMetadata, ToolResult, hookimpl
+from toolplug.calls import _bridge, _engine, _limits
 
 TEXT = "".join(f"line {i:05d}\n" for i in range(2_000))  # 22,000 characters
 ROWS = list(range(3_000))
@@ -29,10 +31,22 @@ class Big(Tool):
         return ToolResult.success(text, {"rows": ROWS} if arguments.get("rows") else None)
 
 
+ROWS_MANY = [{"id": n, "name": f"row {n}"} for n in range(20_000)]
+"""Long by its values (``off_loop``), not its text: measured, cut and kept off the loop."""
+
+
+class Many(Tool):
+    metadata = ToolMetadata(name="many", description="Return many rows.", category="utility")
+
+    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        return ToolResult.success(f"{len(ROWS_MANY)} rows", {"rows": ROWS_MANY})
+
+
 class _Plugin:
     @hookimpl
     def register_tools(self, register: Any) -> None:
         register(Big)
+        register(Many)
 
 
 def _load(**calls: Any) -> toolplug.Registry:
@@ -182,3 +196,46 @@ def test_with_redis_gone_the_output_is_kept_here_and_the_result_says_so(
         assert page.text == "line 00000\n"
     finally:
         registry.close()
+
+
+def test_large_data_is_measured_cut_and_kept_off_the_loop(
+    registry: toolplug.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # measuring 20,000 rows as JSON, cutting them and writing them for the spill would hold
+    # the event loop: they are done in toolplug's worker thread, with the same result
+    where: list[tuple[str, str]] = []
+    measured, cut = _engine._measured, _limits.bounded
+
+    def measuring(*arguments: Any) -> Any:
+        where.append(("measured", threading.current_thread().name))
+        return measured(*arguments)
+
+    def cutting(*arguments: Any, **options: Any) -> Any:
+        where.append(("cut", threading.current_thread().name))
+        return cut(*arguments, **options)
+
+    monkeypatch.setattr(_engine, "_measured", measuring)
+    monkeypatch.setattr(_engine, "bounded", cutting)
+    result = asyncio.run(registry.acall("many"))
+    assert [step for step, _ in where] == ["measured", "cut"]
+    assert all(thread.startswith("toolplug-offload") for _, thread in where), where
+    assert result.ok
+    assert result.spill is not None
+    assert len(result.for_model()) <= 2_000
+    assert any(w.startswith("the structured data was cut to fit") for w in result.warnings)
+    kept = registry.read(result.spill + "/data")
+    assert kept is not None
+    assert json.loads(kept.text) == {"rows": ROWS_MANY}  # the whole data, written off the loop
+    # the same cut as made inline
+    whole = ToolResult.success(f"{len(ROWS_MANY)} rows", {"rows": ROWS_MANY})
+    inline = cut(whole, {}, 2_000, kept_at=result.spill)
+    assert (result.output, result.data, result.warnings) == (
+        inline.output, inline.data, inline.warnings,
+    )
+    # a call stepped through with no loop at all (the bridge's fast path for sync tools):
+    # inline, the same cut
+    where.clear()
+    engine: Any = registry._engine
+    stepped = _bridge._stepped(engine._bounded(engine.prepare("many", {}, None, None), whole))
+    assert where == [("cut", threading.current_thread().name)]
+    assert stepped.data == result.data

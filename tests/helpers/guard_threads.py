@@ -42,4 +42,4 @@ class CheckThreads:
     @property
     def on_the_loop(self) -> list[str]:
         """The checks that ran in another thread than the guard's workers."""
-        return [name for name in self.threads if not name.startswith("toolplug-guard")]
+        return [name for name in self.threads if not name.startswith("toolplug-offload")]

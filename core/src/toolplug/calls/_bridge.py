@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
 import time
 import types
@@ -36,11 +37,38 @@ __all__ = [
     "Workers",
     "limited",
     "loop_running",
+    "offload_pool",
     "pause",
     "settled",
 ]
 
 _T = TypeVar("_T")
+
+_offload: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+"""The pool ``offload_pool`` made, and the process it was made in."""
+_OFFLOAD_LOCK: Final = threading.Lock()
+
+
+def offload_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """toolplug's own threads for its CPU work moved off the event loop: the flow guard's
+    reading and checking of long results, the output budget's measuring and cutting of
+    large data. Made on first use in each process (a forked child has none of its parent's
+    threads), apart from the loop's default pool (``asyncio.to_thread``), where work a tool
+    put may be waiting for this very call to end. Two threads: the work holds the GIL
+    between hand-overs, so more would only take turns."""
+    global _offload  # noqa: PLW0603 - one pool per process, made on first use
+    found = _offload
+    if found is None or found[0] != os.getpid():
+        with _OFFLOAD_LOCK:
+            if _offload is None or _offload[0] != os.getpid():
+                _offload = (
+                    os.getpid(),
+                    concurrent.futures.ThreadPoolExecutor(
+                        2, thread_name_prefix="toolplug-offload"
+                    ),
+                )
+            found = _offload
+    return found[1]
 
 
 class QueueTimeout(Exception):

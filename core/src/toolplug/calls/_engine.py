@@ -23,14 +23,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
+import functools
+import json
 import threading
 import weakref
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
-from toolplug.calls._bridge import Bridge, loop_running
+from toolplug.calls._bridge import Bridge, loop_running, offload_pool
 from toolplug.calls._dispatch import Chain, Next
-from toolplug.calls._guard import Conversation, current
+from toolplug.calls._guard import Conversation, current, off_loop
 from toolplug.calls._limits import bounded, fits, paging_argument
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._redaction import redacted_result
@@ -229,8 +231,8 @@ class Invoker:
 
     async def aguard_reason(self, name: str, arguments: Any) -> str | None:
         """``guard_reason`` for a caller on the event loop: a check that would search long
-        text runs in the guard's worker thread, as the engine's own check does, so the
-        loop goes on meanwhile (``Guard.long``)."""
+        text runs in toolplug's worker thread (``offload_pool``), as the engine's own check
+        does, so the loop goes on meanwhile (``Guard.long``)."""
         subject = self._guarded(name, arguments)
         if subject is None:
             return None
@@ -366,17 +368,33 @@ class Invoker:
         pages = paging_argument(found.cls, meta) if found is not None else None
         kept_at = None  # a tool that pages is read on with a larger offset: nothing to keep
         spill = self._spills is not None and not pages and result.error is None
-        if spill and not fits(result, budget):
+        # Measuring large data as JSON, and cutting it, would hold the loop (100,000
+        # records: 100 ms to measure, over 500 to cut): in toolplug's worker thread then.
+        heavy = (  # (no loop runs when a sync call is stepped through: inline then)
+            result.error is None and result.data is not None and off_loop(result)
+            and loop_running()
+        )
+        over, data, data_text = False, result.data, None
+        if spill and heavy:
+            over, data, data_text = await _offloaded(_measured, result, budget)
+        elif spill:
+            over = not fits(result, budget)
+        if over:
             assert self._spills is not None
             owner = call.context.host.get("client") if call.context is not None else None
-            kept = await self._spills.keep(call.tool, result.output, result.data, owner)
+            kept = await self._spills.keep(
+                call.tool, result.output, data, owner, data_text=data_text
+            )
             if kept is not None:
                 kept_at, local_only = kept
                 if local_only:
                     result = dataclasses.replace(
                         result, warnings=(*result.warnings, _KEPT_HERE)
                     )
-        return bounded(result, call.arguments, budget, pages=pages or False, kept_at=kept_at)
+        cut = functools.partial(
+            bounded, result, call.arguments, budget, pages=pages or False, kept_at=kept_at
+        )
+        return await _offloaded(cut) if heavy else cut()
 
     async def read(
         self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None
@@ -457,3 +475,19 @@ def _model_chars(result: ToolResult) -> int:
         return len(result.output)
     notes = sum(len("Warning: ") + len(w) for w in result.warnings) + len(result.warnings) - 1
     return len(result.output) + 2 + notes if result.output else notes
+
+
+async def _offloaded(work: Callable[..., _T], *arguments: Any) -> _T:
+    """``work(*arguments)`` in toolplug's worker thread, awaited."""
+    return await asyncio.get_running_loop().run_in_executor(offload_pool(), work, *arguments)
+
+
+def _measured(result: ToolResult, budget: int) -> tuple[bool, Any, str | None]:
+    """In the worker, for large data: whether ``result`` is over ``budget``, and if so the
+    data to keep with its JSON text (no data when JSON cannot carry it)."""
+    if fits(result, budget):
+        return False, result.data, None
+    try:
+        return True, result.data, json.dumps(result.data, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return True, None, None

@@ -43,11 +43,9 @@ awaited in that worker thread too (``Guard.check_off_loop``), with the same verd
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import json
-import os
 import re
 import threading
 import time
@@ -55,7 +53,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from toolplug.calls._bridge import loop_running
+from toolplug.calls._bridge import loop_running, offload_pool
 from toolplug.calls._validation import compile_schema
 from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Tool, ToolResult
@@ -129,9 +127,6 @@ _VALUE_CHARS_PER_SEARCH: Final = 6
 """The characters of a sink value counted as one search (a word and the space after it:
 each starts a token, a run of words, or both)."""
 _BREAK: Final = re.compile(r"\W")
-_indexer_pool: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
-"""The pool ``_indexer`` made, and the process it was made in."""
-_INDEXER_LOCK: Final = threading.Lock()
 
 
 def current() -> Conversation | None:
@@ -405,7 +400,7 @@ class Conversation:
         work = functools.partial(
             self._record_sliced, tool, trust, result, call_id, arguments, listing=listing
         )
-        return asyncio.get_running_loop().run_in_executor(_indexer(), work)
+        return asyncio.get_running_loop().run_in_executor(offload_pool(), work)
 
     def _record_sliced(
         self,
@@ -798,7 +793,7 @@ class Guard:
     def check_off_loop(
         self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
     ) -> asyncio.Future[Verdict | None]:
-        """``check``, in a worker thread (``_indexer``'s), for a call whose check would search
+        """``check``, in a worker thread (``offload_pool``'s), for a call whose check would search
         long text (``long``): each token and run of ``min_phrase_words`` words of a sink value
         is one search of the text read, 0.17 ms a MB, which would hold the event loop; in the
         thread they hand the GIL back a slice at a time. The same verdict: it runs in a copy of
@@ -807,7 +802,7 @@ class Guard:
         where no loop ran) are listed a slice at a time first."""
         work = functools.partial(self._check_sliced, name, arguments, metadata)
         context = contextvars.copy_context()
-        return asyncio.get_running_loop().run_in_executor(_indexer(), context.run, work)
+        return asyncio.get_running_loop().run_in_executor(offload_pool(), context.run, work)
 
     def _check_sliced(
         self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
@@ -1122,26 +1117,6 @@ def _hand_over() -> None:
     MB) holds the loop as long as doing the work on it would, and even between operations
     the loop waits for the interpreter's switch interval (5 ms) before it may run."""
     time.sleep(0)
-
-
-def _indexer() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads long results are recorded in (``Conversation.record_off_loop``): a pool
-    of toolplug's own, made on first use in each process (a forked child has none of its
-    parent's threads), so that work a tool put in the loop's default pool
-    (``asyncio.to_thread``), which may be waiting for this very call to end, cannot hold a
-    result back from its conversation. Two threads: the work holds the GIL between
-    hand-overs, so more would only take turns."""
-    global _indexer_pool  # noqa: PLW0603 - one pool per process, made on first use
-    found = _indexer_pool
-    if found is None or found[0] != os.getpid():
-        with _INDEXER_LOCK:
-            if _indexer_pool is None or _indexer_pool[0] != os.getpid():
-                _indexer_pool = (
-                    os.getpid(),
-                    concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="toolplug-guard"),
-                )
-            found = _indexer_pool
-    return found[1]
 
 
 def _left_after(value: Any, left: int, depth: int) -> int:

@@ -90,13 +90,17 @@ class Spills:
     # -- keeping ------------------------------------------------------------------------
 
     async def keep(
-        self, tool: str, output: str, data: Any, owner: str | None
+        self, tool: str, output: str, data: Any, owner: str | None,
+        *, data_text: str | None = None,
     ) -> tuple[str, bool] | None:
         """Keep a result's whole text (and data, when given); its URI, and whether only this
         process holds it though the backend is shared. None when it is larger than the
-        store may hold."""
+        store may hold. ``data_text``: the data as JSON already (large data is written off
+        the event loop), else it is written here."""
         parts = {"output": output}
-        if data is not None:
+        if data_text is not None:
+            parts["data"] = data_text
+        elif data is not None:
             with contextlib.suppress(TypeError, ValueError):  # data JSON cannot carry: cut
                 parts["data"] = json.dumps(data, ensure_ascii=False)
         sizes = {k: len(v) for k, v in parts.items()}
