@@ -20,6 +20,7 @@ import toolplug
 from tests.helpers.cli import Run
 from tests.helpers.echo import echo_headers
 from toolplug import ConfigError, ErrorType, Tool, ToolFailure, ToolMetadata, ToolResult
+from toolplug.calls import _limits
 from toolplug.calls._limits import (
     DATA_CUT,
     DEFAULT_OUTPUT_CHARS,
@@ -450,3 +451,72 @@ def test_fuzzed_command_lines_answer_in_one_of_three_ways(
     assert "internal error" not in output
     assert SECRET not in output
     assert len(output) < 200_000
+
+
+# -- large data in slices (off the loop) -------------------------------------------------
+
+_KEYS = st.text(max_size=3) | st.integers(-3, 3) | st.booleans() | st.none()
+_SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=6)
+    | st.tuples(inner, inner)
+    | st.dictionaries(_KEYS, inner, max_size=6),
+    max_leaves=60,
+)
+
+
+class _Odd:
+    """Not JSON: written as ``str`` gives it (``default=str``), or refused."""
+
+    def __str__(self) -> str:
+        return "odd"
+
+
+@settings(max_examples=300)
+@given(_VALUES | st.lists(_VALUES, min_size=4, max_size=9), st.integers(2, 5))
+def test_data_written_in_slices_is_the_text_written_whole(value: Any, size: int) -> None:
+    # slices as small as two items, so that every shape is written in parts: the text,
+    # its length and the copy are the ones one json.dumps / json.loads gives
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_limits, "_SLICE_ITEMS", size)
+        whole_text = json.dumps(value, ensure_ascii=False)
+        plain = json.dumps(value, ensure_ascii=False, default=str)
+        assert _limits.in_slices(_limits.json_text, value) == whole_text
+        assert _limits.in_slices(_limits._json_chars, value) == len(whole_text)
+        assert _limits.in_slices(_limits._data_chars, value) == _limits._data_chars(value)
+        copy = _limits.in_slices(_limits._plain_copy, value)
+        assert json.dumps(copy) == json.dumps(json.loads(plain))
+
+
+def test_data_in_slices_refuses_and_measures_as_whole_does() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_limits, "_SLICE_ITEMS", 2)
+        odd = {"rows": [{"n": n, "at": _Odd()} for n in range(5)]}
+        # not JSON: written with str for the budget's measure, refused for the spill's text
+        assert _limits.in_slices(_limits._data_chars, odd) == _limits._data_chars(odd)
+        assert _limits.in_slices(_limits._plain_copy, odd) == json.loads(
+            json.dumps(odd, default=str)
+        )
+        with pytest.raises(TypeError):
+            _limits.in_slices(_limits.json_text, odd)
+        # a reference cycle: unmeasurable both ways
+        loop: list[Any] = [1, 2, 3]
+        loop.append({"back": [loop, loop, loop]})
+        assert _limits._data_chars(loop) == _limits._UNMEASURABLE
+        assert _limits.in_slices(_limits._data_chars, loop) == _limits._UNMEASURABLE
+    # outside in_slices the whole document is written at once
+    assert not getattr(_limits._SLICED, "on", False)
+
+
+def test_a_large_result_is_cut_in_slices_as_it_is_whole() -> None:
+    rows = {"rows": [{"id": n, "name": f"row {n}", "tags": ["a", "b"]} for n in range(6_000)]}
+    result = ToolResult.success("6000 rows", rows)
+    whole = _limits.bounded(result, {}, 20_000)
+    sliced = _limits.in_slices(_limits.bounded, result, {}, 20_000)
+    assert (sliced.output, sliced.data, sliced.warnings) == (
+        whole.output, whole.data, whole.warnings,
+    )
+    assert any(w.startswith(_limits.DATA_CUT) for w in sliced.warnings)

@@ -24,7 +24,6 @@ import asyncio
 import dataclasses
 import difflib
 import functools
-import json
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 from toolplug.calls._bridge import Bridge, loop_running, offload_pool
 from toolplug.calls._dispatch import Chain, Next
 from toolplug.calls._guard import Conversation, current, off_loop
-from toolplug.calls._limits import bounded, fits, paging_argument
+from toolplug.calls._limits import bounded, fits, in_slices, json_text, paging_argument
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._redaction import redacted_result
 from toolplug.calls._spill import Entry, Page, Spills
@@ -478,8 +477,11 @@ def _model_chars(result: ToolResult) -> int:
 
 
 async def _offloaded(work: Callable[..., _T], *arguments: Any) -> _T:
-    """``work(*arguments)`` in toolplug's worker thread, awaited."""
-    return await asyncio.get_running_loop().run_in_executor(offload_pool(), work, *arguments)
+    """``work(*arguments)`` in toolplug's worker thread, its JSON written a slice at a time
+    (``in_slices``), awaited."""
+    return await asyncio.get_running_loop().run_in_executor(
+        offload_pool(), functools.partial(in_slices, work, *arguments)
+    )
 
 
 def _measured(result: ToolResult, budget: int) -> tuple[bool, Any, str | None]:
@@ -488,6 +490,6 @@ def _measured(result: ToolResult, budget: int) -> tuple[bool, Any, str | None]:
     if fits(result, budget):
         return False, result.data, None
     try:
-        return True, result.data, json.dumps(result.data, ensure_ascii=False)
+        return True, result.data, json_text(result.data)
     except (TypeError, ValueError, RecursionError):
         return True, None, None

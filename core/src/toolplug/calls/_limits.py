@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from toolplug.contract._tool import Citation, ErrorType, ToolResult
@@ -34,6 +36,8 @@ __all__ = [
     "bounded",
     "data_cut",
     "fits",
+    "in_slices",
+    "json_text",
     "loads_bounded",
     "paging_argument",
     "reply_chars",
@@ -315,6 +319,7 @@ def _fewer_citations(
 
 
 _Item = TypeVar("_Item")
+_T = TypeVar("_T")
 
 
 def _first_that_fit(
@@ -354,6 +359,8 @@ def _data_chars(data: Any) -> int:
     if data is None:
         return 0
     try:
+        if getattr(_SLICED, "on", False):
+            return sum(map(len, _json_pieces(data, _plain_json, 0))) + _WRAPPING
         return len(json.dumps(data, ensure_ascii=False, default=str)) + _WRAPPING
     except (TypeError, ValueError, RecursionError):
         return _UNMEASURABLE
@@ -387,7 +394,7 @@ def _shrunk(data: Any, budget: int) -> tuple[Any, str]:
     strings shortened first, then the second half of the largest array or object dropped,
     again and again; None when not even the empty shell fits."""
     try:
-        data = json.loads(json.dumps(data, ensure_ascii=False, default=str))  # a copy to cut
+        data = _plain_copy(data)  # a copy to cut
     except (TypeError, ValueError, RecursionError):
         return None, "it cannot be written as JSON and was left out"
     strings = False
@@ -423,7 +430,180 @@ def _shrunk(data: Any, budget: int) -> tuple[Any, str]:
 
 
 def _json_chars(data: Any) -> int:
+    if getattr(_SLICED, "on", False):
+        return sum(map(len, _json_pieces(data, _strict_json, 0)))
     return len(json.dumps(data, ensure_ascii=False))
+
+
+# -- large data off the loop ------------------------------------------------------------
+#
+# The engine measures, writes and cuts large data in a worker thread (``in_slices``). The C
+# JSON encoder and decoder keep the GIL through a whole document, which would hold the event
+# loop as long as doing it there; in slices, a large array or object is written (or read
+# back) a batch of its items at a time, with the GIL handed over between batches. The text
+# is the same as one ``json.dumps`` writes: the items of an array or the members of an
+# object are written the same way alone as together, and joined with the same separators.
+# A batch is not looked into: in an array of many items, one item that holds most of the
+# data is written with its batch, in one go.
+
+_SLICE_ITEMS: Final = 2_048
+"""The items of a large array or object written in one go (under 0.1 ms of encoding for
+short records), and the values a container may hold before it is written in parts."""
+_SLICE_DEPTH: Final = 32
+"""How deep slicing goes; below, a container is written whole (and the encoder finds a
+reference cycle as it would)."""
+_SLICE_SECONDS: Final = 0.0003
+"""How long a worker writes before it hands the GIL over: what the event loop may wait."""
+_SLICED = threading.local()
+"""``on`` in a thread running ``in_slices``; ``handed``, when it last handed the GIL over."""
+
+
+def in_slices(work: Callable[..., _T], *arguments: Any) -> _T:
+    """``work(*arguments)`` with large data measured, written and copied a slice at a time
+    (for a worker thread: each slice hands the GIL over)."""
+    _SLICED.on = True
+    try:
+        return work(*arguments)
+    finally:
+        _SLICED.on = False
+
+
+def json_text(data: Any) -> str:
+    """``json.dumps(data, ensure_ascii=False)``, in slices inside ``in_slices``."""
+    if getattr(_SLICED, "on", False):
+        return "".join(_json_pieces(data, _strict_json, 0))
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _plain_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _strict_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _plain_copy(data: Any) -> Any:
+    """``data`` as plain JSON values (what ``json.loads`` gives for its text, others written
+    as ``str`` gives them): a copy to cut."""
+    if getattr(_SLICED, "on", False):
+        return _copied(data, 0)
+    return json.loads(_plain_json(data))
+
+
+def _json_pieces(value: Any, encode: Callable[[Any], str], depth: int) -> Iterator[str]:
+    """Texts whose concatenation is ``encode(value)``: a large array or object a batch of
+    items (or, when it has few items holding much, an item) at a time."""
+    how = _slicing(value, depth)
+    if how is None:
+        yield encode(value)
+        return
+    mapping = isinstance(value, dict)
+    yield "{" if mapping else "["
+    first = True
+    for part, heavy in _parts(value, how):
+        if not first:
+            yield ", "
+        first = False
+        if heavy:  # one item holding much: its key alone, then its value in parts
+            key, inner = part
+            if mapping:
+                yield encode({key: None})[1 : -len("null}")]
+            yield from _json_pieces(inner, encode, depth + 1)
+        else:
+            yield encode(part)[1:-1]
+            _hand_over()
+    yield "}" if mapping else "]"
+
+
+def _copied(value: Any, depth: int) -> Any:
+    """``json.loads(_plain_json(value))``, built a batch of items at a time."""
+    how = _slicing(value, depth)
+    if how is None:
+        return json.loads(_plain_json(value))
+    if isinstance(value, dict):
+        members: dict[str, Any] = {}
+        for part, heavy in _parts(value, how):
+            if heavy:
+                key, inner = part
+                [name] = json.loads(_plain_json({key: None}))
+                members[name] = _copied(inner, depth + 1)
+            else:
+                members.update(json.loads(_plain_json(part)))
+                _hand_over()
+        return members
+    items: list[Any] = []
+    for part, heavy in _parts(value, how):
+        if heavy:
+            items.append(_copied(part[1], depth + 1))
+        else:
+            items.extend(json.loads(_plain_json(part)))
+            _hand_over()
+    return items
+
+
+def _slicing(value: Any, depth: int) -> str | None:
+    """How ``value`` is written in parts: "batches" (many items), "items" (few items
+    holding many values), or None (whole: not an array or object as the encoder sees
+    one, or a small one)."""
+    if depth >= _SLICE_DEPTH or not isinstance(value, dict | list | tuple):
+        return None
+    if len(value) >= _SLICE_ITEMS:
+        return "batches"
+    return "items" if _values_at_least(value, _SLICE_ITEMS) else None
+
+
+def _parts(value: dict[Any, Any] | list[Any] | tuple[Any, ...], how: str) -> Iterator[
+    tuple[Any, bool]
+]:
+    """The parts of an array or object to write in turn: (a batch, False), a list or dict
+    of ``_SLICE_ITEMS`` items; or item by item, (a light item as a batch of one, False) and
+    ((key, value) of one holding many values, True)."""
+    size = _SLICE_ITEMS
+    if how == "batches":
+        if isinstance(value, dict):
+            members = list(value.items())
+            for start in range(0, len(members), size):
+                yield dict(members[start : start + size]), False
+        else:
+            for start in range(0, len(value), size):
+                yield value[start : start + size], False
+        return
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in pairs:
+        if isinstance(item, dict | list | tuple) and _values_at_least(item, size):
+            yield (key, item), True
+        elif isinstance(value, dict):
+            yield {key: item}, False
+        else:
+            yield [item], False
+
+
+def _values_at_least(value: Any, count: int) -> bool:
+    """Whether ``value`` holds ``count`` values or more (itself, its items, theirs), read
+    only until that many are counted."""
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen >= count:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _hand_over() -> None:
+    """Let a thread waiting for the GIL take it (the event loop's), once a slice's time
+    (``_SLICE_SECONDS``) has passed since this thread last did: a hand-over costs more than
+    encoding a small batch."""
+    now = time.perf_counter()
+    if now - getattr(_SLICED, "handed", 0.0) >= _SLICE_SECONDS:
+        time.sleep(0)
+        _SLICED.handed = time.perf_counter()
 
 
 def _cut_strings(value: Any, limit: int) -> Any:
