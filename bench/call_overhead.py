@@ -13,7 +13,10 @@ own floor:
   ``await`` of the same coroutine function; the official MCP SDK's ``MCPServer.call_tool``
   for an equivalent async tool, awaited in process, is the anchor;
 * an async tool called with the sync ``registry.call`` (from code without a loop), against
-  the bare ``await`` too.
+  the bare ``await`` too;
+* the async tool returning its hits as data too (ten records of four fields, as web_search
+  does), awaited with ``registry.acall``, against the bare ``await`` of a coroutine that
+  returns the same records: the result's data passes the output budget.
 
 Reported: the median time per call of each, each path's overhead (its time minus its
 floor), and the ratios to the anchors.
@@ -69,6 +72,32 @@ class AsyncSearchTool(Tool):
         return ToolResult(output=await asearch(**arguments))
 
 
+RECORDS: list[dict[str, Any]] = [
+    {"title": f"Result {n}", "url": f"https://docs.example/{n}", "snippet": "release notes",
+     "rank": n}
+    for n in range(10)
+]
+
+
+async def asearch_records(
+    query: str, max_results: int = 5, recency: str = "any"
+) -> list[dict[str, Any]]:
+    """The work with hits to return: nothing, the records at once."""
+    return RECORDS
+
+
+class AsyncRecordsTool(Tool):
+    metadata = ToolMetadata(
+        name="asearch_records", description="Search.", category="research",
+        parameters=SCHEMA,
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult(
+            output=arguments["query"], data={"results": await asearch_records(**arguments)}
+        )
+
+
 class SearchTool(Tool):
     metadata = ToolMetadata(
         name="search", description="Search.", category="research", parameters=SCHEMA
@@ -83,6 +112,7 @@ class Bench:
     def register_tools(self, register: Callable[[Any], None]) -> None:
         register(SearchTool)
         register(AsyncSearchTool)
+        register(AsyncRecordsTool)
 
 
 def langchain_tool() -> Any:
@@ -158,6 +188,10 @@ def main() -> None:
         "bare await": lambda: asearch(**ARGUMENTS),
         "toolplug await registry.acall": lambda: registry.acall("asearch", ARGUMENTS),
         "MCP SDK await MCPServer.call_tool": lambda: sdk.call_tool("asearch", ARGUMENTS),
+        "bare await, records": lambda: asearch_records(**ARGUMENTS),
+        "toolplug await registry.acall, records as data": lambda: registry.acall(
+            "asearch_records", ARGUMENTS
+        ),
     }
     slow = {"langchain-core tool.invoke", "MCP SDK await MCPServer.call_tool"}
     for func in sync_ways.values():
@@ -181,6 +215,8 @@ def main() -> None:
         "bare await": "bare await",
         "toolplug await registry.acall": "bare await",
         "MCP SDK await MCPServer.call_tool": "bare await",
+        "bare await, records": "bare await, records",
+        "toolplug await registry.acall, records as data": "bare await, records",
     }
     overhead = {name: median[name] - median[floors[name]] for name in median}
     print(f"{options.rounds} interleaved rounds")
