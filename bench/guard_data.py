@@ -12,8 +12,9 @@ task on the same loop ticks (``await asyncio.sleep(0)``) all the while; its long
 between two ticks is the longest stall another task saw. Three ways, interleaved round by
 round:
 
-* ``on the loop``: the threshold (``OFF_LOOP_CHARS``) set out of reach, so the result is
-  recorded inline (the anchor);
+* ``on the loop``: the thresholds (the guard's ``OFF_LOOP_CHARS``, the budget's
+  ``_HEAVY_VALUES``) set out of reach, so the result is recorded, measured and cut inline
+  (the anchor);
 * ``worker thread, whole``: recorded in the guard's worker thread, its data read in one
   go (``_SLICE_VALUES`` out of reach), and with ``--with-budget`` the budget's JSON written
   and read back whole (``in_slices`` doing nothing): the thread keeps the GIL until the
@@ -40,7 +41,7 @@ from typing import Any
 
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
-from toolplug.calls import _engine, _guard
+from toolplug.calls import _engine, _guard, _limits
 
 DATA: dict[str, Any] = {"rows": []}
 """The data ``rows`` returns, made before the rounds (not on the loop while measured)."""
@@ -70,10 +71,12 @@ WAYS = ("on the loop", "worker thread, whole", "worker thread, sliced")
 @contextlib.contextmanager
 def way(name: str) -> Iterator[None]:
     """The guard's module set for one way (its constants read at call time)."""
-    values, engine = vars(_guard), vars(_engine)
+    values, engine, limits = vars(_guard), vars(_engine), vars(_limits)
     saved = values["OFF_LOOP_CHARS"], values["_SLICE_VALUES"], engine["in_slices"]
+    heavy = limits["_HEAVY_VALUES"]
     if name == "on the loop":
         values["OFF_LOOP_CHARS"] = sys.maxsize
+        limits["_HEAVY_VALUES"] = sys.maxsize
     elif name == "worker thread, whole":
         values["_SLICE_VALUES"] = sys.maxsize
         engine["in_slices"] = _whole
@@ -81,6 +84,7 @@ def way(name: str) -> Iterator[None]:
         yield
     finally:
         values["OFF_LOOP_CHARS"], values["_SLICE_VALUES"], engine["in_slices"] = saved
+        limits["_HEAVY_VALUES"] = heavy
 
 
 def _whole(work: Callable[..., Any], *arguments: Any) -> Any:

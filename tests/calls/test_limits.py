@@ -520,3 +520,21 @@ def test_a_large_result_is_cut_in_slices_as_it_is_whole() -> None:
         whole.output, whole.data, whole.warnings,
     )
     assert any(w.startswith(_limits.DATA_CUT) for w in sliced.warnings)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"results": [{"title": "t", "url": "u"} for _ in range(10)]}, False),  # the usual
+        (list(range(_limits._HEAVY_VALUES)), True),
+        (list(range(_limits._HEAVY_VALUES - 2)), False),
+        ({"rows": list(range(_limits._HEAVY_VALUES))}, True),
+        # records: their fields count too
+        ({"rows": [{"id": n, "a": 1, "b": 2} for n in range(1_000)]}, True),
+        ("x" * 1_000_000, False),  # one string: one value, written by C in one go
+        # bulk deeper than three levels is measured inline (the bound is cheap, not exact)
+        ({"a": {"b": {"c": list(range(10_000))}}}, False),
+    ],
+)
+def test_what_data_is_measured_off_the_loop(data: Any, expected: bool) -> None:
+    assert _limits.heavy(data) is expected

@@ -31,8 +31,15 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
 from toolplug.calls._bridge import Bridge, loop_running, offload_pool
 from toolplug.calls._dispatch import Chain, Next
-from toolplug.calls._guard import Conversation, current, off_loop
-from toolplug.calls._limits import bounded, fits, in_slices, json_text, paging_argument
+from toolplug.calls._guard import Conversation, current
+from toolplug.calls._limits import (
+    bounded,
+    fits,
+    heavy,
+    in_slices,
+    json_text,
+    paging_argument,
+)
 from toolplug.calls._pipeline import Pipeline
 from toolplug.calls._redaction import redacted_result
 from toolplug.calls._spill import Entry, Page, Spills
@@ -369,16 +376,17 @@ class Invoker:
         spill = self._spills is not None and not pages and result.error is None
         # Measuring large data as JSON, and cutting it, would hold the loop (100,000
         # records: 100 ms to measure, over 500 to cut): in toolplug's worker thread then.
-        heavy = (  # (no loop runs when a sync call is stepped through: inline then)
-            result.error is None and result.data is not None and off_loop(result)
+        offload = (  # (no loop runs when a sync call is stepped through: inline then)
+            result.error is None and result.data is not None and heavy(result.data)
             and loop_running()
         )
-        over, data, data_text = False, result.data, None
-        if spill and heavy:
-            over, data, data_text = await _offloaded(_measured, result, budget)
-        elif spill:
-            over = not fits(result, budget)
-        if over:
+        if spill:
+            if offload:
+                over, data, data_text = await _offloaded(_measured, result, budget)
+            else:
+                over, data, data_text = not fits(result, budget), result.data, None
+            if not over:
+                return result  # as bounded would hand it back, measured once
             assert self._spills is not None
             owner = call.context.host.get("client") if call.context is not None else None
             kept = await self._spills.keep(
@@ -390,10 +398,14 @@ class Invoker:
                     result = dataclasses.replace(
                         result, warnings=(*result.warnings, _KEPT_HERE)
                     )
-        cut = functools.partial(
-            bounded, result, call.arguments, budget, pages=pages or False, kept_at=kept_at
-        )
-        return await _offloaded(cut) if heavy else cut()
+        if offload:
+            return await _offloaded(
+                functools.partial(
+                    bounded, result, call.arguments, budget, pages=pages or False,
+                    kept_at=kept_at,
+                )
+            )
+        return bounded(result, call.arguments, budget, pages=pages or False, kept_at=kept_at)
 
     async def read(
         self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None

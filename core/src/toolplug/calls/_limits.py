@@ -36,6 +36,7 @@ __all__ = [
     "bounded",
     "data_cut",
     "fits",
+    "heavy",
     "in_slices",
     "json_text",
     "loads_bounded",
@@ -456,6 +457,37 @@ _SLICE_SECONDS: Final = 0.0003
 """How long a worker writes before it hands the GIL over: what the event loop may wait."""
 _SLICED = threading.local()
 """``on`` in a thread running ``in_slices``; ``handed``, when it last handed the GIL over."""
+
+
+_HEAVY_VALUES: Final = 3_276
+"""The values (in ``heavy``'s first levels) from which data is measured and cut off the
+loop: as many as writing 64 Ki characters of text takes, about 1 ms inline."""
+_HEAVY_LEVELS: Final = 3
+
+
+def heavy(data: Any) -> bool:
+    """Whether measuring ``data`` as JSON would hold an event loop long enough to do it in
+    a worker thread (``in_slices``): its first ``_HEAVY_LEVELS`` levels of arrays and
+    objects hold ``_HEAVY_VALUES`` items or more. Cheap for the common small result (it
+    reads containers' lengths, and stops counting at the bound); data whose bulk sits
+    deeper than that is measured inline."""
+    count = 0
+    level = [data]
+    for _ in range(_HEAVY_LEVELS):
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                count += len(item)
+                below.extend(item.values())
+            elif isinstance(item, list | tuple):
+                count += len(item)
+                below.extend(item)
+            else:
+                continue
+            if count >= _HEAVY_VALUES:
+                return True
+        level = below
+    return False
 
 
 def in_slices(work: Callable[..., _T], *arguments: Any) -> _T:
