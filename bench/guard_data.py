@@ -22,7 +22,9 @@ round:
 * ``worker thread, sliced``: what the engine does: the GIL handed over every
   ``_SLICE_VALUES`` values read, and the budget's JSON a batch of items at a time.
 
-The output budget's work is left out unless ``--with-budget``: the engine's ``fits`` and
+With ``--with-secret`` a secret is configured, as a tool's API key is, so every string of
+the result is searched for it (redaction: inline, or in the worker for large data). The
+output budget's work is left out unless ``--with-budget``: the engine's ``fits`` and
 ``bounded`` are replaced by ones that hand the result back as it is. Its measuring and
 cutting of these records (in the same worker thread, for data this long) takes far longer
 than the guard's reading and would hide it.
@@ -121,10 +123,12 @@ async def one_round(registry: toolplug.Registry) -> tuple[float, float]:
     return longest, took
 
 
-async def measure(rows: int, rounds: int) -> dict[str, dict[str, float]]:
+async def measure(rows: int, rounds: int, secret: bool) -> dict[str, dict[str, float]]:
     """Per way, the median stall and call time over ``rounds``, in ms."""
     DATA["rows"] = [{"id": n, "name": f"row {n}", "ok": n % 2 == 0} for n in range(rows)]
     registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("bench", Bench())])
+    if secret:  # as a tool's configured API key does: every result is searched for it
+        registry.redactor.add("sk-bench-0123456789")
     samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in WAYS}
     for name in WAYS:  # warm up: the pool's threads started, the code paths run once
         with way(name):
@@ -147,16 +151,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--with-budget", action="store_true", help="keep the output budget")
+    parser.add_argument("--with-secret", action="store_true", help="configure a secret")
     options = parser.parse_args()
     if not options.with_budget:
         engine = vars(_engine)  # the names the engine calls, replaced for this run
         engine["fits"] = lambda result, budget: True
         engine["bounded"] = lambda result, *args, **kwargs: result
-    medians = asyncio.run(measure(options.rows, options.rounds))
+    medians = asyncio.run(measure(options.rows, options.rounds, options.with_secret))
     budget = "with" if options.with_budget else "without"
+    secret = "a secret" if options.with_secret else "no secret"
     print(
         f"{options.rows} records ({options.rows * 3} values), {options.rounds} interleaved "
-        f"rounds, {budget} the output budget; switch interval "
+        f"rounds, {budget} the output budget, {secret} configured; switch interval "
         f"{sys.getswitchinterval() * 1e3:.0f} ms"
     )
     print()

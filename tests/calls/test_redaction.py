@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from toolplug import (
     ToolResult,
     hookimpl,
 )
+from toolplug.calls import _engine, _redaction
 
 SECRET = "sk-live-4f9a2c7e1b"
 
@@ -56,6 +58,9 @@ class Leaky(Tool):
             return ToolResult.success(f"used {token}", {"auth": token})
         if how == "big":
             return ToolResult.success("x" * 5_000, {"rows": [{"auth": token}] * 100})
+        if how == "many":  # large data: redacted off the loop
+            rows = [{"n": n, "auth": f"{token}-{n}"} for n in range(5_000)]
+            return ToolResult.success("5000 rows", {"rows": rows})
         return ToolResult(
             output="done",
             data={"headers": {"Authorization": f"Bearer {token}"}, token: [token, 1]},
@@ -87,6 +92,36 @@ def test_the_data_and_citations_of_a_result_are_redacted(registry: toolplug.Regi
     assert result.data == {"headers": {"Authorization": "Bearer ***"}, "***": ["***", 1]}
     assert result.citations == (toolplug.Citation("signed ***", "https://a.example/?k=***"),)
     assert SECRET not in json.dumps(result.to_dict())
+
+
+def test_large_data_is_redacted_in_a_worker_thread(
+    registry: toolplug.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # searching every string of 5,000 rows for each secret would hold the event loop
+    where: list[str] = []
+    redacted = _redaction.redacted_result
+
+    def spied(result: ToolResult, redactor: Any) -> ToolResult:
+        if result.data is not None:
+            where.append(threading.current_thread().name)
+        return redacted(result, redactor)
+
+    monkeypatch.setattr(_engine, "redacted_result", spied)
+    result = asyncio.run(registry.acall("leaky", {"how": "many"}))
+    assert result.ok
+    assert where
+    assert all(name.startswith("toolplug-offload") for name in where), where
+    assert SECRET not in json.dumps(result.to_dict())
+    data = registry.read(str(result.spill) + "/data")  # the whole data, kept redacted
+    assert data is not None
+    rows = json.loads(data.text)["rows"]
+    assert len(rows) == 5_000
+    assert rows[4_999] == {"n": 4_999, "auth": "***-4999"}
+    assert SECRET not in data.text
+    # small data stays on the loop
+    where.clear()
+    assert asyncio.run(registry.acall("leaky", {})).ok
+    assert where == [threading.current_thread().name]
 
 
 def test_the_details_of_an_error_are_redacted(registry: toolplug.Registry) -> None:

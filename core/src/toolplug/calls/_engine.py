@@ -355,8 +355,15 @@ class Invoker:
         """The call through the chain of ``tool_call`` links, or straight to the pipeline
         when nothing intercepts it."""
         if first is None:
-            return self._finished(await self._pipeline.run(call))
-        return self._finished(await self._chain.run(call, first))
+            result = await self._pipeline.run(call)
+        else:
+            result = await self._chain.run(call, first)
+        result = self._stated(result)
+        redactor, data = self.registry.redactor, result.data
+        if data is not None and redactor and loop_running() and heavy(data):
+            # every string of large data searched for each secret would hold the loop
+            return await _offloaded(redacted_result, result, redactor)
+        return redacted_result(result, redactor)
 
     async def _bounded(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """The result within the call's output budget (``toolplug.calls._limits``); the
@@ -419,14 +426,15 @@ class Invoker:
         """The spilled outputs ``owner`` may read, newest first."""
         return [] if self._spills is None else await self._spills.listing(owner)
 
-    def _finished(self, result: ToolResult) -> ToolResult:
-        """The result with the store's fallback stated and configured secrets replaced by
-        ``***`` in everything it carries: output, data, citations, warnings, the error
-        (the one place results are redacted, before a cut output is kept whole)."""
+    def _stated(self, result: ToolResult) -> ToolResult:
+        """The result with the store's fallback stated (the call's own, a context variable:
+        asked here, on the call's task). ``_hooked`` then replaces configured secrets by
+        ``***`` in everything it carries: output, data, citations, warnings, the error (the
+        one place results are redacted, before a cut output is kept whole)."""
         warning = self._store.warning()
         if warning is not None and warning not in result.warnings:
             result = dataclasses.replace(result, warnings=(*result.warnings, warning))
-        return redacted_result(result, self.registry.redactor)
+        return result
 
     def _execute_blocking(self, call: ToolCall) -> ToolResult:
         """``ToolCall.execute``: the tool with its policy, waited for in this thread."""

@@ -80,18 +80,20 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._longest_first: tuple[str, ...] = ()
 
     def add(self, secret: str) -> None:
         """Remember a secret value; values shorter than four characters are not redacted."""
         if len(secret) >= _MIN_SECRET_LEN:
             self._secrets.add(secret)
+            self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
 
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
     def redact(self, text: str) -> str:
         """The text with every known secret replaced by ``***`` (longest first)."""
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        for secret in self._longest_first:
             if secret in text:
                 text = text.replace(secret, "***")
         return text
