@@ -26,7 +26,7 @@ from toolplug import (
     ToolResult,
     hookimpl,
 )
-from toolplug.calls import _engine, _redaction
+from toolplug.calls import _engine, _redaction, _store
 
 SECRET = "sk-live-4f9a2c7e1b"
 
@@ -172,6 +172,45 @@ def test_the_result_cache_in_redis_holds_no_secret(tmp_path: Path) -> None:
     assert again.data == {"auth": "***"}
     assert stored  # the result was kept there
     assert not any(SECRET.encode() in value for value in stored)
+
+
+def test_large_data_is_kept_in_the_cache_and_read_back_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # redacting and writing 5,000 rows for the cache, and reading them back, would hold
+    # the event loop: both in toolplug's worker thread, the cached copy redacted
+    where: list[tuple[str, str]] = []
+    encoded, decoded = _store._encoded, _store.decode_result
+
+    def encoding(*arguments: Any) -> Any:
+        where.append(("kept", threading.current_thread().name))
+        return encoded(*arguments)
+
+    def decoding(raw: Any) -> Any:
+        where.append(("read", threading.current_thread().name))
+        return decoded(raw)
+
+    monkeypatch.setattr(_store, "_encoded", encoding)
+    monkeypatch.setattr(_store, "decode_result", decoding)
+    registry = toolplug.load(
+        {"tools": {"leaky": {"token": {"env": "LEAKY_TOKEN"}, "cache_ttl_seconds": 60}}},
+        env={"TOOLPLUG_PLUGINS": "", "LEAKY_TOKEN": SECRET},
+        plugins=[("leaky", _Plugin())],
+    )
+
+    async def twice() -> tuple[ToolResult, ToolResult]:
+        first = await registry.acall("leaky", {"how": "many"})
+        return first, await registry.acall("leaky", {"how": "many"})  # from the cache
+
+    try:
+        first, again = asyncio.run(twice())
+    finally:
+        registry.close()
+    assert [step for step, _ in where] == ["kept", "read"]
+    assert all(thread.startswith("toolplug-offload") for _, thread in where), where
+    assert again.data == first.data
+    assert SECRET not in json.dumps(again.to_dict())
+    assert again.data["rows"][7] == {"n": 7, "auth": "***-7"}
 
 
 def test_a_logged_traceback_is_redacted(

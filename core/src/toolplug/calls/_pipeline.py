@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.calls._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
 from toolplug.calls._guard import Guard, Verdict
-from toolplug.calls._redaction import redacted_result
 from toolplug.calls._slots import Slots
 from toolplug.calls._store import Store, cache_key
 from toolplug.contract._approval import Approval, ApprovalRequest, Approver
@@ -128,8 +127,7 @@ class Pipeline:
                 return refused
         result = await self._attempts(call, settings, timeout)
         if key is not None and result.ok:  # the store may be a Redis server: no secrets
-            kept = redacted_result(result, self.registry.redactor)
-            await self.store.keep(key, kept, settings.cache_ttl_seconds)
+            await self.store.keep(key, result, settings.cache_ttl_seconds, self.registry.redactor)
         return result
 
     # -- approve ---------------------------------------------------------------------

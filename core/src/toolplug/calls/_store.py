@@ -22,13 +22,23 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.calls._backend import Backend, open_backend
+from toolplug.calls._bridge import loop_running, offload_pool
+from toolplug.calls._limits import heavy
+from toolplug.calls._redaction import redacted_result
 from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Citation, ToolError, ToolResult
 
+if TYPE_CHECKING:
+    from toolplug.runtime._config import Redactor
+
 __all__ = ["Store", "cache_key", "decode_result", "encode_result", "open_store"]
+
+_OFF_LOOP_TEXT: Final = 64 * 1024
+"""A kept result this long or longer is decoded in a worker thread (about 0.5 ms inline,
+as long as the guard lets a result's text take on the loop)."""
 
 
 def cache_key(tool: str, arguments: dict[str, Any]) -> str:
@@ -49,14 +59,30 @@ class Store:
         self._rates = backend.part("rate:", entries=entries)
 
     async def cached(self, key: str) -> ToolResult | None:
-        """The result kept under ``key``, or None."""
+        """The result kept under ``key``, or None. A long one is read back in toolplug's
+        worker thread: decoding it would hold the event loop."""
         raw = await self._cache.get(key)
-        return decode_result(raw) if raw is not None else None
+        if raw is None:
+            return None
+        if len(raw) >= _OFF_LOOP_TEXT and loop_running():
+            return await asyncio.get_running_loop().run_in_executor(
+                offload_pool(), decode_result, raw
+            )
+        return decode_result(raw)
 
-    async def keep(self, key: str, result: ToolResult, ttl: float) -> None:
-        """Keep ``result`` under ``key`` for ``ttl`` seconds (not when its data cannot be
-        JSON: the result is the tool's to make again)."""
-        encoded = encode_result(result)
+    async def keep(
+        self, key: str, result: ToolResult, ttl: float, redactor: Redactor | None = None
+    ) -> None:
+        """Keep ``result`` under ``key`` for ``ttl`` seconds, with ``redactor``'s secrets
+        replaced first (the store may be a Redis server); not when its data cannot be JSON:
+        the result is the tool's to make again. Large data is redacted and written in
+        toolplug's worker thread."""
+        if result.data is not None and loop_running() and heavy(result.data):
+            encoded = await asyncio.get_running_loop().run_in_executor(
+                offload_pool(), _encoded, result, redactor
+            )
+        else:
+            encoded = _encoded(result, redactor)
         if encoded is not None:
             await self._cache.set(key, encoded, ttl)
 
@@ -93,6 +119,10 @@ def encode_result(result: ToolResult) -> str | None:
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
+
+
+def _encoded(result: ToolResult, redactor: Redactor | None) -> str | None:
+    return encode_result(result if redactor is None else redacted_result(result, redactor))
 
 
 def decode_result(raw: bytes | str) -> ToolResult | None:
