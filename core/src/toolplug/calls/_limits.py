@@ -473,15 +473,18 @@ def heavy(data: Any) -> bool:
     deeper than that is measured inline."""
     count = 0
     level = [data]
-    for _ in range(_HEAVY_LEVELS):
+    for depth in range(_HEAVY_LEVELS):
+        deeper = depth < _HEAVY_LEVELS - 1  # the last level's items are not read
         below: list[Any] = []
         for item in level:
             if isinstance(item, dict):
                 count += len(item)
-                below.extend(item.values())
+                if deeper:
+                    below.extend(item.values())
             elif isinstance(item, list | tuple):
                 count += len(item)
-                below.extend(item)
+                if deeper:
+                    below.extend(item)
             else:
                 continue
             if count >= _HEAVY_VALUES:
