@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stall_probe import Probe
+
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
 from toolplug.calls import _engine, _guard, _limits
@@ -97,28 +99,12 @@ def _whole(work: Callable[..., Any], *arguments: Any) -> Any:
 async def one_round(registry: toolplug.Registry) -> tuple[float, float]:
     """The longest gap between the probe's ticks while the rows are read, and the call's
     time; in seconds."""
-    longest = 0.0
-    running = True
-
-    async def probe() -> None:
-        nonlocal longest
-        last = time.perf_counter()
-        while running:
-            await asyncio.sleep(0)
-            now = time.perf_counter()
-            longest = max(longest, now - last)
-            last = now
-
     with registry.conversation("List the rows for me"):
-        ticking = asyncio.create_task(probe())
-        await asyncio.sleep(0.002)
-        longest = 0.0
-        started = time.perf_counter()
-        result = await registry.acall("rows")
-        took = time.perf_counter() - started
-        await asyncio.sleep(0)  # the probe's tick that ends the read's last gap
-        running = False
-        await ticking
+        async with Probe() as probe:
+            started = time.perf_counter()
+            result = await registry.acall("rows")
+            took = time.perf_counter() - started
+            longest = await probe.take()
     assert result.ok, result.error
     return longest, took
 

@@ -42,6 +42,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stall_probe import Probe
+
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
 from toolplug.calls import _guard
@@ -174,36 +176,19 @@ WAYS = (
 async def one_round(registry: toolplug.Registry) -> tuple[float, float, float, float]:
     """The longest gap between the probe's ticks while the page is read, and while a post
     is then checked; the page call's time and the post call's; in seconds."""
-    longest = 0.0
-    running = True
-
-    async def probe() -> None:
-        nonlocal longest
-        last = time.perf_counter()
-        while running:
-            await asyncio.sleep(0)
-            now = time.perf_counter()
-            longest = max(longest, now - last)
-            last = now
-
     with registry.conversation("Summarize the harbour page for me"):
-        ticking = asyncio.create_task(probe())
-        await asyncio.sleep(0.002)
-        longest = 0.0
-        started = time.perf_counter()
-        page = await registry.acall("page")
-        read = time.perf_counter()
-        await asyncio.sleep(0)  # the probe's tick that ends the read's last gap
-        stalled_reading, longest = longest, 0.0
-        began = time.perf_counter()
-        post = await registry.acall("post", {"text": MESSAGE})
-        checked = time.perf_counter()
-        await asyncio.sleep(0)
-        running = False
-        await ticking
+        async with Probe() as probe:
+            started = time.perf_counter()
+            page = await registry.acall("page")
+            read = time.perf_counter()
+            stalled_reading = await probe.take()
+            began = time.perf_counter()
+            post = await registry.acall("post", {"text": MESSAGE})
+            checked = time.perf_counter()
+            stalled_checking = await probe.take()
     assert page.ok, page.error
     assert post.ok, post.error  # the message carries nothing from the page
-    return stalled_reading, longest, read - started, checked - began
+    return stalled_reading, stalled_checking, read - started, checked - began
 
 
 FIGURES = ("stall reading", "stall checking", "longest stall", "page call", "post check")
