@@ -82,6 +82,31 @@ def test_type_checking_imports_may_point_anywhere(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def _unplaced(package: Path) -> tuple[list[str], list[str]]:
+    """The subpackages of ``package`` that no layer names, and the names of no subpackage."""
+    contracts = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    layers = next(c for c in contracts["contracts"] if c["type"] == "layers")["layers"]
+    named = {part.strip() for layer in layers for part in layer.split("|")}
+    present = {f"toolplug.{path.parent.name}" for path in package.glob("*/__init__.py")}
+    return sorted(present - named), sorted(named - present)
+
+
+def test_every_subpackage_stands_in_the_layers() -> None:
+    """A subpackage the layers contract does not name is bound by none of its arrows (a new
+    ``toolplug/graphql/`` importing cli, integrations and calls kept every contract)."""
+    unplaced, missing = _unplaced(PACKAGE)
+    assert unplaced == [], "add these subpackages to a layer in pyproject.toml"
+    assert missing == [], "the layers name subpackages that do not exist"
+
+
+def test_a_subpackage_outside_the_layers_is_caught(tmp_path: Path) -> None:
+    copy = tmp_path / "toolplug"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "graphql").mkdir()
+    (copy / "graphql" / "__init__.py").write_text("import toolplug.cli\n", encoding="utf-8")
+    assert _unplaced(copy) == (["toolplug.graphql"], [])
+
+
 def test_no_module_of_the_core_imports_itself_back() -> None:
     """No import cycle anywhere in the core, imports inside functions included (only
     imports under ``if TYPE_CHECKING:`` name types and may point anywhere)."""

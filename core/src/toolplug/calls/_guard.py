@@ -596,7 +596,7 @@ class Conversation:
                 return False
         return True
 
-    def _carried(
+    def _carried(  # noqa: C901 - the value-flow rules tried in turn, each a short exit
         self, value: Any, settings: GuardSettings, *, untrusted: bool = True
     ) -> tuple[Source, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
@@ -853,7 +853,7 @@ class Guard:
 
     # -- the flow guard --------------------------------------------------------------
 
-    def _flow(
+    def _flow(  # noqa: C901 - the guard's decision steps in the order docs/security.md gives
         self,
         name: str,
         arguments: Mapping[str, Any],

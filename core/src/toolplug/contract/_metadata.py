@@ -283,7 +283,7 @@ def vouch(digests: Iterable[str]) -> None:
     _vouched.update(d for d in digests if d)
 
 
-def validate_tool_metadata(
+def validate_tool_metadata(  # noqa: C901 - one check per metadata field, flat
     metadata: ToolMetadata, *, known_categories: set[str], plugin: str | None = None
 ) -> None:
     """Run the checks that need a JSON Schema validator; raise ``MetadataError`` on the first.

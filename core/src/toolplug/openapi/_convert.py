@@ -89,7 +89,7 @@ class _Resolver:
             result["$defs"] = {names[r]: defs[r] for r in sorted(names)}
         return dict(result) if isinstance(result, dict) else {}  # callers add keys
 
-    def _walk(
+    def _walk(  # noqa: C901 - one branch per JSON Schema keyword OpenAPI rewrites
         self,
         node: Any,
         path: tuple[str, ...],
@@ -233,7 +233,7 @@ def _success(responses: dict[str, Any]) -> tuple[str | None, Any]:
     return None, None
 
 
-def _operation(
+def _operation(  # noqa: C901 - one branch per parameter location and body form
     resolver: _Resolver,
     path: str,
     method: str,

@@ -360,7 +360,7 @@ def _call_hook(loaded: Loaded, source: _Source, hook: str, register: Callable[[A
     return True
 
 
-def _collect(loaded: Loaded, sources: list[_Source]) -> None:
+def _collect(loaded: Loaded, sources: list[_Source]) -> None:  # noqa: C901 - discovery's checks of each tool, in order
     categories: dict[str, Category] = {c.name: c for c in BUILTIN_CATEGORIES}
     declared: dict[str, Category] = {}
     pending: list[tuple[_Source, type[Tool]]] = []

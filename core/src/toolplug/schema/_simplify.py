@@ -131,7 +131,7 @@ class _Simplifier:
         self.resolver = resolver
         self.report = report
 
-    def simplify(self, schema: Any, stack: tuple[str, ...], path: str) -> dict[str, Any]:
+    def simplify(self, schema: Any, stack: tuple[str, ...], path: str) -> dict[str, Any]:  # noqa: C901 - one branch per keyword the simplification rewrites
         """The schema with refs inlined, allOf merged, oneOf as anyOf and const as enum.
 
         The result keeps only the keywords in ``_UNDERSTOOD``, and an ``anyOf`` never sits
@@ -289,7 +289,7 @@ class _Simplifier:
         self.report.add(path, "anyOf", "rewritten", "the node's constraints copied into each")
         return outer
 
-    def merge(self, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    def merge(self, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:  # noqa: C901 - one branch per keyword that allOf merges
         """Both schemas at once (allOf); where they disagree and cannot combine, ``first`` wins."""
         out = dict(first)
         lost = second.get(_PATH, first.get(_PATH, ""))

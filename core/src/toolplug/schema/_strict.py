@@ -186,7 +186,7 @@ class _Rewrite:
         self.rules = rules
         self.report = report
 
-    def node(
+    def node(  # noqa: C901 - one branch per keyword strict mode rewrites
         self,
         node: Mapping[str, Any],
         *,

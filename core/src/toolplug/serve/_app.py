@@ -67,7 +67,7 @@ __all__ = ["ERROR_META", "TRUST_ANNOTATIONS", "build_server", "error_text", "too
 log = logging.getLogger("toolplug")
 
 
-def build_server(
+def build_server(  # noqa: C901 - one handler per MCP method, defined where they share state
     registry: Registry, *, toolset: str | Toolset | None, max_tools: int | None,
     task: str | None, drain: Drain | None, auth: AuthSettings | None,
 ) -> Server[Any]:

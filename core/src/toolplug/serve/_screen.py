@@ -53,7 +53,7 @@ _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _PAIRS: Final = {"]": "[", "}": "{"}
 
 
-def screen(line: str | bytes) -> dict[str, Any] | None:
+def screen(line: str | bytes) -> dict[str, Any] | None:  # noqa: C901 - one check per malformed message shape
     """None when the SDK will take the message; else the error reply to send instead."""
     try:
         parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)

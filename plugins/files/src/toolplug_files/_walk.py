@@ -112,7 +112,7 @@ def walk(start: Root, parts: Sequence[str], roots: Sequence[Root], *, create: bo
     raise Loop
 
 
-def _descend(
+def _descend(  # noqa: C901 - each step of the sandboxed walk its own refusal
     root: Root, todo: tuple[str, ...], current: int, roots: Sequence[Root]
 ) -> Place | tuple[Root, tuple[str, ...]]:
     """Go down ``todo`` from the descriptor ``current``, which this function owns.

@@ -1,0 +1,56 @@
+"""The habits of the repository hold: what the fast hooks, CONTRIBUTING.md and the file-size
+baseline say matches what ``.ci/run`` and the tree do."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _ci_runs(command: str) -> bool:
+    """Whether .ci/run runs ``uv run ...`` (through its own uv) with these words."""
+    words = command.removeprefix("uv run ").strip()
+    return any(
+        f'"${{uv[@]}}" run {words}' in line and not line.lstrip().startswith("#")
+        for line in CI.splitlines()
+    )
+
+
+def test_every_pre_commit_hook_is_a_check_of_ci() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    entries = [hook["entry"] for repo in config["repos"] for hook in repo["hooks"]]
+    assert entries
+    assert [e for e in entries if not _ci_runs(e)] == []
+
+
+def test_every_check_contributing_names_is_run_by_ci() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    table = text.split("## The checks", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^\| [^|]+ \| `([^`]+)` \|", table, flags=re.MULTILINE)
+    assert len(commands) >= 6
+    missing = [c for c in commands if not _ci_runs(c)]
+    assert missing == []
+
+
+def test_the_size_baseline_only_names_files_over_the_ceiling_at_their_size() -> None:
+    """A baseline entry is a file over the default at exactly its size: a split that shrank a
+    file tightens its entry (``uv run loq tighten``), so the ceiling never grows back."""
+    config = tomllib.loads((ROOT / "loq.toml").read_text(encoding="utf-8"))
+    ceiling = config["default_max_lines"]
+    for rule in config.get("rules", []):
+        path = ROOT / rule["path"]
+        assert path.is_file(), f"loq.toml names {rule['path']}, which does not exist"
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines > ceiling, f"{rule['path']} is under {ceiling} lines: drop its rule"
+        assert rule["max_lines"] == lines, f"{rule['path']}: run `uv run loq tighten`"
+
+
+def test_the_changelog_has_an_unreleased_section() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "\n## Unreleased\n" in text
