@@ -485,6 +485,7 @@ def next_steps(name: str, path: str | os.PathLike[str]) -> str:
             f"  cd {shown}",
             "  python -m venv .venv && . .venv/bin/activate   (or: uv venv)",
             "  pip install -e '.[test]'",
+            "    (toolplug from a clone: add --find-links CLONE/wheels, see docs/install.md)",
             "  python -m pytest                  # contract kit, discovery, a real call",
             f"  toolplug info {name}",
             f'  toolplug call {name} --json \'{{"text": "hello world"}}\'',
