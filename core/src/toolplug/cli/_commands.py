@@ -498,22 +498,19 @@ def _trust_report(registry: Registry) -> list[str]:
 
 # What a provider should enforce and an export may lose: doctor warns about these.
 _VALIDATION_THAT_MATTERS = ("pattern", "enum", "required")
-_EXPORTS_CHECKED = (
-    ("openai", True),
-    ("openai-responses", True),
-    ("anthropic", True),
-    ("gemini-openapi", None),
-)
 
 
 def _schema_warnings(registry: Registry) -> list[str]:
     """One line per available tool and keyword whose export a provider no longer enforces."""
     from toolplug.render._export import explain_tool
+    from toolplug.render._formats import TABLE
 
+    checked = [row for row in TABLE if row.checked]
     warnings = []
     for tool in registry.select():
         found: dict[tuple[str, str, str], list[str]] = {}
-        for fmt, strict in _EXPORTS_CHECKED:
+        for row in checked:
+            fmt, strict = row.name, (True if row.strict is not None else None)
             label = f"{fmt} strict" if strict else fmt
             for loss in explain_tool(tool.metadata, fmt, strict=strict):
                 if loss.keyword in _VALIDATION_THAT_MATTERS and loss.action != "rewritten":

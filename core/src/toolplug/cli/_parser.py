@@ -92,6 +92,17 @@ TYPES: Final[Mapping[str, Callable[[str], Any]]] = {
 }
 """The converters an argument's ``type`` names."""
 
+def _formats() -> tuple[str, ...]:
+    # The one table of schema formats; a module of the standard library alone, so reading
+    # it costs a start nothing (the exporters load when a schema is written).
+    from toolplug.render._formats import FORMATS
+
+    return FORMATS
+
+
+CHOICES: Final[Mapping[str, Callable[[], Sequence[str]]]] = {"formats": _formats}
+"""The lists an argument's ``choices_from`` names, read from where they are declared."""
+
 ACTIONS: Final[Mapping[str, type[argparse.Action]]] = {
     "version": _Version,
     "boolean_optional": argparse.BooleanOptionalAction,
@@ -140,6 +151,8 @@ def _add_arguments(
         names = options.pop("name")
         if "type" in options:
             options["type"] = TYPES[options["type"]]
+        if "choices_from" in options:
+            options["choices"] = CHOICES[options.pop("choices_from")]()
         if options.get("action") in ACTIONS:
             options["action"] = ACTIONS[options["action"]]
         if options.pop("unset", False):

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 from toolplug.schema import strict_arguments, strict_schema
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import ToolMetadata, Trust
 
 __all__ = ["anthropic_tool"]
 
 
 def anthropic_tool(
-    metadata: ToolMetadata, strict: bool, *, defer_loading: bool = False
+    metadata: ToolMetadata, *, strict: bool, defer_loading: bool = False,
+    labels: Trust | None = None,
 ) -> dict[str, Any]:
     """``{"name", "description", "input_schema"}``, with ``input_examples`` from the examples.
 

@@ -16,31 +16,21 @@ values. toolplug's own sandbox is the ``run_code`` tool (``toolplug.calls._code`
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
+from toolplug.render._formats import CODE_EXECUTION_FORMATS
 from toolplug.schema._losses import SchemaLoss
 from toolplug.schema._python import CODE_TOOL
 
-__all__ = ["CODE_EXECUTION_FORMATS", "callable_from_code", "caller_losses", "check_callers"]
-
-CODE_EXECUTION_FORMATS: Final = {
-    "anthropic": (
-        ["direct", "code_execution_20260521"],
-        {"type": "code_execution_20260521", "name": "code_execution"},
-    ),
-    "openai-responses": (
-        ["direct", "programmatic"],
-        {"type": "programmatic_tool_calling"},
-    ),
-}
-"""Per format: the ``allowed_callers`` of each tool, and the provider's code tool."""
+__all__ = ["callable_from_code", "caller_losses", "check_callers"]
 
 
 def check_callers(fmt: str) -> None:
     """Raise ``ValueError`` when ``fmt``'s provider has no code execution that calls tools."""
     if fmt not in CODE_EXECUTION_FORMATS:
         raise ValueError(
-            f"code_execution applies to {' and '.join(CODE_EXECUTION_FORMATS)}, not {fmt!r}; "
+            f"code_execution applies to {' and '.join(sorted(CODE_EXECUTION_FORMATS))}, "
+            f"not {fmt!r}; "
             "for any other provider offer toolplug's run_code tool ([code] enabled = true)"
         )
 
@@ -48,7 +38,8 @@ def check_callers(fmt: str) -> None:
 def callable_from_code(definitions: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     """The definitions with every function tool callable from code, and the code tool."""
     check_callers(fmt)
-    callers, code_tool = CODE_EXECUTION_FORMATS[fmt]
+    row = CODE_EXECUTION_FORMATS[fmt]
+    callers, code_tool = row.allowed_callers, row.code_tool
     marked = []
     for definition in definitions:
         if definition.get("name") == CODE_TOOL:  # toolplug's own sandbox, not theirs
@@ -66,7 +57,8 @@ def callable_from_code(definitions: list[dict[str, Any]], fmt: str) -> list[dict
 def caller_losses(fmt: str) -> list[SchemaLoss]:
     """The line ``--explain`` shows for each tool the option marks."""
     check_callers(fmt)
-    callers, code_tool = CODE_EXECUTION_FORMATS[fmt]
+    row = CODE_EXECUTION_FORMATS[fmt]
+    callers, code_tool = list(row.allowed_callers), row.code_tool
     return [
         SchemaLoss(
             "",

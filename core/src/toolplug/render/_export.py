@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolplug.render._callers import callable_from_code, caller_losses, check_callers
 from toolplug.render._formats import (
+    BY_NAME,
     FORMATS,
     STRICT_DEFAULTS,
     check_format,
@@ -138,12 +139,11 @@ def explain_tool(
         ValueError: as ``export_tool``.
     """
     check_format(fmt, strict)
-    if fmt == "gemini-openapi":
+    row = BY_NAME[fmt]
+    if row.rewritten:
         return gemini_losses(metadata.parameters)
     if is_strict(fmt, strict):
-        if fmt == "anthropic":
-            return strict_losses(metadata.parameters, dialect="anthropic")
-        return strict_losses(metadata.parameters, dialect="openai")
+        return strict_losses(metadata.parameters, dialect=row.dialect)
     return []
 
 

@@ -1,29 +1,125 @@
-"""One tool's definition in each provider's format: the dispatch every export shares.
+"""The schema formats, declared once: every other list of them is read from ``TABLE``.
 
-``export_tools`` (render/_export.py) and tool search (render/_search.py) both write single
-tools through ``export_tool``; keeping it here lets each of them import it without
-importing the other.
+A format is one row: its name, the module and function that write one tool in it, and
+what the provider offers around it (a strict mode and its default, its own tool search,
+code execution that calls tools, rewrites ``doctor`` should check). The command line's
+``--format`` choices, the checks of every export option, the dispatch of ``export_tool``,
+the contract kit's variants and the docs' list are all derived from it. This module imports
+nothing but the standard library, so the command line can read it on every start; a
+writer's module is imported when a tool is first written in its format.
+
+A new format is a row here, its writer (``render/_NAME.py``: a function of the metadata and
+the keyword options ``strict``, ``defer_loading`` and ``labels``), its section in
+docs/schemas.md and its cases in tests/render/test_export.py.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import TYPE_CHECKING, Any, Final
-
-from toolplug.render._anthropic import anthropic_tool
-from toolplug.render._gemini import gemini_openapi_tool, gemini_tool
-from toolplug.render._mcp import mcp_tool
-from toolplug.render._openai import openai_responses_tool, openai_tool
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata, Trust
 
-__all__ = ["FORMATS", "STRICT_DEFAULTS", "check_format", "dumps", "export_tool", "is_strict"]
+__all__ = [
+    "BY_NAME",
+    "CODE_EXECUTION_FORMATS",
+    "FORMATS",
+    "NATIVE_SEARCH",
+    "STRICT_DEFAULTS",
+    "TABLE",
+    "Format",
+    "check_format",
+    "dumps",
+    "export_tool",
+    "is_strict",
+    "writer",
+]
 
-FORMATS: Final = ("openai", "openai-responses", "anthropic", "gemini", "gemini-openapi", "mcp")
-"""The schema formats ``export_tool`` writes, in the order the CLI lists them."""
-STRICT_DEFAULTS: Final = {"openai": False, "openai-responses": True, "anthropic": False}
+Writer = Callable[..., dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One schema format and what its provider offers around it."""
+
+    name: str
+    """What ``--format`` and ``export_tool`` take."""
+    summary: str
+    """One line: the provider's shape (``toolplug schema --help`` and docs/schemas.md)."""
+    module: str
+    """The module of ``toolplug.render`` that writes it."""
+    function: str
+    """The writer in that module: ``(metadata, *, strict, defer_loading, labels) -> dict``."""
+    strict: bool | None = None
+    """None: no strict mode; else whether strict mode is on when not asked for."""
+    tool_search: bool = False
+    """The provider has its own tool search: tools can be marked ``defer_loading``."""
+    allowed_callers: tuple[str, ...] = ()
+    """Non-empty: the provider's code execution calls tools; each tool's ``allowed_callers``."""
+    code_tool: Mapping[str, str] = field(default_factory=dict)
+    """The provider's code-execution tool, added with ``allowed_callers``."""
+    dialect: Literal["openai", "anthropic"] = "openai"
+    """The dialect of ``toolplug.schema.strict_schema`` its strict mode writes."""
+    rewritten: bool = False
+    """Its plain export rewrites the parameters (``toolplug.schema.gemini_losses`` lists what
+    changed); the others pass them through unless strict."""
+    checked: bool = False
+    """Its export may rewrite the parameters: ``doctor`` warns of what a provider would no
+    longer enforce (strict mode on, when it has one)."""
+
+
+TABLE: Final[tuple[Format, ...]] = (
+    Format(
+        "openai", "Chat Completions functions", "_openai", "openai_tool",
+        strict=False, checked=True,
+    ),
+    Format(
+        "openai-responses", "Responses API functions", "_openai", "openai_responses_tool",
+        strict=True, tool_search=True, allowed_callers=("direct", "programmatic"),
+        code_tool={"type": "programmatic_tool_calling"}, checked=True,
+    ),
+    Format(
+        "anthropic", "Anthropic tools", "_anthropic", "anthropic_tool",
+        strict=False, tool_search=True,
+        allowed_callers=("direct", "code_execution_20260521"),
+        code_tool={"type": "code_execution_20260521", "name": "code_execution"},
+        dialect="anthropic", checked=True,
+    ),
+    Format("gemini", "Gemini function declarations (JSON Schema)", "_gemini", "gemini_tool"),
+    Format(
+        "gemini-openapi", "Gemini function declarations (the older OpenAPI subset)",
+        "_gemini", "gemini_openapi_tool", rewritten=True, checked=True,
+    ),
+    Format("mcp", "MCP tool definitions", "_mcp", "mcp_tool"),
+)
+"""Every format, in the order the command line lists them."""
+
+FORMATS: Final = tuple(f.name for f in TABLE)
+"""The format names, in ``TABLE``'s order."""
+BY_NAME: Final[Mapping[str, Format]] = {f.name: f for f in TABLE}
+STRICT_DEFAULTS: Final[Mapping[str, bool]] = {
+    f.name: f.strict for f in TABLE if f.strict is not None
+}
 """The formats with a strict mode, and whether it is on when ``strict`` is not given."""
+NATIVE_SEARCH: Final = frozenset(f.name for f in TABLE if f.tool_search)
+"""The formats whose provider searches deferred tools itself (``defer_loading``)."""
+CODE_EXECUTION_FORMATS: Final[Mapping[str, Format]] = {
+    f.name: f for f in TABLE if f.allowed_callers
+}
+"""The formats whose provider's code execution calls tools."""
+
+
+@cache
+def writer(fmt: str) -> Writer:
+    """The function that writes one tool in ``fmt`` (its module imported on first use)."""
+    row = BY_NAME[fmt]
+    found: Writer = getattr(importlib.import_module(f"toolplug.render.{row.module}"), row.function)
+    return found
 
 
 def export_tool(
@@ -53,20 +149,13 @@ def export_tool(
             ``defer_loading`` with one whose provider has no tool search.
     """
     check_format(fmt, strict)
-    on = is_strict(fmt, strict)
-    if defer_loading and fmt not in ("anthropic", "openai-responses"):
-        raise ValueError(f"defer_loading applies to anthropic and openai-responses, not {fmt!r}")
-    if fmt == "openai":
-        return openai_tool(metadata, on)
-    if fmt == "openai-responses":
-        return openai_responses_tool(metadata, on, defer_loading=defer_loading)
-    if fmt == "anthropic":
-        return anthropic_tool(metadata, on, defer_loading=defer_loading)
-    if fmt == "gemini":
-        return gemini_tool(metadata)
-    if fmt == "gemini-openapi":
-        return gemini_openapi_tool(metadata)
-    return mcp_tool(metadata, labels)
+    if defer_loading and fmt not in NATIVE_SEARCH:
+        raise ValueError(
+            f"defer_loading applies to {' and '.join(sorted(NATIVE_SEARCH))}, not {fmt!r}"
+        )
+    return writer(fmt)(
+        metadata, strict=is_strict(fmt, strict), defer_loading=defer_loading, labels=labels
+    )
 
 
 def dumps(obj: Any) -> str:
@@ -81,7 +170,7 @@ def is_strict(fmt: str, strict: bool | None) -> bool:
 
 def check_format(fmt: str, strict: bool | None) -> None:
     """Raise ``ValueError`` for an unknown format, or ``strict`` where it does not apply."""
-    if fmt not in FORMATS:
+    if fmt not in BY_NAME:
         raise ValueError(f"unknown schema format {fmt!r}; use one of: {', '.join(FORMATS)}")
     if strict and fmt not in STRICT_DEFAULTS:
         raise ValueError(

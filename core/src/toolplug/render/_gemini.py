@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING, Any
 from toolplug.schema import gemini_schema
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import ToolMetadata, Trust
 
 __all__ = ["gemini_openapi_tool", "gemini_tool"]
 
 
-def gemini_tool(metadata: ToolMetadata) -> dict[str, Any]:
+def gemini_tool(
+    metadata: ToolMetadata, *, strict: bool = False, defer_loading: bool = False,
+    labels: Trust | None = None,
+) -> dict[str, Any]:
     """A function declaration with the parameters as they are in ``parametersJsonSchema``,
     and ``returns`` (when declared) as ``responseJsonSchema``."""
     declaration: dict[str, Any] = {
@@ -26,7 +29,10 @@ def gemini_tool(metadata: ToolMetadata) -> dict[str, Any]:
     return declaration
 
 
-def gemini_openapi_tool(metadata: ToolMetadata) -> dict[str, Any]:
+def gemini_openapi_tool(
+    metadata: ToolMetadata, *, strict: bool = False, defer_loading: bool = False,
+    labels: Trust | None = None,
+) -> dict[str, Any]:
     """A function declaration whose ``parameters`` are the OpenAPI subset older SDKs read."""
     declaration: dict[str, Any] = {"name": metadata.name, "description": metadata.description}
     parameters = gemini_schema(metadata.parameters)

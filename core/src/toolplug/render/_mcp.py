@@ -51,7 +51,10 @@ def trust_meta(labels: Trust) -> dict[str, Any]:
     return meta
 
 
-def mcp_tool(metadata: ToolMetadata, labels: Trust | None = None) -> dict[str, Any]:
+def mcp_tool(
+    metadata: ToolMetadata, *, strict: bool = False, defer_loading: bool = False,
+    labels: Trust | None = None,
+) -> dict[str, Any]:
     """An MCP ``Tool``: input schema, annotations, ``outputSchema`` from ``returns``, and
     the trust labels in ``_meta`` (``labels``, the ones in force, else the tool's own)."""
     title = metadata.title or metadata.name

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from toolplug.schema import strict_schema
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._metadata import ToolMetadata, Trust
 
 __all__ = ["openai_responses_tool", "openai_tool"]
 
@@ -19,7 +19,10 @@ def _parameters(metadata: ToolMetadata, strict: bool) -> dict[str, Any]:
     return copy.deepcopy(metadata.parameters)
 
 
-def openai_tool(metadata: ToolMetadata, strict: bool) -> dict[str, Any]:
+def openai_tool(
+    metadata: ToolMetadata, *, strict: bool, defer_loading: bool = False,
+    labels: Trust | None = None,
+) -> dict[str, Any]:
     """``{"type": "function", "function": {...}}``, strict mode when ``strict``."""
     function: dict[str, Any] = {
         "name": metadata.name,
@@ -32,7 +35,8 @@ def openai_tool(metadata: ToolMetadata, strict: bool) -> dict[str, Any]:
 
 
 def openai_responses_tool(
-    metadata: ToolMetadata, strict: bool, *, defer_loading: bool = False
+    metadata: ToolMetadata, *, strict: bool, defer_loading: bool = False,
+    labels: Trust | None = None,
 ) -> dict[str, Any]:
     """A flat Responses API function tool: ``{"type", "name", "description", "parameters",
     "strict"}`` (``strict`` is always written: the Responses API guesses when it is left out)."""

@@ -33,7 +33,7 @@ from toolplug.contract._metadata import (
     Trust,
 )
 from toolplug.contract._tool import ErrorType, ToolResult
-from toolplug.render._formats import check_format, export_tool
+from toolplug.render._formats import NATIVE_SEARCH, check_format, export_tool
 from toolplug.render._select import rank, search
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANTHROPIC_TOOL_SEARCH",
-    "NATIVE_SEARCH",
     "OPENAI_TOOL_SEARCH",
     "SEARCH_TOOLS",
     "ToolSearch",
@@ -53,7 +52,6 @@ __all__ = [
 
 SEARCH_TOOLS: Final = "search_tools"
 """The name of toolplug's own tool search tool in a deferred export."""
-NATIVE_SEARCH: Final = frozenset({"anthropic", "openai-responses"})
 """The formats whose provider searches deferred tools itself."""
 ANTHROPIC_TOOL_SEARCH: Final = {
     "type": "tool_search_tool_bm25_20251119",
