@@ -32,9 +32,9 @@ def test_every_row_names_a_writer_that_writes_the_tool(row: Format) -> None:
 
 
 def test_the_derived_lists_follow_the_table() -> None:
-    assert FORMATS == tuple(row.name for row in TABLE)
+    assert tuple(row.name for row in TABLE) == FORMATS
     assert set(STRICT_DEFAULTS) == {row.name for row in TABLE if row.strict is not None}
-    assert NATIVE_SEARCH <= set(FORMATS)
+    assert set(FORMATS) >= NATIVE_SEARCH
     assert set(CODE_EXECUTION_FORMATS) <= NATIVE_SEARCH
 
 
