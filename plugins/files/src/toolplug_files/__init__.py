@@ -22,6 +22,7 @@ This module imports only toolplug and the standard library; the work is done in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from toolplug import (
@@ -251,6 +252,13 @@ class ReadFileTool(Tool):
         return read_file(arguments, context)
 
 
+_MODES: Final[Mapping[Any, Annotations]] = {
+    "overwrite": Annotations(read_only=False, destructive=True, idempotent=True, open_world=False),
+    "append": Annotations(read_only=False, destructive=False, idempotent=False, open_world=False),
+}
+"""The annotations of a write_file call by its mode (``WriteFileTool.annotations_for``)."""
+
+
 class WriteFileTool(Tool):
     """Writes (or appends) UTF-8 text to a file inside the sandbox, atomically."""
 
@@ -363,11 +371,26 @@ class WriteFileTool(Tool):
         # The result only reports the path and size this tool wrote. The path and content
         # change the world: a file appears or is overwritten.
         trust=Trust(output="trusted", sinks=("path", "content")),
+        # What a call may do: an overwrite replaces a file (annotations_for: per call).
         annotations=Annotations(
             read_only=False, destructive=True, idempotent=False, open_world=False
         ),
         timeout_seconds=10,
     )
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """What this call does, by its mode: an append only adds to the end of the file
+        (not destructive); an overwrite replaces the file at ``path`` when one is there
+        (destructive; idempotent); another mode gets the declared annotations.
+
+        Decided from the arguments alone, without looking at the disk (where a path lands
+        depends on the configuration, and the file may appear before the write): every
+        overwrite counts as one that destroys, even one that ends up creating the file.
+        Neither mode reaches beyond the sandbox (closed-world), so by default an append
+        runs unasked and an overwrite waits for a person's approval.
+        """
+        return _MODES.get(arguments.get("mode", "overwrite"), cls.metadata.annotations)
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Write ``content`` to ``path``."""

@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Final
 
 from toolplug import (
@@ -85,6 +86,13 @@ _CAPABILITY: Final = Capability(
     detectors=(Check(_account_problem),),
     setup=_SETUP,
 )
+
+
+_ACTIONS: Final[Mapping[Any, Annotations]] = {
+    "post": Annotations(read_only=False, destructive=False, idempotent=False, open_world=True),
+    "delete": Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
+}
+"""The annotations of a call by its action (``MastodonTool.annotations_for``)."""
 
 
 class MastodonTool(Tool):
@@ -249,6 +257,14 @@ class MastodonTool(Tool):
         ),
         timeout_seconds=45,
     )
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """What this call does: a post adds a status (not destructive; posted twice, it is
+        there twice), a delete removes one for good (destructive; deleting it again changes
+        nothing more). Both change the world outside the session, so both wait for a
+        person's approval by default. Any other action: the declared annotations."""
+        return _ACTIONS.get(arguments.get("action"), cls.metadata.annotations)
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Post or delete (sync: Mastodon.py blocks, so a worker thread runs this)."""
