@@ -188,5 +188,6 @@ def test_an_append_runs_with_nobody_to_ask_and_an_overwrite_waits(tmp_path: Path
     finally:
         registry.close()
     assert appended.ok, appended.error
-    assert replaced.error is not None and replaced.error.type == "ApprovalRequiredError"
+    assert replaced.error is not None
+    assert replaced.error.type == "ApprovalRequiredError"
     assert (tmp_path / "log.md").read_text() == "- one\n"
