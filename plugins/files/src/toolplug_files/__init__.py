@@ -146,8 +146,12 @@ class ReadFileTool(Tool):
         returns={
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "The path, in alias form if it has one"},
-                "absolute_path": {"type": "string", "description": "The resolved path"},
+                "path": {
+                    "type": "string",
+                    "description": "The path as the model names it: file_cache_dir/..., "
+                    "file_state_dir/..., or below a read root as configured; never the "
+                    "host's resolved path (that goes to the operator's log)",
+                },
                 "size_bytes": {"type": "integer"},
                 "bytes_read": {"type": "integer"},
                 "truncated": {"type": "boolean", "description": "The file is over max_bytes"},
@@ -208,7 +212,6 @@ class ReadFileTool(Tool):
                 input={"path": "file_state_dir/log.md", "offset": 20000},
                 output={
                     "path": "file_state_dir/log.md",
-                    "absolute_path": "/home/me/agent/state/log.md",
                     "size_bytes": 91250,
                     "bytes_read": 91250,
                     "truncated": False,
@@ -313,8 +316,11 @@ class WriteFileTool(Tool):
         returns={
             "type": "object",
             "properties": {
-                "path": {"type": "string"},
-                "absolute_path": {"type": "string"},
+                "path": {
+                    "type": "string",
+                    "description": "The path written, in alias form (file_cache_dir/...); "
+                    "the host's resolved path goes to the operator's log, not here",
+                },
                 "mode": {"type": "string", "enum": ["overwrite", "append"]},
                 "bytes_written": {"type": "integer"},
                 "size_bytes": {"type": "integer", "description": "The file's size afterwards"},

@@ -1,8 +1,9 @@
 """toolplug-mastodon: post a status to a Mastodon instance, or delete one.
 
 The first catalog tool that changes the world outside the session: its annotations say so
-(destructive, because ``delete`` removes a status; not read-only; open-world), so by default
-every call waits for a person's approval (docs/concepts.md, Approvals). Before the first post
+(destructive, because ``delete`` removes a status; not read-only; open-world; per call a
+post is not destructive), so by default every call waits for a person's approval
+(docs/concepts.md, Approvals). Before the first post
 or delete for an instance and token, the token is checked with the instance's
 verify_credentials endpoint, once per process::
 
