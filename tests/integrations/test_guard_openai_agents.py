@@ -146,6 +146,7 @@ def test_the_walk_through_with_the_catalogs_url_fetch(
     assert reason is not None
     assert reason.startswith("this session read untrusted content: post's text carries")
     assert "url_fetch (call 1" in reason
+    assert model.last_call is not None
     [output] = [
         item["output"]
         for item in model.last_call.input
