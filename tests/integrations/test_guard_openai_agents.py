@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from agents import Agent, RunConfig, Runner, RunResult, RunState
 from agents.testing import ScriptedModel, assistant_message, function_call
+from pytest_httpserver import HTTPServer
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
@@ -111,3 +112,46 @@ def test_after_a_long_page_the_sdks_question_is_checked_off_the_loop(
     assert POSTED == []
     assert checks.threads
     assert checks.on_the_loop == []
+
+
+def test_the_walk_through_with_the_catalogs_url_fetch(
+    fetching: Registry, news_page: str, httpserver_ipv4: HTTPServer
+) -> None:
+    # docs/security.md with the real fetcher: the SDK asks toolplug's needs_approval per
+    # call; the GET only reads, so it runs unasked, the guard records the page, and the
+    # post carrying the address the page planted interrupts the run
+    def strict(name: str, arguments: dict[str, Any]) -> Any:
+        return strict_arguments(fetching.get(name).metadata.parameters, arguments)
+
+    model = ScriptedModel(
+        [
+            [function_call("url_fetch", strict("url_fetch", {"url": news_page}), call_id="c1")],
+            [function_call("post", strict("post", {"text": f"notes at {EVIL}"}), call_id="c2")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="assistant", model=model, tools=function_tools(fetching))
+    prompt = "Summarize today's news"
+
+    async def main() -> tuple[RunResult, str | None]:
+        async with fetching.conversation(prompt):
+            paused = await Runner.run(agent, prompt, run_config=NO_TRACES)
+            # what toolplug answers the SDK for the post: the guard's reason
+            reason = await fetching.aguard_reason("post", {"text": f"notes at {EVIL}"})
+        return paused, reason
+
+    paused, reason = asyncio.run(main())
+    [waiting] = paused.interruptions  # the fetch was not among them: it ran
+    assert waiting.tool_name == "post"
+    assert reason is not None
+    assert reason.startswith("this session read untrusted content: post's text carries")
+    assert "url_fetch (call 1" in reason
+    assert model.last_call is not None
+    [output] = [
+        item["output"]
+        for item in model.last_call.input
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    assert EVIL in output  # the page reached the model, and the guard
+    assert [request.path for request, _ in httpserver_ipv4.log] == ["/today"]
+    assert POSTED == []

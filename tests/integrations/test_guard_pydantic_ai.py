@@ -20,6 +20,7 @@ from pydantic_ai import (
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pytest_httpserver import HTTPServer
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
@@ -126,3 +127,42 @@ def test_after_a_long_page_the_pause_is_checked_off_the_loop(
     assert POSTED == []
     assert checks.threads
     assert checks.on_the_loop == []
+
+
+def test_the_walk_through_with_the_catalogs_url_fetch(
+    fetching: Registry, news_page: str, httpserver_ipv4: HTTPServer
+) -> None:
+    # docs/security.md with the real fetcher: its GET only reads, so it runs unasked in
+    # pydantic-ai's loop; the guard records the page, and the post carrying the address
+    # the page planted pauses the run, naming the fetch
+    script = [("url_fetch", {"url": news_page}), ("post", {"text": f"notes at {EVIL}"})]
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn < len(script):
+            name, arguments = script[turn]
+            return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=f"c{turn}")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(
+        FunctionModel(respond),
+        toolsets=[ToolplugToolset(fetching)],
+        output_type=[str, DeferredToolRequests],
+    )
+    paused = asyncio.run(agent.run("Summarize today's news"))
+    requests = paused.output
+    assert isinstance(requests, DeferredToolRequests)
+    [call] = requests.approvals  # the fetch was not among them: it ran
+    assert call.tool_name == "post"
+    reason = requests.metadata[call.tool_call_id]["reason"]
+    assert reason.startswith("this session read untrusted content: post's text carries")
+    assert "url_fetch (call 1, id c0)" in reason
+    [fetched] = [
+        part
+        for message in paused.all_messages()
+        for part in message.parts
+        if part.part_kind == "tool-return" and part.tool_name == "url_fetch"
+    ]
+    assert EVIL in fetched.model_response_str()  # the page reached the model, and the guard
+    assert [request.path for request, _ in httpserver_ipv4.log] == ["/today"]
+    assert POSTED == []

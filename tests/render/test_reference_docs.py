@@ -591,3 +591,22 @@ def regenerate() -> None:
 
 if __name__ == "__main__":
     regenerate()
+
+
+def test_a_tool_that_refines_its_annotations_per_call_says_so() -> None:
+    # url_fetch's GET runs unasked: "each call waits" would be false on its page
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": "toolplug-url-fetch,toolplug-files"})
+    try:
+        pages = reference_pages(registry)
+    finally:
+        registry.close()
+    fetch = pages["url_fetch.md"]
+    assert "by default each call waits" not in fetch
+    assert (
+        "**Approval:** decided per call from the annotations that hold for its arguments; the "
+        "declared ones, the worst a call can do, ask because it may destroy or overwrite data "
+        "(annotated destructive)." in fetch
+    )
+    assert "A GET only reads: read-only, so it runs unasked" in fetch
+    assert "an append runs unasked and an overwrite waits" in pages["write_file.md"]
+    assert "**Approval:**" not in pages["read_file.md"]  # reads, whatever the arguments

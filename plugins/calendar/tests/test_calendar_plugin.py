@@ -155,3 +155,17 @@ def test_passes_the_contract_kit(tmp_path: Path) -> None:
         "toolplug-calendar",
         config={"tools": {"calendar": {"sources": [{"name": "team", "path": str(source)}]}}},
     )
+
+
+def test_list_events_is_read_only() -> None:
+    # its one action reads the configured source: the declared annotations hold for every
+    # call (no per-call refinement), so no call waits for approval
+    arguments = {"action": "list_events", "time_min": "2025-03-01T00:00:00Z"}
+    hints = CalendarTool.annotations_for(arguments)
+    assert hints == CalendarTool.metadata.annotations
+    assert (hints.read_only, hints.destructive) == (True, False)
+    registry = toolplug.load(config={}, env={"TOOLPLUG_PLUGINS": "toolplug-calendar"})
+    try:
+        assert registry.needs_approval("calendar", arguments) is None
+    finally:
+        registry.close()

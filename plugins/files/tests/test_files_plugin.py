@@ -8,8 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import toolplug
-from toolplug import ToolResult
+from toolplug import Annotations, ToolResult
 from toolplug_files import ReadFileTool, WriteFileTool
 
 Call = Callable[[toolplug.Registry, str, Mapping[str, Any]], ToolResult]
@@ -113,3 +115,79 @@ def test_passes_the_contract_kit() -> None:
     from toolplug.testing import check_plugin
 
     check_plugin("toolplug-files")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected", "reason"),
+    [
+        # the default mode, overwrite: it replaces whatever file is at the path
+        (
+            {"path": "a.md", "content": "x"},
+            Annotations(read_only=False, destructive=True, idempotent=True, open_world=False),
+            "it may destroy or overwrite data (annotated destructive)",
+        ),
+        # counted as destructive from the arguments alone, even where no file is there yet
+        (
+            {"path": "new/never-written.md", "content": "x", "mode": "overwrite"},
+            Annotations(read_only=False, destructive=True, idempotent=True, open_world=False),
+            "it may destroy or overwrite data (annotated destructive)",
+        ),
+        # an append only adds, inside the sandbox: nobody need be asked
+        (
+            {"path": "log.md", "content": "x", "mode": "append"},
+            Annotations(read_only=False, destructive=False, idempotent=False, open_world=False),
+            None,
+        ),
+        # a mode the schema refuses: the declared annotations
+        (
+            {"path": "a.md", "content": "x", "mode": "truncate"},
+            WriteFileTool.metadata.annotations,
+            "it may destroy or overwrite data (annotated destructive)",
+        ),
+    ],
+)
+def test_write_file_annotations_follow_the_mode(
+    arguments: dict[str, Any], expected: Annotations, reason: str | None
+) -> None:
+    assert WriteFileTool.annotations_for(arguments) == expected
+    registry = toolplug.load(config={}, env={"TOOLPLUG_PLUGINS": "toolplug-files"})
+    try:
+        assert registry.needs_approval("write_file", arguments) == reason
+    finally:
+        registry.close()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"path": "file_state_dir/contacts.md"},  # a read changes nothing, wherever it reads
+        {"path": "file_cache_dir/log.md", "offset": 20000, "max_chars": 10},
+    ],
+)
+def test_read_file_is_read_only_for_every_call(arguments: dict[str, Any]) -> None:
+    # one effect whatever the arguments: the declared annotations hold, no refinement
+    assert ReadFileTool.annotations_for(arguments) == ReadFileTool.metadata.annotations
+    assert ReadFileTool.metadata.annotations.read_only
+    registry = toolplug.load(config={}, env={"TOOLPLUG_PLUGINS": "toolplug-files"})
+    try:
+        assert registry.needs_approval("read_file", arguments) is None
+    finally:
+        registry.close()
+
+
+def test_an_append_runs_with_nobody_to_ask_and_an_overwrite_waits(tmp_path: Path) -> None:
+    registry = toolplug.load(
+        config={"tools": {"write_file": {"cache_dir": str(tmp_path), "state_dir": str(tmp_path)}}},
+        env={"TOOLPLUG_PLUGINS": "toolplug-files"},
+    )
+    try:
+        appended = registry.call(
+            "write_file", {"path": "log.md", "content": "- one\n", "mode": "append"}
+        )
+        replaced = registry.call("write_file", {"path": "log.md", "content": "gone"})
+    finally:
+        registry.close()
+    assert appended.ok, appended.error
+    assert replaced.error is not None
+    assert replaced.error.type == "ApprovalRequiredError"
+    assert (tmp_path / "log.md").read_text() == "- one\n"

@@ -60,7 +60,7 @@ def test_read_paths_that_stay_inside(
     data = ok(result)
     assert result.output == "in " + where
     assert data["path"] == f"file_{where}_dir/notes.md"
-    assert data["absolute_path"] == str((roots[where] / "notes.md").resolve())
+    assert "absolute_path" not in data  # the host's paths are the operator's (the log)
     assert data["truncated"] is False
     assert data["binary"] is False
 
@@ -194,11 +194,9 @@ def test_absolute_paths_outside_are_refused(
     message = refused(
         call(load(), tool, arguments(tool, target)),
         "PermissionError",
-        "is outside the sandbox roots",
-        "file_cache_dir (",
-        "file_state_dir (",
+        "is outside the sandbox roots (file_cache_dir, file_state_dir)",
     )
-    assert repr(target) in message
+    assert repr(target) in message  # the path the model wrote, and no root's
     assert (roots["outside"] / "secret.txt").read_text() == "top secret\n"
     refused(call(load(), tool, arguments(tool, "/etc/passwd")), "PermissionError", "outside")
 
@@ -261,7 +259,7 @@ def test_a_symlinked_parent_directory_is_refused(
             call(load(), tool, arguments(tool, path)),
             "PermissionError",
             "a symlink inside the root points outside it",
-            f"file_state_dir/shared -> {roots['outside'].resolve()}",
+            "file_state_dir/shared -> outside the sandbox",
         )
     assert sorted(p.name for p in roots["outside"].iterdir()) == ["secret.txt"]
     assert (roots["outside"] / "secret.txt").read_text() == "top secret\n"
@@ -352,7 +350,6 @@ def test_write_creates_parent_directories(load: Load, call: Call, roots: Roots) 
     assert (roots["cache"] / "a" / "b" / "c" / "note.md").read_text(encoding="utf-8") == "# Note\n"
     assert data == {
         "path": "file_cache_dir/a/b/c/note.md",
-        "absolute_path": str((roots["cache"] / "a/b/c/note.md").resolve()),
         "mode": "overwrite",
         "bytes_written": 7,
         "size_bytes": 7,

@@ -178,3 +178,18 @@ def test_bad_api_url_is_a_config_error(
             toolplug_config(tools={"github_api": {"api_url": api_url}}),
             env={"TOOLPLUG_PLUGINS": "toolplug-github"},
         )
+
+
+@pytest.mark.parametrize("action", toolplug_github.ACTIONS)
+def test_every_action_is_read_only(action: str) -> None:
+    # each action is a GET of GitHub's REST API: the declared annotations hold for every
+    # call (no per-call refinement), so none waits for approval
+    cls = toolplug_github.GitHubApiTool
+    hints = cls.annotations_for({"action": action, "owner": "o", "repo": "r"})
+    assert hints == cls.metadata.annotations
+    assert (hints.read_only, hints.destructive) == (True, False)
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": "toolplug-github"})
+    try:
+        assert registry.needs_approval("github_api", {"action": action}) is None
+    finally:
+        registry.close()

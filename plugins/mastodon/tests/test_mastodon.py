@@ -375,6 +375,40 @@ def test_delete_makes_the_tool_destructive() -> None:
     assert toolplug.export_tool(meta, "mcp")["annotations"]["destructiveHint"] is True
 
 
+@pytest.mark.parametrize(
+    ("arguments", "expected", "reason"),
+    [
+        # a post adds a status: not destructive, and posted twice it is there twice
+        (
+            {"action": "post", "text": "hi"},
+            toolplug.Annotations(read_only=False, destructive=False, idempotent=False),
+            "it changes something outside this session (not read-only, open-world)",
+        ),
+        # a delete removes one for good; deleting it again changes nothing more
+        (
+            {"action": "delete", "status_id": "1"},
+            toolplug.Annotations(read_only=False, destructive=True, idempotent=True),
+            "it may destroy or overwrite data (annotated destructive)",
+        ),
+        # an action the schema refuses: the declared annotations, the worst
+        (
+            {"action": "boost"},
+            toolplug_mastodon.MastodonTool.metadata.annotations,
+            "it may destroy or overwrite data (annotated destructive)",
+        ),
+    ],
+)
+def test_annotations_for_follow_the_action(
+    arguments: dict[str, Any], expected: toolplug.Annotations, reason: str
+) -> None:
+    assert toolplug_mastodon.MastodonTool.annotations_for(arguments) == expected
+    tools = load("http://127.0.0.1:9/")
+    try:
+        assert tools.needs_approval("mastodon", arguments) == reason  # both always ask
+    finally:
+        tools.close()
+
+
 def test_unavailable_without_instance_or_token() -> None:
     tools = toolplug.load({}, env={"TOOLPLUG_PLUGINS": "toolplug-mastodon"})
     found = tools.availability("mastodon")

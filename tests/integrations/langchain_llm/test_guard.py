@@ -18,6 +18,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pytest_httpserver import HTTPServer
 
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
@@ -198,3 +199,83 @@ def test_llm_async_chain_checks_a_long_page_off_the_loop(
     assert [{"text": f"see {EVIL}"}] == POSTED  # approved: it ran once
     assert len(checks.threads) >= 2  # the question, and the call's own
     assert checks.on_the_loop == []
+
+
+def _walk_through(page: str) -> list[AIMessage]:
+    """The model of docs/security.md's walk-through: fetch the page, post what it planted."""
+    fetch = AIMessage("", tool_calls=[{"name": "url_fetch", "args": {"url": page}, "id": "c1"}])
+    return [fetch, POST, DONE]
+
+
+def test_langgraph_walk_through_with_the_catalogs_url_fetch(
+    fetching: toolplug.Registry, news_page: str, httpserver_ipv4: HTTPServer
+) -> None:
+    # the GET only reads: it runs unasked; the post carrying the page's address interrupts
+    agent = create_agent(
+        Model(messages=iter(_walk_through(news_page))),
+        ToolplugToolkit(fetching).get_tools(),
+        checkpointer=InMemorySaver(),
+    )
+    prompt = "Summarize today's news"
+    with fetching.conversation(prompt):
+        paused = agent.invoke(_user(prompt), {"configurable": {"thread_id": "w1"}})
+    [interrupt] = paused["__interrupt__"]
+    assert interrupt.value["name"] == "post"
+    assert "read untrusted content: post's text carries" in interrupt.value["description"]
+    assert "url_fetch (call 1)" in interrupt.value["description"]
+    [fetched] = [m for m in paused["messages"] if getattr(m, "name", None) == "url_fetch"]
+    assert EVIL in fetched.content  # the page reached the model, and the guard
+    assert [request.path for request, _ in httpserver_ipv4.log] == ["/today"]
+    assert POSTED == []
+
+
+def test_the_middleware_walk_through_with_the_catalogs_url_fetch(
+    fetching: toolplug.Registry, news_page: str, httpserver_ipv4: HTTPServer
+) -> None:
+    # url_fetch is in interrupt_on (its POST waits), but the question for its GET says no
+    toolkit = ToolplugToolkit(fetching)
+    assert {"post", "url_fetch"} <= set(toolkit.interrupt_on())
+    agent = create_agent(
+        Model(messages=iter(_walk_through(news_page))),
+        toolkit.get_tools(),
+        middleware=[HumanInTheLoopMiddleware(interrupt_on=toolkit.interrupt_on())],
+        checkpointer=InMemorySaver(),
+    )
+    prompt = "Summarize today's news"
+    with fetching.conversation(prompt):
+        paused = agent.invoke(_user(prompt), {"configurable": {"thread_id": "w2"}})
+    [interrupt] = paused["__interrupt__"]
+    [action] = interrupt.value["action_requests"]
+    assert action["name"] == "post"
+    assert "url_fetch (call 1)" in action["description"]
+    assert [request.path for request, _ in httpserver_ipv4.log] == ["/today"]
+    assert POSTED == []
+
+
+def test_llm_walk_through_with_the_catalogs_url_fetch(
+    fetching: toolplug.Registry, news_page: str, httpserver_ipv4: HTTPServer
+) -> None:
+    # before_call asks only where toolplug asks: not the GET, then the post, refused
+    asked: list[ApprovalRequest] = []
+
+    def ask(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    prompt = _calls(("url_fetch", {"url": news_page}), ("post", {"text": f"see {EVIL}"}))
+    chain = llm.get_model("echo").chain(
+        prompt,
+        tools=[toolbox(fetching, request="Summarize today's news")],
+        before_call=approve_calls(ask),
+    )
+    # the echo model's last turn was given both results: the page, and the refusal
+    *_, last = chain.responses()
+    fetched, refused = json.loads(last.text())["tool_results"]
+    assert [r.tool for r in asked] == ["post"]
+    assert asked[0].reason.startswith("this session read untrusted content: post's text carries")
+    assert "url_fetch (call 1)" in asked[0].reason
+    assert fetched["name"] == "url_fetch"
+    assert EVIL in fetched["output"]  # the page reached the model, and the guard
+    assert refused["name"] == "post"
+    assert [request.path for request, _ in httpserver_ipv4.log] == ["/today"]
+    assert POSTED == []

@@ -9,6 +9,7 @@ environment or configuration (``tool_reference`` shows availability only when as
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import warnings
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, Category, ConfigField, ToolMetadata
+from toolplug.contract._tool import Tool
 from toolplug.render._prompt import category_order
 from toolplug.render._select import select_tools
 
@@ -302,6 +304,7 @@ def render_page(
     availability: Availability | None = None,
     capabilities: Mapping[str, Capability] | None = None,
     distribution: str | None = None,
+    per_call: str | None = None,
 ) -> str:
     """The Markdown reference page of one tool.
 
@@ -312,6 +315,9 @@ def render_page(
         capabilities: Registered capabilities by name, for the description and setup text
             of those the tool requires.
         distribution: The distribution that provides the tool, for the install line.
+        per_call: How the tool refines its annotations per call (the docstring of its
+            ``annotations_for``, when it defines one): the approval line then says that
+            the declared annotations are the worst case and quotes it.
     """
     meta = metadata
     title = meta.title or meta.name
@@ -323,7 +329,19 @@ def render_page(
         facts.append(f"**Distribution:** {_code(distribution)}")
     lines += [" · ".join(facts), ""]
     approval = approval_reason(meta)
-    if approval:
+    if per_call and "annotations" in meta.model_fields_set:
+        worst = (
+            f"; the declared ones, the worst a call can do, ask because {approval}"
+            if approval
+            else ""
+        )
+        lines += [
+            f"**Approval:** decided per call from the annotations that hold for its "
+            f"arguments{worst}. Set `[tools.{meta.name}] approval` to change that. "
+            f"{_prose(per_call)}",
+            "",
+        ]
+    elif approval:
         lines += [
             f"**Approval:** by default each call waits for a person's approval, because "
             f"{approval}; set `[tools.{meta.name}] approval` to change that.",
@@ -729,8 +747,22 @@ def tool_reference(
         raise TypeError("tool_reference(registry, name) needs the name of a tool")
     tool = registry.get(name)
     return render_page(
-        tool.metadata, capabilities=registry.capabilities, distribution=tool.distribution
+        tool.metadata,
+        capabilities=registry.capabilities,
+        distribution=tool.distribution,
+        per_call=_per_call(tool.cls),
     )
+
+
+def _per_call(cls: type[Tool]) -> str | None:
+    """The docstring of a tool's own ``annotations_for``, on one line with Markdown's
+    backticks, or None when it keeps the declared annotations for every call (or says
+    nothing of them)."""
+    refine = getattr(cls.annotations_for, "__func__", None)
+    if refine is None or refine is getattr(Tool.annotations_for, "__func__", None):
+        return None
+    doc = inspect.getdoc(refine)
+    return " ".join(doc.replace("``", "`").split()) if doc else None
 
 
 def reference_pages(
@@ -765,7 +797,10 @@ def reference_pages(
     }
     for tool in tools:
         pages[f"{tool.name}.md"] = render_page(
-            tool.metadata, capabilities=capabilities, distribution=tool.distribution
+            tool.metadata,
+            capabilities=capabilities,
+            distribution=tool.distribution,
+            per_call=_per_call(tool.cls),
         )
     return pages
 

@@ -22,6 +22,7 @@ This module imports only toolplug and the standard library; the work is done in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from toolplug import (
@@ -145,8 +146,12 @@ class ReadFileTool(Tool):
         returns={
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "The path, in alias form if it has one"},
-                "absolute_path": {"type": "string", "description": "The resolved path"},
+                "path": {
+                    "type": "string",
+                    "description": "The path as the model names it: file_cache_dir/..., "
+                    "file_state_dir/..., or below a read root as configured; never the "
+                    "host's resolved path (that goes to the operator's log)",
+                },
                 "size_bytes": {"type": "integer"},
                 "bytes_read": {"type": "integer"},
                 "truncated": {"type": "boolean", "description": "The file is over max_bytes"},
@@ -207,7 +212,6 @@ class ReadFileTool(Tool):
                 input={"path": "file_state_dir/log.md", "offset": 20000},
                 output={
                     "path": "file_state_dir/log.md",
-                    "absolute_path": "/home/me/agent/state/log.md",
                     "size_bytes": 91250,
                     "bytes_read": 91250,
                     "truncated": False,
@@ -249,6 +253,13 @@ class ReadFileTool(Tool):
         from toolplug_files._files import read_file
 
         return read_file(arguments, context)
+
+
+_MODES: Final[Mapping[Any, Annotations]] = {
+    "overwrite": Annotations(read_only=False, destructive=True, idempotent=True, open_world=False),
+    "append": Annotations(read_only=False, destructive=False, idempotent=False, open_world=False),
+}
+"""The annotations of a write_file call by its mode (``WriteFileTool.annotations_for``)."""
 
 
 class WriteFileTool(Tool):
@@ -305,8 +316,11 @@ class WriteFileTool(Tool):
         returns={
             "type": "object",
             "properties": {
-                "path": {"type": "string"},
-                "absolute_path": {"type": "string"},
+                "path": {
+                    "type": "string",
+                    "description": "The path written, in alias form (file_cache_dir/...); "
+                    "the host's resolved path goes to the operator's log, not here",
+                },
                 "mode": {"type": "string", "enum": ["overwrite", "append"]},
                 "bytes_written": {"type": "integer"},
                 "size_bytes": {"type": "integer", "description": "The file's size afterwards"},
@@ -363,11 +377,26 @@ class WriteFileTool(Tool):
         # The result only reports the path and size this tool wrote. The path and content
         # change the world: a file appears or is overwritten.
         trust=Trust(output="trusted", sinks=("path", "content")),
+        # What a call may do: an overwrite replaces a file (annotations_for: per call).
         annotations=Annotations(
             read_only=False, destructive=True, idempotent=False, open_world=False
         ),
         timeout_seconds=10,
     )
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """What this call does, by its mode: an append only adds to the end of the file
+        (not destructive); an overwrite replaces the file at ``path`` when one is there
+        (destructive; idempotent); another mode gets the declared annotations.
+
+        Decided from the arguments alone, without looking at the disk (where a path lands
+        depends on the configuration, and the file may appear before the write): every
+        overwrite counts as one that destroys, even one that ends up creating the file.
+        Neither mode reaches beyond the sandbox (closed-world), so by default an append
+        runs unasked and an overwrite waits for a person's approval.
+        """
+        return _MODES.get(arguments.get("mode", "overwrite"), cls.metadata.annotations)
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Write ``content`` to ``path``."""

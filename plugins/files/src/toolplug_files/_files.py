@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from toolplug import ErrorType, ToolContext, ToolFailure, ToolResult
 from toolplug_files import _PAGE_CHARS, _atomic
-from toolplug_files._sandbox import Sandbox, Target, os_failure
+from toolplug_files._sandbox import Sandbox, Target, log, os_failure
 
 __all__ = ["read_file", "write_file"]
 
@@ -148,9 +148,9 @@ def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:  # n
     truncated = len(data) > cap
     data = data[:cap]
     text = _decode(data, truncated)
+    log.debug("read_file: %s is %s (%d bytes read)", shown, target.real, len(data))
     result: dict[str, Any] = {
         "path": shown,
-        "absolute_path": str(target.real),
         "size_bytes": size,
         "bytes_read": len(data),
         "truncated": truncated,
@@ -269,9 +269,9 @@ def _write(target: Target, data: bytes, *, append: bool) -> ToolResult:
         summary = f"Created {shown} ({len(data)} bytes)."
     else:
         summary = f"Replaced the content of {shown} ({len(data)} bytes)."
+    log.info("write_file: %s is %s; %s", shown, target.real, summary)
     result = {
         "path": shown,
-        "absolute_path": str(target.real),
         "mode": "append" if append else "overwrite",
         "bytes_written": len(data),
         "size_bytes": size,

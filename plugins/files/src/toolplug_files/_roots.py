@@ -19,12 +19,17 @@ class Root:
     """The same directory with every symlink resolved."""
     alias: str | None = None
     """``file_cache_dir`` or ``file_state_dir``; None for an extra read root."""
+    label: str | None = None
+    """How an extra read root is named to the model: as the operator wrote it in
+    ``read_roots`` (``~/notes``), which is how the model addresses it; never resolved."""
 
     @classmethod
     def at(cls, path: Path, alias: str | None = None) -> Root:
-        """A root at ``path`` (made absolute; ``~`` expanded)."""
+        """A root at ``path`` (made absolute; ``~`` expanded), named by ``alias``, or, for
+        an extra read root, by ``path`` as written."""
         absolute = Path(os.path.abspath(path.expanduser()))
-        return cls(absolute, Path(os.path.realpath(absolute)), alias)
+        label = None if alias else os.path.normpath(str(path))
+        return cls(absolute, Path(os.path.realpath(absolute)), alias, label)
 
     def holds(self, path: Path) -> bool:
         """Whether ``path`` is this root or lies under it (as configured or as resolved)."""
@@ -36,12 +41,13 @@ class Root:
         return path.relative_to(base)
 
     def show(self, path: Path) -> str:
-        """How to name ``path`` to the model: in alias form when the root has an alias."""
-        if self.alias is None:
-            return str(path)
+        """How to name ``path`` to the model: below the root's alias (or, for a read root,
+        below the root as the operator wrote it), never by the host's resolved path."""
         inner = self.relative(path).as_posix()
-        return self.alias if inner == "." else f"{self.alias}/{inner}"
+        name = self.alias or self.label or "a read root"
+        return name if inner == "." else f"{name}/{inner}"
 
     def describe(self) -> str:
-        """The root for messages."""
-        return f"{self.alias} ({self.path})" if self.alias else str(self.path)
+        """The root for the operator's log: its name and where it is on this machine."""
+        name = self.alias or self.label
+        return f"{name} ({self.path})" if name and name != str(self.path) else str(self.path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -31,8 +32,10 @@ from toolplug import ErrorType, ToolContext, ToolFailure
 from toolplug_files._roots import Root
 from toolplug_files._walk import STEP, Changed, Escape, Loop, NotADirectory, Place, walk
 
-__all__ = ["CACHE_ALIAS", "STATE_ALIAS", "Root", "Sandbox", "Target", "os_failure"]
+__all__ = ["CACHE_ALIAS", "STATE_ALIAS", "Root", "Sandbox", "Target", "log", "os_failure"]
 
+log: Final = logging.getLogger("toolplug.files")
+"""The operator's log: where the host's absolute paths go; the model reads aliases."""
 CACHE_ALIAS: Final = "file_cache_dir"
 STATE_ALIAS: Final = "file_state_dir"
 _GLOB_CHARS: Final = frozenset("*?[")
@@ -153,12 +156,16 @@ class Sandbox:
         lexical = self._lexical(raw)
         roots = self.roots(writing=writing)
         home = next((r for r in roots if r.holds(lexical)), None)
+        tool = "write_file" if writing else "read_file"
         if home is None:
-            allowed = ", ".join(r.describe() for r in roots)
+            log.info(
+                "%s refused %s: outside the sandbox roots (%s)",
+                tool, _quote(raw), ", ".join(r.describe() for r in roots),
+            )
             extra = "; writes go only under file_cache_dir and file_state_dir" if writing else ""
             raise ToolFailure(
                 ErrorType.PERMISSION,
-                f"{_quote(raw)} is outside the sandbox roots ({allowed}){extra}",
+                f"{_quote(raw)} is outside the sandbox roots ({_named(roots)}){extra}",
             )
         shown = home.show(lexical)
         entry = self._denied(lexical, home)
@@ -168,8 +175,9 @@ class Sandbox:
             if entry is None:
                 return Target(place, shown, writing=writing)
             place.close()
+        log.info("%s refused %s (%s): it matches deny_paths entry %r", tool, shown, lexical, entry)
         raise ToolFailure(
-            ErrorType.PERMISSION, f"{shown} is refused: it matches deny_paths entry {entry!r}"
+            ErrorType.PERMISSION, f"{shown} is refused: it matches deny_paths entry {_entry(entry)}"
         )
 
     @staticmethod
@@ -180,9 +188,11 @@ class Sandbox:
         try:
             return walk(home, home.relative(lexical).parts, roots, create=writing)
         except Escape as escape:
+            log.info("%s is refused: the symlink %s points outside the roots", shown, escape)
             raise ToolFailure(
                 ErrorType.PERMISSION,
-                f"{shown} is refused: a symlink inside the root points outside it ({escape})",
+                f"{shown} is refused: a symlink inside the root points outside it "
+                f"({escape.link} -> outside the sandbox)",
             ) from None
         except Loop:
             raise ToolFailure(
@@ -320,6 +330,22 @@ def _within_platform_limits(path: Path) -> Path:
             f"under {path_max:,} bytes and names of at most {name_max:,}: use a shorter path",
         )
     return path
+
+
+def _named(roots: tuple[Root, ...]) -> str:
+    """The roots as the model may name them: the aliases, then how many read roots there
+    are (their paths are the operator's to give; the log has them)."""
+    named = [r.alias for r in roots if r.alias]
+    extra = len(roots) - len(named)
+    if extra:
+        named.append(f"{extra} read root{'s' if extra > 1 else ''}")
+    return ", ".join(named)
+
+
+def _entry(entry: str) -> str:
+    """A deny_paths entry as the model reads it: an absolute or ``~`` one, which names a
+    place on the host, only as such (the log has it)."""
+    return "(an absolute path)" if entry.strip().startswith(("/", "~")) else repr(entry)
 
 
 def _quote(raw: str) -> str:

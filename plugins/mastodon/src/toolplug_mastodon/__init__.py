@@ -1,8 +1,9 @@
 """toolplug-mastodon: post a status to a Mastodon instance, or delete one.
 
 The first catalog tool that changes the world outside the session: its annotations say so
-(destructive, because ``delete`` removes a status; not read-only; open-world), so by default
-every call waits for a person's approval (docs/concepts.md, Approvals). Before the first post
+(destructive, because ``delete`` removes a status; not read-only; open-world; per call a
+post is not destructive), so by default every call waits for a person's approval
+(docs/concepts.md, Approvals). Before the first post
 or delete for an instance and token, the token is checked with the instance's
 verify_credentials endpoint, once per process::
 
@@ -17,6 +18,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Final
 
 from toolplug import (
@@ -85,6 +87,13 @@ _CAPABILITY: Final = Capability(
     detectors=(Check(_account_problem),),
     setup=_SETUP,
 )
+
+
+_ACTIONS: Final[Mapping[Any, Annotations]] = {
+    "post": Annotations(read_only=False, destructive=False, idempotent=False, open_world=True),
+    "delete": Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
+}
+"""The annotations of a call by its action (``MastodonTool.annotations_for``)."""
 
 
 class MastodonTool(Tool):
@@ -249,6 +258,14 @@ class MastodonTool(Tool):
         ),
         timeout_seconds=45,
     )
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """What this call does: a post adds a status (not destructive; posted twice, it is
+        there twice), a delete removes one for good (destructive; deleting it again changes
+        nothing more). Both change the world outside the session, so both wait for a
+        person's approval by default. Any other action: the declared annotations."""
+        return _ACTIONS.get(arguments.get("action"), cls.metadata.annotations)
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Post or delete (sync: Mastodon.py blocks, so a worker thread runs this)."""

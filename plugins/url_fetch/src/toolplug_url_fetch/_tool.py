@@ -87,6 +87,20 @@ _AUTH_PROFILES_SCHEMA: Final = {
 }
 
 
+_METHOD_ANNOTATIONS: Final[Mapping[str, Annotations]] = {
+    "GET": Annotations(read_only=True, destructive=False, idempotent=True, open_world=True),
+    "POST": Annotations(read_only=False, destructive=False, idempotent=False, open_world=True),
+    "PUT": Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
+    "PATCH": Annotations(read_only=False, destructive=True, idempotent=False, open_world=True),
+    "DELETE": Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
+}
+"""The annotations of a call by its method (``UrlFetch.annotations_for``)."""
+_DOWNLOAD: Final = Annotations(
+    read_only=False, destructive=True, idempotent=True, open_world=True
+)
+"""A GET with download_path: it writes (and may replace) a file in the downloads directory."""
+
+
 class UrlFetch(Tool):
     """One guarded HTTP request: the answer as text, a description, or a file."""
 
@@ -405,12 +419,33 @@ class UrlFetch(Tool):
             sinks=("url", "headers", "body", "download_path"),
             destinations=("url",),
         ),
+        # What a call may do, the worst of every method: a DELETE or a PUT destroys or
+        # replaces what the server holds. annotations_for says what one call does.
         annotations=Annotations(
-            read_only=False, destructive=False, idempotent=False, open_world=True
+            read_only=False, destructive=True, idempotent=False, open_world=True
         ),
         # Above the largest timeout a call may ask for (max_timeout_seconds, 60 by default).
         timeout_seconds=90.0,
     )
+
+    @classmethod
+    def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:
+        """What this call does, by its method (RFC 9110's safe and idempotent methods).
+
+        A GET only reads: read-only, so it runs unasked (the flow guard still reads its
+        URL once the conversation has read private data). With ``download_path`` a GET
+        also writes a file in the downloads directory, replacing one already there:
+        destructive. POST adds (not destructive, not idempotent); PUT replaces, PATCH
+        changes and DELETE removes what the server holds: destructive. A method the tool
+        does not know gets the declared annotations, the worst of them.
+        """
+        method = str(arguments.get("method") or "GET").upper()
+        found = _METHOD_ANNOTATIONS.get(method)
+        if found is None:
+            return cls.metadata.annotations
+        if method == "GET" and arguments.get("download_path") is not None:
+            return _DOWNLOAD
+        return found
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Check the request, send it through the guard, and shape the answer."""
