@@ -297,6 +297,13 @@ def test_the_server_publishes_its_metadata_and_refuses_without_a_valid_token(
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith("Bearer ")
         assert challenge in refused.headers["www-authenticate"]
+    # no credentials: told where to get them, with no error code (RFC 6750, 3.1) ...
+    assert without.headers["www-authenticate"] == f"Bearer {challenge}"
+    assert "error" not in without.json()
+    assert without.json()["resource_metadata"] in challenge
+    # ... a bad token: told it is invalid
+    for refused in (made_up, expired, elsewhere):
+        assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     assert added.structured_content == {"sum": 5}
 
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METADATA_PATH",
+    "BareChallenge",
     "ScopeGate",
     "Verifier",
     "access_token",
@@ -161,6 +162,55 @@ def scopes_for(
 def may_call(needed: Iterable[str], token: AccessToken | None) -> bool:
     """Whether the token grants every needed scope (no token: auth is off)."""
     return token is None or set(needed) <= set(token.scopes)
+
+
+class BareChallenge:
+    """ASGI middleware: a 401 for a request that sent no bearer token carries no error code
+    (RFC 6750, 3.1: a request without credentials is told how to authenticate, not that
+    its token is invalid), only where the protected resource metadata is. A bad token keeps
+    the SDK's ``error="invalid_token"``."""
+
+    def __init__(self, app: _ASGI, *, resource_metadata: str) -> None:
+        self.app, self._metadata = app, resource_metadata
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or _has_bearer(scope):
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def bare(message: MutableMapping[str, Any]) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message.get("status") == 401:
+                replaced = True
+                body = json.dumps({
+                    "error_description": "this server needs a bearer token: get one from "
+                    "the authorization server its resource metadata names",
+                    "resource_metadata": self._metadata,
+                }).encode()
+                await send({
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate",
+                         f'Bearer resource_metadata="{self._metadata}"'.encode()),
+                    ],
+                })
+                await send({"type": "http.response.body", "body": body})
+            elif not replaced:
+                await send(message)
+
+        await self.app(scope, receive, bare)
+
+
+def _has_bearer(scope: Mapping[str, Any]) -> bool:
+    """Whether the request sent an ``Authorization: Bearer ...`` header (any token)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization" and value[:7].lower() == b"bearer ":
+            return True
+    return False
 
 
 class ScopeGate:
