@@ -87,6 +87,9 @@ async def spill(client: Client) -> str:
     return str(link.uri)
 
 
+MADE_UP = "toolplug://results/0123456789abcdef0123456789abcdef"
+
+
 async def listed(client: Client) -> list[str]:
     return [str(r.uri) for r in (await client.list_resources()).resources]
 
@@ -132,6 +135,7 @@ def test_a_principal_owns_its_spills_and_tasks(tmp_path: Path) -> None:
             uri = await spill(alice)
             created = await tasks.start(alice_tasks, "waiter", {"until": until})
             seen["bob lists"], seen["bob reads"] = await listed(bob), await read(bob, uri)
+            seen["bob reads made up"] = await read(bob, MADE_UP)
             for name, ask in (("get", tasks.get), ("cancel", tasks.cancel)):
                 with pytest.raises(MCPError) as refused:
                     await ask(bob.session, created.task_id)
@@ -149,7 +153,11 @@ def test_a_principal_owns_its_spills_and_tasks(tmp_path: Path) -> None:
         seen = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
     assert seen["bob lists"] == []
     assert seen["bob reads"].startswith("refused:")
-    assert "is not kept for this client" in seen["bob reads"]
+    # alice's output is to bob what a URI never kept is: nothing tells him alice has it
+    assert "resource not found" in seen["bob reads"]
+    assert seen["bob reads"].replace(seen["uri"], "URI") == (
+        seen["bob reads made up"].replace(MADE_UP, "URI")
+    )
     for name in ("get", "cancel"):
         assert seen[f"bob {name}"].code == types.INVALID_PARAMS
         assert "no such task" in str(seen[f"bob {name}"])
