@@ -231,7 +231,7 @@ class _DeferredTools:
     listed the short list each time, and ``search_tools`` answers with the definitions of
     what it found, which it may call (every served tool can be called, listed or not).
     A grown list is announced with ``notifications/tools/list_changed`` to a session, and
-    as an event on ``subscriptions/listen`` streams to stateless clients.
+    as an event on the ``subscriptions/listen`` streams of its owner (``_OwnersListen``).
     """
 
     def __init__(

@@ -3,7 +3,8 @@
 With ``[serve.auth]`` the HTTP server is an OAuth 2.1 resource server, built on the MCP SDK's
 seams: a ``TokenVerifier`` (here ``Verifier``) turns a bearer token into an ``AccessToken``,
 and the SDK's bearer middleware answers a request without a valid one with 401 and
-``WWW-Authenticate: Bearer resource_metadata="..."``. Tokens are checked one of three ways:
+``WWW-Authenticate: Bearer resource_metadata="..."`` (``BareChallenge`` leaves out the error
+code for a request that sent no token, as RFC 6750 says). Tokens are checked one of three ways:
 
 - JWTs (RFC 9068) with PyJWT: the signature against the issuer's keys (its JWKS, found from
   its metadata when ``jwks_uri`` is not set; cached, fetched again for an unknown ``kid``
