@@ -66,11 +66,13 @@ class Issuer:
         not_before: float | None = None,
         issuer: str | None = None,
         header: Mapping[str, Any] | None = None,
+        claims: Mapping[str, Any] | None = None,
     ) -> str:
-        """A JWT access token (RFC 9068) signed with ``key`` (the first key by default)."""
+        """A JWT access token (RFC 9068) signed with ``key`` (the first key by default);
+        ``claims`` replace or add to the usual ones."""
         key = key or self.keys[0]
         now = time.time()
-        claims: dict[str, Any] = {
+        made: dict[str, Any] = {
             "iss": issuer or self.url,
             "sub": subject,
             "aud": audience,
@@ -81,9 +83,10 @@ class Issuer:
             "jti": f"{subject}-{now}",
         }
         if not_before is not None:
-            claims["nbf"] = int(not_before)
+            made["nbf"] = int(not_before)
+        made.update(claims or {})
         headers = {"kid": key.kid, "typ": "at+jwt", **(header or {})}
-        return jwt.encode(claims, key.private, algorithm=key.algorithm, headers=headers)
+        return jwt.encode(made, key.private, algorithm=key.algorithm, headers=headers)
 
 
 @contextmanager

@@ -126,6 +126,98 @@ def test_a_verified_token_is_kept_only_until_it_expires() -> None:
     assert later is None  # the kept verification went with the token's expiry
 
 
+@pytest.mark.parametrize(
+    ("case", "claims"),
+    [
+        # a NumericDate written as a string: PyJWT's int() takes it, and the kept
+        # verification had no expiry at all
+        ("exp a numeric string", lambda now: {"exp": str(int(now + 300))}),
+        # true is no number of seconds either
+        ("exp a boolean", lambda now: {"exp": True}),
+        ("nbf a numeric string", lambda now: {"nbf": str(int(now - 10))}),
+        ("iat a numeric string", lambda now: {"iat": str(int(now))}),
+    ],
+)
+def test_a_time_claim_that_is_not_a_json_number_is_refused(case: str, claims: Any) -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        token = issuer.token(AUDIENCE, claims=claims(time.time()))
+        good = issuer.token(AUDIENCE)
+        accepted, refused, again = asyncio.run(
+            verify(Verifier(settings(issuer)), good, token, token)
+        )
+    assert accepted is not None
+    assert (refused, again) == (None, None), case
+
+
+def test_the_leeway_is_in_the_expiry_a_verification_is_given() -> None:
+    """The SDK's bearer middleware refuses a token past ``expires_at``: it is the token's
+    ``exp`` and ``leeway_seconds``, or a token 20 s past its ``exp`` would be refused
+    with a 30 s leeway (the end-to-end case is below)."""
+    with issuer_server(Key.rsa("one")) as issuer:
+        token = issuer.token(AUDIENCE, lifetime=-20)
+        exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+        [found] = asyncio.run(verify(Verifier(settings(issuer, leeway_seconds=30)), token))
+    assert found is not None
+    assert found.expires_at == exp + 30
+
+
+def test_a_key_gone_from_the_jwks_takes_its_kept_verifications_along() -> None:
+    """The issuer withdraws a key (compromised, or rotated out): the next fetch of its
+    keys, for a new kid here, forgets what that key verified, though those tokens have not
+    expired; a token of a key still published stays verified."""
+    with issuer_server(Key.rsa("old"), Key.rsa("kept")) as issuer:
+        verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
+        verifier.refresh_seconds = 0
+        old, kept = issuer.token(AUDIENCE), issuer.token(AUDIENCE, key=issuer.keys[1])
+
+        async def run() -> list[Any]:
+            first = [await verifier.verify_token(old), await verifier.verify_token(kept)]
+            issuer.keys = [issuer.keys[1], Key.rsa("new")]  # "old" withdrawn, "new" added
+            new = await verifier.verify_token(issuer.token(AUDIENCE, key=issuer.keys[1]))
+            return [*first, new, *await verify(verifier, old, kept)]
+
+        first_old, first_kept, new, old_later, kept_later = asyncio.run(run())
+    assert None not in (first_old, first_kept, new, kept_later)
+    assert old_later is None
+    # the first fetch, the one for "new", and one more for "old", now an unknown kid
+    assert issuer.requests == ["/jwks", "/jwks", "/jwks"]
+
+
+def test_keys_are_fetched_again_when_old_so_a_withdrawn_key_stops_verifying() -> None:
+    """No new kid need come along: keys ``keys_max_age`` old are fetched again before the
+    next token, so a withdrawn key's tokens, kept or not, are refused within that long."""
+    with issuer_server(Key.rsa("old"), Key.rsa("kept")) as issuer:
+        verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
+        old, kept = issuer.token(AUDIENCE), issuer.token(AUDIENCE, key=issuer.keys[1])
+        unseen = issuer.token(AUDIENCE, subject="bob")  # signed by "old", not yet verified
+
+        async def run() -> list[Any]:
+            first = await verifier.verify_token(old)
+            issuer.keys = [issuer.keys[1]]
+            verifier.keys_max_age = 0  # as if five minutes had gone by
+            return [first, *await verify(verifier, old, unseen, kept)]
+
+        first, old_later, unseen_later, kept_later = asyncio.run(run())
+    assert first is not None
+    assert (old_later, unseen_later) == (None, None)
+    assert kept_later is not None
+
+
+def test_keys_that_cannot_be_fetched_again_keep_serving() -> None:
+    with issuer_server(Key.rsa("one")) as issuer:
+        verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
+        token = issuer.token(AUDIENCE)
+
+        async def run() -> list[Any]:
+            first = await verifier.verify_token(token)
+            verifier._jwks_uri = "http://127.0.0.1:1/jwks"  # the issuer is out of reach
+            verifier.keys_max_age = 0
+            return [first, *await verify(verifier, token)]
+
+        first, later = asyncio.run(run())
+    assert None not in (first, later)
+
+
 def test_made_up_kids_do_not_flood_the_issuer() -> None:
     with issuer_server(Key.rsa("one")) as issuer:
         verifier = Verifier(settings(issuer, jwks_uri=f"{issuer.url}/jwks"))
@@ -205,7 +297,30 @@ def test_the_server_publishes_its_metadata_and_refuses_without_a_valid_token(
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith("Bearer ")
         assert challenge in refused.headers["www-authenticate"]
+    # no credentials: told where to get them, with no error code (RFC 6750, 3.1) ...
+    assert without.headers["www-authenticate"] == f"Bearer {challenge}"
+    assert "error" not in without.json()
+    assert without.json()["resource_metadata"] in challenge
+    # ... a bad token: told it is invalid
+    for refused in (made_up, expired, elsewhere):
+        assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     assert added.structured_content == {"sum": 5}
+
+
+def test_clocks_may_differ_by_the_leeway_at_a_tokens_expiry(tmp_path: Path) -> None:
+    """docs/mcp.md: clocks may disagree by ``leeway_seconds`` (30). A token 20 s past its
+    ``exp`` is still served; one 60 s past is not (the SDK's middleware refused both)."""
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with issuer_server(Key.rsa("one")) as issuer:
+        env = _env(tmp_path, auth_config(issuer.url, audience))
+        with http_server(tmp_path, port, env=env):
+            late = issuer.token(audience, lifetime=-20)
+            listed = asyncio.run(asyncio.wait_for(names(audience, late), TIMEOUT))
+            again = asyncio.run(asyncio.wait_for(names(audience, late), TIMEOUT))  # kept
+            too_late = _post(audience, issuer.token(audience, lifetime=-60), LIST)
+    assert listed == again == ["add", "echo", "liar", "static_links"]
+    assert too_late.status_code == 401
 
 
 def test_static_tokens_serve_their_holders(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import anyio
 import httpx2
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.helpers.auth import READ, WRITE, auth_config
 from tests.helpers.redis import redis_server
@@ -36,8 +37,8 @@ async def _session(target: Any) -> dict[str, Any]:
         seen["page"] = page.contents[0]
         try:
             await client.read_resource("toolplug://results/00000000000000000000000000000000")
-        except Exception as exc:  # the SDK raises the server's error
-            seen["missing"] = str(exc)
+        except MCPError as exc:  # the SDK raises the server's error
+            seen["missing"] = exc.error
     return seen
 
 
@@ -55,7 +56,13 @@ def _check(seen: dict[str, Any]) -> None:
     meta = seen["page"].meta
     assert (meta["toolplug/offset"], meta["toolplug/total"]) == (10, len(TEXT))
     assert meta["toolplug/next_offset"] == 20
-    assert "is not kept for this client" in seen["missing"]
+    # never kept: resource not found, -32602 with the URI in data (SEP-2164), in words that
+    # suppose nothing about whose it might be
+    missing = seen["missing"]
+    assert missing.code == types.INVALID_PARAMS
+    assert missing.data == {"uri": "toolplug://results/00000000000000000000000000000000"}
+    assert missing.message.startswith("resource not found: toolplug://results/0000")
+    assert "this client" not in missing.message
 
 
 def test_over_stdio(tmp_path: Path) -> None:

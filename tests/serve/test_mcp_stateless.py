@@ -108,6 +108,49 @@ def test_a_principal_keeps_its_own_list_and_hears_it_grow(tmp_path: Path) -> Non
     assert seen["again"] == ["add", "echo", "search_tools"]
 
 
+async def _quiet(changes: Any, seconds: float) -> bool:
+    """Whether a listen stream hears nothing for ``seconds`` (a change is delivered within
+    milliseconds of the search that made it; the wait is generous)."""
+    with anyio.move_on_after(seconds):
+        async for _event in changes:
+            return False
+    return True
+
+
+def test_a_principal_hears_only_its_own_list_change(tmp_path: Path) -> None:
+    """alice's search grows alice's list: bob's listen stream hears nothing of it (before,
+    every stream heard every change, so bob learnt when alice searched, and listed again
+    for nothing), and hears his own search when he makes one."""
+    port = free_port()
+    env = {**os.environ, **child_env(tmp_path, config=CONFIG + AUTH), **TOKENS}
+    with http_server(tmp_path, port, *OPTIONS, env=env):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def run() -> dict[str, Any]:
+            seen: dict[str, Any] = {}
+            with anyio.fail_after(TIMEOUT):
+                async with _as(url, "alice") as alice, _as(url, "bob") as bob:
+                    async with (
+                        alice.listen(tools_list_changed=True) as alices,
+                        bob.listen(tools_list_changed=True) as bobs,
+                    ):
+                        await alice.call_tool("search_tools", {"query": "repeat the text"})
+                        async for _event in alices:
+                            break  # alice hears hers
+                        seen["bob heard nothing"] = await _quiet(bobs, 2)
+                        await bob.call_tool("search_tools", {"query": "repeat the text"})
+                        async for _event in bobs:
+                            break  # and bob his own
+                        seen["alice heard nothing"] = await _quiet(alices, 2)
+                    seen["alice"], seen["bob"] = await _names(alice), await _names(bob)
+            return seen
+
+        seen = anyio.run(run)
+    assert seen["bob heard nothing"]
+    assert seen["alice heard nothing"]
+    assert seen["alice"] == seen["bob"] == ["add", "echo", "search_tools"]
+
+
 def test_replicas_share_a_principal_list_and_its_changes_through_redis(
     tmp_path: Path,
 ) -> None:
@@ -126,12 +169,20 @@ def test_replicas_share_a_principal_list_and_its_changes_through_redis(
             async def run() -> dict[str, Any]:
                 seen: dict[str, Any] = {}
                 with anyio.fail_after(TIMEOUT):
-                    async with _as(two, "alice") as listening, _as(one, "alice") as searching:
+                    async with (
+                        _as(two, "alice") as listening,
+                        _as(one, "alice") as searching,
+                        _as(two, "bob") as other,
+                    ):
                         seen["before"] = await _names(listening)
-                        async with listening.listen(tools_list_changed=True) as changes:
+                        async with (
+                            listening.listen(tools_list_changed=True) as changes,
+                            other.listen(tools_list_changed=True) as others,
+                        ):
                             await searching.call_tool("search_tools", {"query": "repeat the text"})
                             async for _event in changes:
                                 break  # heard on replica two, searched on replica one
+                            seen["bob heard nothing"] = await _quiet(others, 2)
                         seen["after"] = await _names(listening)
                     async with _as(two, "bob") as bob:
                         seen["bob"] = await _names(bob)
@@ -140,4 +191,5 @@ def test_replicas_share_a_principal_list_and_its_changes_through_redis(
             seen = anyio.run(run)
     assert seen["before"] == ["add", "search_tools"]
     assert seen["after"] == ["add", "echo", "search_tools"]
+    assert seen["bob heard nothing"]  # alice's change travelled with her name
     assert seen["bob"] == ["add", "search_tools"]

@@ -47,6 +47,7 @@ class Waiter(Tool):
     )
 
     async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
+        pathlib.Path(arguments["until"] + ".started").write_text("")
         while not pathlib.Path(arguments["until"]).exists():
             await asyncio.sleep(0.02)
         return ToolResult.success("woke up")
@@ -85,6 +86,9 @@ async def spill(client: Client) -> str:
     links = [b for b in reply.content if isinstance(b, types.ResourceLink)]
     link = links[0]
     return str(link.uri)
+
+
+MADE_UP = "toolplug://results/0123456789abcdef0123456789abcdef"
 
 
 async def listed(client: Client) -> list[str]:
@@ -132,6 +136,7 @@ def test_a_principal_owns_its_spills_and_tasks(tmp_path: Path) -> None:
             uri = await spill(alice)
             created = await tasks.start(alice_tasks, "waiter", {"until": until})
             seen["bob lists"], seen["bob reads"] = await listed(bob), await read(bob, uri)
+            seen["bob reads made up"] = await read(bob, MADE_UP)
             for name, ask in (("get", tasks.get), ("cancel", tasks.cancel)):
                 with pytest.raises(MCPError) as refused:
                     await ask(bob.session, created.task_id)
@@ -149,7 +154,11 @@ def test_a_principal_owns_its_spills_and_tasks(tmp_path: Path) -> None:
         seen = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
     assert seen["bob lists"] == []
     assert seen["bob reads"].startswith("refused:")
-    assert "is not kept for this client" in seen["bob reads"]
+    # alice's output is to bob what a URI never kept is: nothing tells him alice has it
+    assert "resource not found" in seen["bob reads"]
+    assert seen["bob reads"].replace(seen["uri"], "URI") == (
+        seen["bob reads made up"].replace(MADE_UP, "URI")
+    )
     for name in ("get", "cancel"):
         assert seen[f"bob {name}"].code == types.INVALID_PARAMS
         assert "no such task" in str(seen[f"bob {name}"])
@@ -273,3 +282,82 @@ def test_a_rate_limit_per_client_is_each_principal_s_own(tmp_path: Path) -> None
     assert second.is_error
     assert "RateLimitError" in second.content[0].text  # type: ignore[union-attr]
     assert not bobs.is_error
+
+
+CODE = "\n[code]\nenabled = true\nmax_programs_per_owner = 1\n"
+
+
+def _program(code: str, request_id: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": {"code": code}}}
+
+
+def test_without_auth_each_session_has_a_code_mode_cap_of_its_own(tmp_path: Path) -> None:
+    """[code] max_programs_per_owner counts per owner: without [serve.auth] each
+    Mcp-Session-Id is one, so one session's waiting program keeps no other session from
+    running one. Stateless clients without a token cannot be told apart and share one
+    count, and the refusal says so and how to get a count of one's own."""
+    pytest.importorskip("pydantic_monty")
+    env = {**os.environ, **child_env(tmp_path, EXTRA, config=CONFIG + CODE)}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    held, anonymous_held = tmp_path / "go", tmp_path / "go-anonymous"
+    waits = f"(await waiter(until={str(held)!r}))"
+    anonymous_waits = f"(await waiter(until={str(anonymous_held)!r}))"
+
+    async def run() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with httpx.AsyncClient(timeout=TIMEOUT) as http:
+            one, two = await _async_session(http, url), await _async_session(http, url)
+            holding = asyncio.ensure_future(http.post(url, headers=one, json=_program(waits)))
+            await _until(tmp_path / "go.started")
+            again = await http.post(url, headers=one, json=_program("1 + 1", 2))
+            seen["one again"] = _answer(again)["result"]
+            other = await http.post(url, headers=two, json=_program("1 + 1", 3))
+            seen["two"] = _answer(other)["result"]
+            async with client_as(url, None) as first, client_as(url, None) as second:
+                waiting = asyncio.ensure_future(
+                    first.call_tool("run_code", {"code": anonymous_waits})
+                )
+                await _until(tmp_path / "go-anonymous.started")
+                seen["second"] = await second.call_tool("run_code", {"code": "1 + 1"})
+                anonymous_held.write_text("")
+                seen["first"] = await waiting
+            held.write_text("")
+            seen["one"] = _answer(await holding)["result"]
+        return seen
+
+    with http_server(tmp_path, port, env=env):
+        seen = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert not seen["one"]["isError"]
+    assert seen["one again"]["isError"]  # its own cap: one program at a time
+    assert "1 programs of this client are running" in seen["one again"]["content"][0]["text"]
+    assert not seen["two"]["isError"], seen["two"]  # another session: a count of its own
+    assert seen["two"]["structuredContent"]["value"] == 2
+    assert not seen["first"].is_error
+    refused = seen["second"]
+    assert refused.is_error
+    text = refused.content[0].text
+    assert "clients toolplug cannot tell apart" in text
+    assert "share one count" in text
+    assert "[serve.auth]" in text
+
+
+async def _async_session(http: Any, url: str) -> dict[str, str]:
+    """``_session`` with an async client."""
+    headers = {"accept": "application/json, text/event-stream"}
+    init = await http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+    named = {**headers, "mcp-session-id": init.headers["mcp-session-id"],
+             "mcp-protocol-version": "2025-06-18"}
+    await http.post(
+        url, headers=named, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+    return named
+
+
+async def _until(path: Path) -> None:
+    while not path.exists():
+        await asyncio.sleep(0.02)

@@ -181,12 +181,12 @@ class RunCode(Tool):
                 ErrorType.UNAVAILABLE,
                 f"run_code needs the Monty sandbox: {_INSTALL}",
             )
-        owner = str(context.host.get("owner") or context.host.get("client") or "")
+        owner, whose = _owner(context.host)
         settings = self._settings
         if not self._owners.enter(owner):
             return ToolResult.failure(
                 ErrorType.RATE_LIMIT,
-                f"{settings.max_programs_per_owner} programs of this client are running "
+                f"{settings.max_programs_per_owner} programs {whose} are running "
                 "([code] max_programs_per_owner); wait for one to end and run this again",
                 retry_possible=True,
             )
@@ -203,6 +203,27 @@ class RunCode(Tool):
                 return await program.run(arguments["code"])
         finally:
             self._owners.leave(owner)
+
+
+_ANONYMOUS: Final = "\x00anonymous MCP clients"
+"""The one count of MCP clients without an owner (no principal, no session): nothing tells
+them apart, and a count for each request would bound nothing."""
+
+
+def _owner(host: Mapping[str, Any]) -> tuple[str, str]:
+    """Whose count a program joins, and how a refusal names it: the call's ``owner`` or
+    ``client`` (over MCP the verified principal, else the session), else, over MCP, the
+    clients toolplug cannot tell apart, else this process."""
+    owner = host.get("owner") or host.get("client")
+    if owner:
+        return str(owner), "of this client"
+    if host.get("transport") == "mcp":
+        return _ANONYMOUS, (
+            "of clients toolplug cannot tell apart (stateless MCP clients with neither a "
+            "verified token nor a session share one count; a session, or a token of "
+            "[serve.auth], gives a client a count of its own)"
+        )
+    return "", "of this process (the calls' context names no client)"
 
 
 class _Owners:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from jsonschema import Draft202012Validator
 from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.subscriptions import ToolsListChanged
 
 from toolplug.calls._backend import Backend, open_backend
 from toolplug.calls._conversations import Conversations
@@ -43,7 +43,7 @@ from toolplug.serve._approvals import (
 from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._resources import handlers, links
-from toolplug.serve._shared import RedisBus, SharedLists
+from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
 from toolplug.serve._tasks import install_tasks
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ class _DeferredTools:
     listed the short list each time, and ``search_tools`` answers with the definitions of
     what it found, which it may call (every served tool can be called, listed or not).
     A grown list is announced with ``notifications/tools/list_changed`` to a session, and
-    as an event on ``subscriptions/listen`` streams to stateless clients.
+    as an event on the ``subscriptions/listen`` streams of its owner (``_OwnersListen``).
     """
 
     def __init__(
@@ -258,7 +258,7 @@ class _DeferredTools:
         self.bus: InMemorySubscriptionBus | RedisBus = (
             RedisBus(store) if store != "memory" else InMemorySubscriptionBus()
         )
-        self.listen = ListenHandler(self.bus)
+        self.listen = _OwnersListen(self.bus)
 
     def instructions(self) -> str:
         """The optional-tools section of the tools listed at first, and where the rest are."""
@@ -297,7 +297,7 @@ class _DeferredTools:
             if self._shared is not None and key.startswith("principal:"):
                 await self._shared.add(key, list(result.data["added"]))
 
-            await self.bus.publish(ToolsListChanged())  # stateless clients that listen
+            await self.bus.publish(OwnListChanged(key))  # this owner's listen streams
             if not _stateless(ctx):  # a session: it hears notifications
                 try:
                     await ctx.session.send_tool_list_changed()
@@ -307,6 +307,46 @@ class _DeferredTools:
 
 
 _MAX_SESSIONS: Final = 1024
+
+_LISTENER: ContextVar[str | None] = ContextVar("toolplug_listener", default=None)
+"""The owner of the ``subscriptions/listen`` stream being opened (``_OwnersListen``)."""
+
+
+class _OwnersListen:
+    """``subscriptions/listen`` (the SDK's ``ListenHandler``), where an owner's list change
+    reaches that owner's streams only: another principal learns nothing of its searches,
+    and lists nothing again for a change that is not its own."""
+
+    def __init__(self, bus: InMemorySubscriptionBus | RedisBus) -> None:
+        self._handler = ListenHandler(_OwnersBus(bus))
+
+    async def __call__(self, ctx: ServerRequestContext[Any], params: Any) -> Any:
+        opened = _LISTENER.set(owner_of(ctx))  # read when the handler subscribes
+        try:
+            return await self._handler(ctx, params)
+        finally:
+            _LISTENER.reset(opened)
+
+
+class _OwnersBus:
+    """A ``SubscriptionBus`` over another, whose each listener is one listen stream's and
+    hears an ``OwnListChanged`` only when the stream's owner is the one whose list changed
+    (a stream with no owner has no list that could)."""
+
+    def __init__(self, bus: InMemorySubscriptionBus | RedisBus) -> None:
+        self._bus = bus
+
+    async def publish(self, event: Any) -> None:
+        await self._bus.publish(event)
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        owner = _LISTENER.get()
+
+        def owners(event: Any) -> None:
+            if not isinstance(event, OwnListChanged) or event.owner == owner:
+                listener(event)
+
+        return self._bus.subscribe(owners)
 
 
 def _shared_backend(registry: Registry) -> Backend | None:

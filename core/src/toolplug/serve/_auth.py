@@ -3,12 +3,15 @@
 With ``[serve.auth]`` the HTTP server is an OAuth 2.1 resource server, built on the MCP SDK's
 seams: a ``TokenVerifier`` (here ``Verifier``) turns a bearer token into an ``AccessToken``,
 and the SDK's bearer middleware answers a request without a valid one with 401 and
-``WWW-Authenticate: Bearer resource_metadata="..."``. Tokens are checked one of three ways:
+``WWW-Authenticate: Bearer resource_metadata="..."`` (``BareChallenge`` leaves out the error
+code for a request that sent no token, as RFC 6750 says). Tokens are checked one of three ways:
 
 - JWTs (RFC 9068) with PyJWT: the signature against the issuer's keys (its JWKS, found from
-  its metadata when ``jwks_uri`` is not set; cached, fetched again for an unknown ``kid``),
-  the algorithm against an allow-list, ``iss``, ``aud`` (this server's resource URL, RFC
-  8707), ``exp`` and ``nbf``;
+  its metadata when ``jwks_uri`` is not set; cached, fetched again for an unknown ``kid``
+  and when five minutes old, and a key gone from it takes every verification it made
+  along), the algorithm against an allow-list, ``iss``, ``aud`` (this server's resource
+  URL, RFC 8707), ``exp``, ``nbf`` and ``iat`` (JSON numbers, RFC 7519's NumericDate, each
+  with ``leeway_seconds``);
 - introspection (RFC 7662) at ``introspection_url`` with this server's client credentials;
 - static tokens (``[serve.auth.tokens.NAME]``), for development and tests.
 
@@ -33,6 +36,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METADATA_PATH",
+    "BareChallenge",
     "ScopeGate",
     "Verifier",
     "access_token",
@@ -74,10 +79,15 @@ METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 _KEYS_REFRESH_SECONDS: Final = 30.0
 """An unknown ``kid`` fetches the keys again at most this often (a flood of made-up kids
 must not become a flood of requests to the issuer)."""
+_KEYS_MAX_AGE_SECONDS: Final = 300.0
+"""Keys older than this are fetched again at the next token, so that a key the issuer
+withdrew stops verifying tokens within this long."""
 _HTTP_TIMEOUT: Final = 10.0
 _VERIFIED_ENTRIES: Final = 1024
-"""JWTs already verified, kept until they expire: a client's next request costs a lookup,
-not a signature check."""
+"""JWTs already verified, kept until they expire (or their key leaves the issuer's JWKS):
+a client's next request costs a lookup, not a signature check."""
+_NUMERIC_DATES: Final = ("exp", "nbf", "iat")
+"""The claims that are times: JSON numbers of seconds (RFC 7519, NumericDate)."""
 _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 _NOBODY: Final = "anonymous"
 """What binds a task to a client without an owner: the task id alone, 128 random bits."""
@@ -153,6 +163,55 @@ def scopes_for(
 def may_call(needed: Iterable[str], token: AccessToken | None) -> bool:
     """Whether the token grants every needed scope (no token: auth is off)."""
     return token is None or set(needed) <= set(token.scopes)
+
+
+class BareChallenge:
+    """ASGI middleware: a 401 for a request that sent no bearer token carries no error code
+    (RFC 6750, 3.1: a request without credentials is told how to authenticate, not that
+    its token is invalid), only where the protected resource metadata is. A bad token keeps
+    the SDK's ``error="invalid_token"``."""
+
+    def __init__(self, app: _ASGI, *, resource_metadata: str) -> None:
+        self.app, self._metadata = app, resource_metadata
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or _has_bearer(scope):
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def bare(message: MutableMapping[str, Any]) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message.get("status") == 401:
+                replaced = True
+                body = json.dumps({
+                    "error_description": "this server needs a bearer token: get one from "
+                    "the authorization server its resource metadata names",
+                    "resource_metadata": self._metadata,
+                }).encode()
+                await send({
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate",
+                         f'Bearer resource_metadata="{self._metadata}"'.encode()),
+                    ],
+                })
+                await send({"type": "http.response.body", "body": body})
+            elif not replaced:
+                await send(message)
+
+        await self.app(scope, receive, bare)
+
+
+def _has_bearer(scope: Mapping[str, Any]) -> bool:
+    """Whether the request sent an ``Authorization: Bearer ...`` header (any token)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization" and value[:7].lower() == b"bearer ":
+            return True
+    return False
 
 
 class ScopeGate:
@@ -283,12 +342,15 @@ class Verifier:
         self._audiences = sorted({settings.audience, settings.audience.rstrip("/")})
         self._issuers = sorted({settings.issuer, settings.issuer.rstrip("/")})
         self._keys: dict[str, Any] = {}
+        self._published: dict[str, str] = {}  # each kid's JWK as the issuer published it
         self._keys_at: float | None = None
         self.refresh_seconds = _KEYS_REFRESH_SECONDS
         """An unknown kid fetches the keys again at most this often."""
+        self.keys_max_age = _KEYS_MAX_AGE_SECONDS
+        """Keys this old are fetched again before the next token is taken."""
         self._keys_lock = asyncio.Lock()
         self._jwks_uri = settings.jwks_uri
-        self._verified: dict[str, AccessToken] = {}
+        self._verified: dict[str, tuple[str, AccessToken]] = {}  # token: (its kid, its access)
         self._http = httpx.AsyncClient(timeout=_HTTP_TIMEOUT, follow_redirects=False)
 
     @property
@@ -305,16 +367,18 @@ class Verifier:
         try:
             if self._settings.introspection_url is not None:
                 return await self._introspect(token)  # asked each time: it may be revoked
+            await self._refresh_old_keys()  # a withdrawn key's verifications go with it
             known = self._verified.get(token)
-            if known is not None and not _expired(known, self._settings.leeway_seconds):
-                return known
+            if known is not None and not _expired(known[1]):
+                return known[1]
             self._verified.pop(token, None)
-            found = await self._jwt(token)
-            if found is not None:
-                if len(self._verified) >= _VERIFIED_ENTRIES:
-                    self._verified.pop(next(iter(self._verified)))  # the oldest
-                self._verified[token] = found
-            return found
+            verified = await self._jwt(token)
+            if verified is None:
+                return None
+            if len(self._verified) >= _VERIFIED_ENTRIES:
+                self._verified.pop(next(iter(self._verified)))  # the oldest
+            self._verified[token] = verified
+            return verified[1]
         except Exception as exc:  # an unreadable token, or the issuer out of reach
             log.info("bearer token refused: %s: %s", type(exc).__name__, exc)
             return None
@@ -335,7 +399,8 @@ class Verifier:
                 )
         return None
 
-    async def _jwt(self, token: str) -> AccessToken | None:
+    async def _jwt(self, token: str) -> tuple[str, AccessToken] | None:
+        """The kid of the key that signed the token and its access, or None."""
         header = jwt.get_unverified_header(token)
         algorithm = header.get("alg")
         if algorithm not in self._settings.algorithms:
@@ -345,6 +410,8 @@ class Verifier:
         if key is None:
             log.info("bearer token refused: no key of the issuer has kid %r", header.get("kid"))
             return None
+        kid = header.get("kid")
+        used = str(kid) if kid is not None else next(iter(self._keys))  # None: the one key
         claims = jwt.decode(
             token,
             key,
@@ -354,9 +421,16 @@ class Verifier:
             leeway=self._settings.leeway_seconds,
             options={"require": ["exp", "iss", "aud"]},
         )
-        return self._access(token, claims)
+        wrong = _not_numeric(claims)
+        if wrong is not None:
+            log.info("bearer token refused: %s", wrong)
+            return None
+        return used, self._access(token, claims)
 
     def _access(self, token: str, claims: Mapping[str, Any]) -> AccessToken:
+        """The SDK's ``AccessToken``; its ``expires_at`` is when this server stops taking
+        the token: its ``exp`` and ``leeway_seconds`` (the SDK's middleware refuses a token
+        past ``expires_at``, so ``exp`` alone would leave clocks no leeway)."""
         scope = claims.get("scope", claims.get("scp", ""))
         scopes = scope.split() if isinstance(scope, str) else [str(s) for s in scope or []]
         client = claims.get("client_id") or claims.get("azp") or ""
@@ -366,10 +440,27 @@ class Verifier:
             client_id=str(client),
             subject=str(claims["sub"]) if claims.get("sub") is not None else None,
             scopes=scopes,
-            expires_at=int(exp) if isinstance(exp, int | float) else None,
+            expires_at=(
+                int(exp + self._settings.leeway_seconds) if isinstance(exp, int | float) else None
+            ),
             resource=self._settings.audience,
             claims={"iss": claims.get("iss", self._settings.issuer)},
         )
+
+    async def _refresh_old_keys(self) -> None:
+        """Fetch the keys again when they are ``keys_max_age`` old; while the issuer cannot
+        be reached the keys known keep serving, and it is asked again a little later."""
+        if self._keys_at is None or time.monotonic() - self._keys_at < self.keys_max_age:
+            return
+        async with self._keys_lock:
+            if self._keys_at is None or time.monotonic() - self._keys_at < self.keys_max_age:
+                return  # another request fetched them meanwhile
+            try:
+                await self._fetch_keys()
+            except Exception as exc:
+                log.warning("the issuer's keys could not be fetched again (%s): %s",
+                            type(exc).__name__, exc)
+                self._keys_at = time.monotonic() - self.keys_max_age + self.refresh_seconds
 
     async def _key(self, kid: str | None) -> Any:
         """The issuer's key for ``kid`` (with no kid: its one key), fetching the keys when
@@ -396,10 +487,21 @@ class Verifier:
             self._jwks_uri = await self._discover()
         response = await self._http.get(self._jwks_uri)
         response.raise_for_status()
-        keys = PyJWKSet.from_dict(response.json())
+        published = response.json()
+        keys = PyJWKSet.from_dict(published)
         self._keys = {
             str(k.key_id or ""): k.key for k in keys.keys if (k.public_key_use or "sig") == "sig"
         }
+        jwks = {
+            str(jwk.get("kid") or ""): json.dumps(jwk, sort_keys=True)
+            for jwk in published.get("keys", []) if isinstance(jwk, dict)
+        }
+        withdrawn = {kid for kid, jwk in self._published.items() if jwks.get(kid) != jwk}
+        self._published = {kid: jwks[kid] for kid in self._keys}
+        if withdrawn:  # a key gone (or changed) verifies nothing any more, kept or not
+            for token in [t for t, (kid, _) in self._verified.items() if kid in withdrawn]:
+                del self._verified[token]
+            log.info("the issuer no longer publishes the keys %s", sorted(withdrawn))
 
     async def _discover(self) -> str:
         """The issuer's ``jwks_uri``, from its RFC 8414 (or OpenID) metadata."""
@@ -441,6 +543,10 @@ class Verifier:
             return None
         if claims.get("iss") is not None and claims["iss"] not in self._issuers:
             return None
+        wrong = _not_numeric(claims)
+        if wrong is not None:
+            log.info("bearer token refused: its introspection says %s", wrong)
+            return None
         now, leeway = time.time(), settings.leeway_seconds
         exp, nbf = claims.get("exp"), claims.get("nbf")
         if isinstance(exp, int | float) and exp + leeway < now:
@@ -454,8 +560,25 @@ class Verifier:
         await self._http.aclose()
 
 
-def _expired(token: AccessToken, leeway: float) -> bool:
-    return token.expires_at is not None and token.expires_at + leeway < time.time()
+def _expired(token: AccessToken) -> bool:
+    """Past its ``expires_at``, which has the leeway in it already."""
+    return token.expires_at is not None and token.expires_at < time.time()
+
+
+def _not_numeric(claims: Mapping[str, Any]) -> str | None:
+    """What is wrong with a time claim that is not a JSON number (RFC 7519 NumericDate: a
+    string such as "1700000000" is not one, nor ``true``), or None when all are numbers."""
+    for name in _NUMERIC_DATES:
+        value = claims.get(name)
+        if value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            return (
+                f"its {name} claim is {type(value).__name__} {value!r:.40}, and must be a "
+                "number of seconds since 1970 (RFC 7519 NumericDate)"
+            )
+    return None
 
 
 def _secret(value: Any, env: Mapping[str, str], base: Path, key: str) -> str:

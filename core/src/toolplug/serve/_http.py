@@ -23,7 +23,13 @@ from starlette.routing import Route
 
 from toolplug.serve._address import is_address, is_loopback, listen
 from toolplug.serve._app import tool_scopes
-from toolplug.serve._auth import METADATA_PATH, ScopeGate, Verifier, metadata_url
+from toolplug.serve._auth import (
+    METADATA_PATH,
+    BareChallenge,
+    ScopeGate,
+    Verifier,
+    metadata_url,
+)
 from toolplug.serve._hosts import HostGuard, HostRules
 from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
 
@@ -129,6 +135,10 @@ def _authenticating_app(
     suffixed = metadata_url(auth.audience).split("://", 1)[1].partition("/")[2]
     for path in sorted({METADATA_PATH, "/" + suffixed}):
         app.router.routes.append(Route(path, handler, methods=["GET", "OPTIONS"]))
+    # Its own 401 for a request without a token: the SDK's says error="invalid_token".
+    app.user_middleware.append(
+        Middleware(BareChallenge, resource_metadata=metadata_url(auth.audience))
+    )
     # Innermost, so it sees the user the SDK's middleware verified.
     app.user_middleware.append(
         Middleware(

@@ -100,14 +100,18 @@ def handlers(registry: Registry) -> dict[str, Any]:
             raise MCPError(
                 types.INVALID_PARAMS, "offset and length are whole numbers of characters"
             ) from None
-        page = await registry.aread(
-            uri.split("?", 1)[0], offset=offset, length=length, owner=owner_of(ctx)
-        )
+        base = uri.split("?", 1)[0]
+        page = await registry.aread(base, offset=offset, length=length, owner=owner_of(ctx))
         if page is None:
+            # Resource not found: -32602 with the URI in data (SEP-2164, the 2026-07-28
+            # revision, which retired -32002). The same words for a URI never kept, one that
+            # expired and another owner's, so that no answer tells that another owner has it.
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"{uri.split('?', 1)[0]} is not kept for this client: it expired, was "
-                "evicted, or never existed; call the tool again",
+                f"resource not found: {base}. A call's whole output is kept for a while after "
+                "the reply that links it; if this URI came from such a reply, call the tool "
+                "again",
+                data={"uri": base},
             )
         part = "data" if uri.split("?", 1)[0].endswith("/data") else "output"
         meta = {"toolplug/offset": page.offset, "toolplug/total": page.total}

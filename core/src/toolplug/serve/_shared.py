@@ -3,11 +3,11 @@
 A stateless (2026-07-28) client may reach any replica behind a load balancer with each
 request. Under ``--max-tools`` its list (keyed by its verified principal, ``owner_of``) is kept
 in Redis, so every replica lists what a search on another added; and list changes travel
-over Redis pub/sub, so a client listening on one replica (``subscriptions/listen``) hears
-of a search made on another. The key that seals the ``requestState`` of approval questions
-(serve/_approvals.py, through the state backend) is one for all replicas, so a client may
-answer on any of them. With
-the in-process store there is one replica to ask, and none of this is needed. When Redis
+over Redis pub/sub, each with the owner whose list changed, so a client listening on one
+replica (``subscriptions/listen``) hears of its own search made on another. The key that
+seals the ``requestState`` of approval questions (serve/_approvals.py, through the state
+backend) is one for all replicas, so a client may answer on any of them. With the
+in-process store there is one replica to ask, and none of this is needed. When Redis
 cannot be reached, each replica answers from what it has and says so in its log; nothing
 fails.
 """
@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from toolplug.calls._backend import Backend
 
+from dataclasses import dataclass
+
 from mcp.shared.subscriptions import ToolsListChanged
 
-__all__ = ["RedisBus", "SharedLists"]
+__all__ = ["OwnListChanged", "RedisBus", "SharedLists"]
 
 log = logging.getLogger("toolplug")
 
@@ -61,6 +63,14 @@ class SharedLists:
                 await self._lists.append(key, name, _LIST_TTL_SECONDS)
 
 
+@dataclass(frozen=True)
+class OwnListChanged(ToolsListChanged):
+    """One owner's tool list changed (``owner_of``): only that owner's listen streams hear
+    it (serve/_app.py), so no client learns when another searched."""
+
+    owner: str
+
+
 class RedisBus:
     """A ``SubscriptionBus`` (the SDK's seam) whose events reach every replica's listeners
     through Redis pub/sub; without Redis, this replica's listeners still hear its own."""
@@ -74,8 +84,8 @@ class RedisBus:
 
     async def publish(self, event: Any) -> None:
         """Send the event to every replica (this one hears it back from Redis)."""
-        try:
-            await self._connection().publish(_CHANNEL, "1")
+        try:  # the owner whose list changed, else "" (a change for every listener)
+            await self._connection().publish(_CHANNEL, getattr(event, "owner", ""))
         except Exception as exc:
             log.warning("tool-list changes reach this replica only (%s)", exc)
             self._deliver(event)
@@ -126,10 +136,17 @@ class RedisBus:
                     self._subscribed.set()
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        self._deliver(ToolsListChanged())
+                        self._deliver(_event(message.get("data")))
             except Exception as exc:
                 log.warning("tool-list changes from other replicas are not heard (%s)", exc)
                 await asyncio.sleep(1)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+
+def _event(data: Any) -> ToolsListChanged:
+    """The event a message on the channel stands for: an owner's own change, else (an
+    empty message, or "1" from a replica of an older toolplug) one for every listener."""
+    owner = data.decode(errors="replace") if isinstance(data, bytes) else str(data or "")
+    return OwnListChanged(owner) if ":" in owner else ToolsListChanged()
