@@ -225,3 +225,27 @@ def http_server(script: Path, *args: str) -> Iterator[str]:
         stop(process, 10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+HANGING = r'''
+import os
+import signal
+import sys
+import time
+
+# A server that never answers and will not go: it ignores its closed stdin and SIGTERM, and
+# starts a child that does the same (one process group). Each writes its pid to argv[1].
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = os.fork()
+with open(sys.argv[1], "a", encoding="utf-8") as pids:
+    pids.write(f"{os.getpid()}\n")
+time.sleep(600)
+'''
+
+
+def write_hanging_server(directory: Path) -> Path:
+    """A script that never answers MCP and ignores its closed stdin and SIGTERM (with a
+    child that does too); ``[script, PIDFILE]`` records their process ids in PIDFILE."""
+    path = directory / "hanging_server.py"
+    path.write_text(HANGING, encoding="utf-8")
+    return path

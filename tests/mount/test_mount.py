@@ -25,7 +25,13 @@ from typing import Any
 import pytest
 
 import toolplug
-from tests.helpers.mcp_servers import http_server, stdio_table, write_server
+from tests.helpers.cli import run_cli
+from tests.helpers.mcp_servers import (
+    http_server,
+    stdio_table,
+    write_hanging_server,
+    write_server,
+)
 from toolplug import ConfigError
 from toolplug.cli import _cache as _clicache
 from toolplug.cli._commands import _Session, run
@@ -605,3 +611,29 @@ def test_the_cli_cache_watches_what_the_mounted_source_read_and_when_it_goes_sta
         assert listing in {str(Path(p).resolve()) for p in entry["files"]}
     finally:
         registry.close()
+
+
+@pytest.mark.parametrize("command", [["list", "--all"], ["doctor"]])
+def test_a_server_given_up_on_is_ended_with_its_process_group(
+    tmp_path: Path, command: list[str]
+) -> None:
+    script = write_hanging_server(tmp_path)
+    pids = tmp_path / "pids"
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table("stuck", script, str(pids), extra="startup_timeout_seconds = 1"),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "TOOLPLUG_NO_CACHE": "1"}
+    try:
+        done = run_cli("--config", str(config), *command, env=env)
+        assert done.code == 0, done.err
+        started = [int(n) for n in pids.read_text().split()]
+        assert len(started) == 2  # the server and its child, both ignoring SIGTERM
+        # the command has returned: nothing it started is left running
+        assert [pid for pid in started if _alive(pid)] == []
+    finally:
+        for pid in [int(n) for n in pids.read_text().split()] if pids.exists() else []:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
