@@ -629,6 +629,7 @@ def test_a_server_given_up_on_is_ended_with_its_process_group(
     try:
         done = run_cli("--config", str(config), *command, env=env)
         assert done.code == 0, done.err
+        assert "no answer within 1 s" in done.out  # the server is listed down, with why
         started = [int(n) for n in pids.read_text().split()]
         assert len(started) == 2  # the server and its child, both ignoring SIGTERM
         # the command has returned: nothing it started is left running
@@ -637,3 +638,32 @@ def test_a_server_given_up_on_is_ended_with_its_process_group(
         for pid in [int(n) for n in pids.read_text().split()] if pids.exists() else []:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_down_server_with_no_known_tools_is_listed_as_one_unavailable_line(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "broken_server.py"
+    script.write_text("import sys\nsys.stderr.write('no model file\\n')\nsys.exit(3)\n")
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("gone", script), encoding="utf-8"
+    )
+    env = {**os.environ, "TOOLPLUG_NO_CACHE": "1"}
+    listed = run_cli("--config", str(config), "list", "--all", env=env)
+    assert listed.code == 0, listed.err
+    (line,) = [row for row in listed.out.splitlines() if row.startswith("mcp:gone ")]
+    assert "no: capability 'mcp_gone' is missing" in line
+    assert "no model file" in line  # the server's own words, as doctor gives them
+    records = json.loads(run_cli("--config", str(config), "list", "--all", "--json",
+                                 env=env).out)
+    (record,) = [r for r in records if r["name"] == "mcp:gone"]
+    assert (record["kind"], record["available"]) == ("mcp_server", False)
+    assert "no model file" in record["reasons"][0]
+    assert "toolplug doctor" in record["setup"][0]
+    # without --all only available tools are listed, and a down server has none
+    assert "mcp:gone" not in run_cli("--config", str(config), "list", env=env).out
+    doctor = run_cli("--config", str(config), "doctor", env=env).out
+    (plugin,) = [row for row in doctor.splitlines() if row.startswith("  mcp:gone")]
+    assert plugin.startswith("  mcp:gone (MCP servers): unavailable: ")
+    assert "no model file" in plugin

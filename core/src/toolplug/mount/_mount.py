@@ -192,6 +192,11 @@ class Mounted(_sources.GatheredSource):
     def report(self) -> list[str]:
         return report(self)
 
+    def unreached(self) -> list[MountedServer]:
+        """The servers that are down and mount no tool (none known from an earlier answer):
+        listings show each as one line, so that a server is never missing without a word."""
+        return [s for s in self.servers.values() if s.problem is not None and not s.names]
+
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
         connections = [s.connection for s in self.servers.values() if s.connection]
@@ -321,7 +326,13 @@ def _discover(servers: list[MountedServer]) -> None:
             _failed(server, down.reason)
             return
         except Exception as exc:
-            _failed(server, f"tools/list failed: {type(exc).__name__}: {exc}")
+            said = (
+                f"no answer to tools/list within {_DISCOVERY_GRACE:g} s"
+                if isinstance(exc, TimeoutError)
+                else f"tools/list failed: {type(exc).__name__}: {exc}"
+            )
+            _failed(server, said)
+            await connection.stop()  # given up on: its process ends now, not at exit
             return
         server.listing = _catalog.Listing(
             key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
