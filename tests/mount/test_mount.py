@@ -667,3 +667,28 @@ def test_a_down_server_with_no_known_tools_is_listed_as_one_unavailable_line(
     (plugin,) = [row for row in doctor.splitlines() if row.startswith("  mcp:gone")]
     assert plugin.startswith("  mcp:gone (MCP servers): unavailable: ")
     assert "no model file" in plugin
+
+
+def test_a_pinned_tool_changed_since_its_list_was_cached_is_refused_at_the_first_call(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    switch = tmp_path / "changed"
+    table = stdio_table(
+        "calc", script, "--changed-if", str(switch), extra=f'{TRUSTED}\napproval = "never"'
+    )
+    first = _load(tmp_path, table)  # asks the server, records the definitions (first use)
+    assert first.call("calc_add", {"a": 1, "b": 2}).data == {"result": 3}
+    first.close()
+    switch.touch()  # the server now describes add otherwise; the cached list does not know
+    cached = _load(tmp_path, table)
+    loaded.append(cached)
+    assert cached.availability("calc_add").available  # the list is the cached one
+    refused = cached.call("calc_add", {"a": 1, "b": 2})
+    assert refused.error is not None, refused.output
+    assert refused.error.type == "PermissionError"
+    assert "otherwise than toolplug.lock records" in refused.error.message
+    assert cached.call("calc_big", {"chars": 2}).output == "xx"  # unchanged: it runs
+    # what the first call learnt is the cached list now: the next load sees the change
+    later = _load(tmp_path, table)
+    loaded.append(later)
+    assert "differs from toolplug.lock" in " ".join(later.availability("calc_add").reasons)
