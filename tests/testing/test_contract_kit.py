@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import toolplug
+from tests.helpers.cli import Site
 from toolplug import (
     Annotations,
     Capability,
@@ -33,7 +34,6 @@ from toolplug import (
     ToolResult,
     Trust,
 )
-from tests.helpers.cli import Site
 from toolplug.testing import (
     ContractError,
     LoopbackService,
