@@ -325,8 +325,11 @@ def _load_lenient(
     # for a full collection that finds nothing) and then told to leave it be (gc.freeze).
     collecting = gc.isenabled()
     gc.disable()
+    from toolplug.cli._status import on_terminal
+
     try:
-        registry = load(config, env=_Session.env, refresh=refresh)
+        with on_terminal():  # mounting servers and parsing descriptions can take seconds
+            registry = load(config, env=_Session.env, refresh=refresh)
     finally:
         if collecting:
             gc.freeze()

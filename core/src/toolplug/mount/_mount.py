@@ -24,7 +24,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.mount._screen import screen
-from toolplug.runtime import _sources
+from toolplug.runtime import _progress, _sources
 from toolplug.runtime._config import Redactor
 from toolplug.runtime._mounts import MountedToolSettings, ServerSettings
 from toolplug.runtime._scan import Finding
@@ -353,8 +353,20 @@ def _key(settings: ServerSettings, resolved: _host.Resolved) -> str:
 
 def _discover(servers: list[MountedServer]) -> None:
     """Ask each server for its tools, all at once; store what each answered."""
+    waiting = [s.name for s in servers]
+
+    def asking() -> str:
+        return f"mounting {', '.join(waiting)}..."
 
     async def ask(server: MountedServer) -> None:
+        try:
+            await asked(server)
+        finally:
+            waiting.remove(server.name)
+            if waiting:
+                say(asking())
+
+    async def asked(server: MountedServer) -> None:
         connection = server.connection
         assert connection is not None
         try:
@@ -383,7 +395,8 @@ def _discover(servers: list[MountedServer]) -> None:
 
     longest = max(s.settings.startup_timeout_seconds for s in servers)
     try:
-        _host.run_blocking(ask_all, longest + _DISCOVERY_GRACE + 5)
+        with _progress.status(asking()) as say:
+            _host.run_blocking(ask_all, longest + _DISCOVERY_GRACE + 5)
     except TimeoutError:
         for server in servers:
             if server.listing is None or server.from_cache:
