@@ -14,6 +14,8 @@ HEAVY = [
     "httpx", "httpcore", "feedparser", "ddgs", "icalendar", "recurring_ical_events", "mcp",
     # the frameworks of toolplug.integrations
     "pydantic_ai", "agents",
+    # the status line, drawn only on a terminal when something is slow (tests/cli/test_progress.py)
+    "rich",
 ]
 
 SCRIPT = """

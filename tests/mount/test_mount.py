@@ -25,7 +25,13 @@ from typing import Any
 import pytest
 
 import toolplug
-from tests.helpers.mcp_servers import http_server, stdio_table, write_server
+from tests.helpers.cli import run_cli
+from tests.helpers.mcp_servers import (
+    http_server,
+    stdio_table,
+    write_hanging_server,
+    write_server,
+)
 from toolplug import ConfigError
 from toolplug.cli import _cache as _clicache
 from toolplug.cli._commands import _Session, run
@@ -605,3 +611,84 @@ def test_the_cli_cache_watches_what_the_mounted_source_read_and_when_it_goes_sta
         assert listing in {str(Path(p).resolve()) for p in entry["files"]}
     finally:
         registry.close()
+
+
+@pytest.mark.parametrize("command", [["list", "--all"], ["doctor"]])
+def test_a_server_given_up_on_is_ended_with_its_process_group(
+    tmp_path: Path, command: list[str]
+) -> None:
+    script = write_hanging_server(tmp_path)
+    pids = tmp_path / "pids"
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table("stuck", script, str(pids), extra="startup_timeout_seconds = 1"),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "TOOLPLUG_NO_CACHE": "1"}
+    try:
+        done = run_cli("--config", str(config), *command, env=env)
+        assert done.code == 0, done.err
+        assert "no answer within 1 s" in done.out  # the server is listed down, with why
+        started = [int(n) for n in pids.read_text().split()]
+        assert len(started) == 2  # the server and its child, both ignoring SIGTERM
+        # the command has returned: nothing it started is left running
+        assert [pid for pid in started if _alive(pid)] == []
+    finally:
+        for pid in [int(n) for n in pids.read_text().split()] if pids.exists() else []:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_down_server_with_no_known_tools_is_listed_as_one_unavailable_line(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "broken_server.py"
+    script.write_text("import sys\nsys.stderr.write('no model file\\n')\nsys.exit(3)\n")
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("gone", script), encoding="utf-8"
+    )
+    env = {**os.environ, "TOOLPLUG_NO_CACHE": "1"}
+    listed = run_cli("--config", str(config), "list", "--all", env=env)
+    assert listed.code == 0, listed.err
+    (line,) = [row for row in listed.out.splitlines() if row.startswith("mcp:gone ")]
+    assert "no: capability 'mcp_gone' is missing" in line
+    assert "no model file" in line  # the server's own words, as doctor gives them
+    records = json.loads(run_cli("--config", str(config), "list", "--all", "--json",
+                                 env=env).out)
+    (record,) = [r for r in records if r["name"] == "mcp:gone"]
+    assert (record["kind"], record["available"]) == ("mcp_server", False)
+    assert "no model file" in record["reasons"][0]
+    assert "toolplug doctor" in record["setup"][0]
+    # without --all only available tools are listed, and a down server has none
+    assert "mcp:gone" not in run_cli("--config", str(config), "list", env=env).out
+    doctor = run_cli("--config", str(config), "doctor", env=env).out
+    (plugin,) = [row for row in doctor.splitlines() if row.startswith("  mcp:gone")]
+    assert plugin.startswith("  mcp:gone (MCP servers): unavailable: ")
+    assert "no model file" in plugin
+
+
+def test_a_pinned_tool_changed_since_its_list_was_cached_is_refused_at_the_first_call(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    switch = tmp_path / "changed"
+    table = stdio_table(
+        "calc", script, "--changed-if", str(switch), extra=f'{TRUSTED}\napproval = "never"'
+    )
+    first = _load(tmp_path, table)  # asks the server, records the definitions (first use)
+    assert first.call("calc_add", {"a": 1, "b": 2}).data == {"result": 3}
+    first.close()
+    switch.touch()  # the server now describes add otherwise; the cached list does not know
+    cached = _load(tmp_path, table)
+    loaded.append(cached)
+    assert cached.availability("calc_add").available  # the list is the cached one
+    refused = cached.call("calc_add", {"a": 1, "b": 2})
+    assert refused.error is not None, refused.output
+    assert refused.error.type == "PermissionError"
+    assert "otherwise than toolplug.lock records" in refused.error.message
+    assert cached.call("calc_big", {"chars": 2}).output == "xx"  # unchanged: it runs
+    # what the first call learnt is the cached list now: the next load sees the change
+    later = _load(tmp_path, table)
+    loaded.append(later)
+    assert "differs from toolplug.lock" in " ".join(later.availability("calc_add").reasons)

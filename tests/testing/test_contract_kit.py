@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 import toolplug
+from tests.helpers.cli import Site
 from toolplug import (
     Annotations,
     Capability,
@@ -32,7 +34,13 @@ from toolplug import (
     ToolResult,
     Trust,
 )
-from toolplug.testing import ContractError, LoopbackService, check_tool, concurrent_calls
+from toolplug.testing import (
+    ContractError,
+    LoopbackService,
+    check_plugin,
+    check_tool,
+    concurrent_calls,
+)
 
 RETURNS = {
     "type": "object",
@@ -468,3 +476,57 @@ def test_the_loopback_service_is_reachable_through_the_guard(
         assert error.type == "PermissionError"  # without the service's allow entry
     finally:
         refused.close()
+
+
+# -- check_plugin: only the real problem -------------------------------------------------------
+
+_BAD_EXAMPLE = '''
+from toolplug import Example, Tool, ToolMetadata, ToolResult, hookimpl
+
+
+class Now(Tool):
+    metadata = ToolMetadata(
+        name="weather_now",
+        description="The weather now in a city.",
+        category="reference",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+        examples=(Example(description="a city", input={"city": 5}),),
+    )
+
+    def run(self, arguments, context):
+        return ToolResult.success("sunny")
+
+
+@hookimpl
+def register_tools(register):
+    register(Now)
+'''
+
+
+def test_a_bad_example_input_is_the_one_problem_reported(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.add("toolplug-weather-now", entry_points={"weather_now": "weather_now_plugin"},
+             modules={"weather_now_plugin": _BAD_EXAMPLE})
+    monkeypatch.syspath_prepend(str(site.path))
+    try:
+        with pytest.raises(ContractError) as raised:
+            check_plugin("toolplug-weather-now")
+    finally:
+        sys.modules.pop("weather_now_plugin", None)
+    found = raised.value.problems
+    assert len(found) == 1, found
+    assert "example" in found[0]
+    assert "city" in found[0]
+    assert "is it installed" not in " ".join(found)
+
+
+def test_a_plugin_that_is_not_installed_is_reported_once() -> None:
+    with pytest.raises(ContractError) as raised:
+        check_plugin("toolplug-not-installed-anywhere")
+    (found,) = raised.value.problems
+    assert "toolplug-not-installed-anywhere" in found

@@ -147,6 +147,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         toolset=args.toolset, include_unavailable=args.all, category=args.category
     )
     records = [_tool_record(registry, t.name) for t in tools]
+    if args.all:
+        records += _unreached_records(registry, args.toolset, args.category)
     if args.json:
         _emit(registry, _dumps(records))
         return EXIT_OK
@@ -165,6 +167,43 @@ def _cmd_list(args: argparse.Namespace) -> int:
         rows.append(row)
     _emit(registry, _table(rows))
     return EXIT_OK
+
+
+def _unreached_records(
+    registry: Registry, toolset: str | None, category: str | None
+) -> list[dict[str, Any]]:
+    """One unavailable record for each mounted server that is down and mounts no tool (no
+    earlier answer named any): its name is ``mcp:NAME``, its reason the server's."""
+    if not registry.config.mcp_servers:
+        return []  # nothing mounted: the mount package stays unimported
+    from toolplug.mount import mounted
+
+    mounts = mounted(registry)
+    chosen = registry.toolset(toolset) if toolset is not None else None
+    records = []
+    for server in mounts.unreached() if mounts is not None else []:
+        settings = server.settings
+        if category is not None and settings.category != category:
+            continue
+        if chosen is not None and not chosen.matches(f"{settings.name_prefix}*", settings.category):
+            continue
+        state = registry.checker.state(server.capability)
+        records.append({
+            "name": server.origin,
+            "kind": "mcp_server",
+            "description": f"The tools of the MCP server {server.name!r}: none known yet, "
+            "it has not answered",
+            "category": settings.category,
+            "optionality": "optional",
+            "available": False,
+            "reasons": [f"capability {server.capability!r} is missing: {state.reason}"],
+            "setup": [state.setup] if state.setup else [],
+            "requires_capabilities": [server.capability],
+            "plugin": server.origin,
+            "distribution": server.origin,
+            "version": None,
+        })
+    return records
 
 
 @_runs("info")
@@ -286,8 +325,11 @@ def _load_lenient(
     # for a full collection that finds nothing) and then told to leave it be (gc.freeze).
     collecting = gc.isenabled()
     gc.disable()
+    from toolplug.cli._status import on_terminal
+
     try:
-        registry = load(config, env=_Session.env, refresh=refresh)
+        with on_terminal():  # mounting servers and parsing descriptions can take seconds
+            registry = load(config, env=_Session.env, refresh=refresh)
     finally:
         if collecting:
             gc.freeze()
@@ -395,12 +437,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     registry = _load_lenient(args, refresh=True)
     out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
-    for plugin in registry.plugins:
-        state = "loaded" if plugin.loaded else "FAILED"
-        where = f" ({plugin.entry_point})" if plugin.entry_point else " (built-in)"
-        out.append(
-            f"  {plugin.distribution or plugin.name} {plugin.version or '?'}{where}: {state}"
-        )
+    out += _plugin_lines(registry)
     out += ["", "Capabilities:"]
     for cap in registry.capability_states():
         line = f"  {cap.name}: {'present' if cap.present else 'missing'}"
@@ -445,6 +482,33 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if strict and problems:
         raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
     return EXIT_OK
+
+
+def _plugin_lines(registry: Registry) -> list[str]:
+    """Doctor's line for each plugin: name, version, where it comes from, its state. A
+    plugin a source made (a mounted server, an OpenAPI API) says which source, and is
+    unavailable with its reason when the capability all its tools need is missing."""
+    made_by = {name: source for source in registry.sources for name, _ in source.plugins()}
+    lines = []
+    for plugin in registry.plugins:
+        state = "loaded" if plugin.loaded else "FAILED"
+        source = made_by.get(plugin.name)
+        version = f" {plugin.version}" if plugin.version else ""
+        if plugin.entry_point:
+            where, version = f" ({plugin.entry_point})", f" {plugin.version or '?'}"
+        elif plugin.builtin:
+            where = " (built-in)"
+        elif source is not None:
+            where = f" ({source.title or source.name})"
+            capability = plugin.name.replace(":", "_", 1)  # mcp:NAME needs mcp_NAME
+            if capability in registry.capabilities:
+                cap = registry.checker.state(capability)
+                if not cap.present:
+                    state = f"unavailable: {cap.reason}"
+        else:
+            where = " (registered from code)"
+        lines.append(f"  {plugin.distribution or plugin.name}{version}{where}: {state}")
+    return lines
 
 
 def _trust_words(labels: Trust) -> str:

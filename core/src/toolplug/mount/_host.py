@@ -11,7 +11,14 @@ caller's. Cancelling the caller cancels the work there, and the SDK tells the se
 A session starts on first use and is shared by every call of that server in the process.
 When the server exits or the connection breaks, the session is dropped and the next use
 starts it again, after a backoff that doubles with each failure in a row (0.5 s to 30 s).
-At interpreter exit every session is closed, which ends the servers' processes.
+
+Whatever is started here is ended here. The SDK starts a stdio server in a process group
+of its own (``start_new_session``) and, when its session ends, closes the server's stdin,
+then after a grace period sends SIGTERM to the group, then SIGKILL (about 4 s for a
+server that ignores both). A start that is given up (no answer within
+``startup_timeout_seconds``) waits for that before it reports the server down, and
+closing waits for every session a connection ever opened, the given-up ones too; at
+interpreter exit every session is closed that way.
 """
 
 from __future__ import annotations
@@ -47,6 +54,10 @@ T = TypeVar("T")
 _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 30.0
 _CLOSE_SECONDS = 5.0
+"""How long a session is given to end by itself once asked to (its server to exit)."""
+_END_SECONDS = 10.0
+"""How long the SDK's end of a session may take once cancelled: its stdin closed, SIGTERM
+to the process group, SIGKILL (2 s apart), the process reaped."""
 
 
 class _Loop:
@@ -112,7 +123,7 @@ def close_all() -> None:
     if threading.current_thread() is _home.thread:  # pragma: no cover - never from a session
         return
     with contextlib.suppress(Exception):
-        run_blocking(close, _CLOSE_SECONDS)
+        run_blocking(close, _CLOSE_SECONDS + _END_SECONDS)
 
 
 def session() -> Any:
@@ -159,6 +170,9 @@ class Connection:
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
+        self._sessions: dict[asyncio.Task[None], asyncio.Event] = {}
+        """Every session task not yet ended (the open one, given-up starts, lost ones),
+        with the event that asks it to end: closing waits for them all."""
         self._start_lock: asyncio.Lock | None = None
         self._failures = 0
         self._retry_at = 0.0
@@ -218,16 +232,19 @@ class Connection:
     async def close(self) -> None:
         """Close the session and wait for its transport (and process) to end."""
         self.forget()
-        owner, self._client = self._owner, None
-        if self._closing is not None:
-            self._closing.set()
-        if owner is not None and not owner.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS)
-            except (TimeoutError, asyncio.CancelledError):
-                owner.cancel()
-                with contextlib.suppress(BaseException):
-                    await owner
+        await self.stop()
+
+    async def stop(self) -> None:
+        """End every session of this connection and wait until their processes are gone;
+        the next use starts a new one."""
+        self._client = None
+        sessions = dict(self._sessions)
+        for closing in sessions.values():
+            closing.set()
+        if not sessions:
+            return
+        _done, pending = await asyncio.wait(list(sessions), timeout=_CLOSE_SECONDS)
+        await _end(pending)
 
     async def _start(self) -> Client:
         settings = self.server.settings
@@ -242,17 +259,22 @@ class Connection:
         # closed by _own, which outlives this call
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         owner = loop.create_task(sdk.own(self, ready, closing, stderr), name=f"mcp-{self.name}")
+        self._sessions[owner] = closing
+        owner.add_done_callback(lambda task: self._sessions.pop(task, None))
         try:
             return await asyncio.wait_for(
                 asyncio.shield(ready), settings.startup_timeout_seconds
             )
         except TimeoutError:
+            said = tail(stderr, "; its stderr ends with: ")  # before the session closes it
             closing.set()
-            owner.cancel()
+            await _end({owner})  # given up: its process (group) ends before it is reported
             raise ServerDown(
-                f"no answer within {settings.startup_timeout_seconds:g} s"
-                + tail(stderr, "; its stderr ends with: ")
+                f"no answer within {settings.startup_timeout_seconds:g} s" + said
             ) from None
+        except asyncio.CancelledError:
+            owner.cancel()  # ends in the background; closing waits for it
+            raise
         except ServerDown:
             raise
         finally:
@@ -266,3 +288,14 @@ class Connection:
                 await self._on_tools_changed()
             except Exception as exc:
                 log.warning("MCP server %s: refreshing its tool list failed: %r", self.name, exc)
+
+
+async def _end(tasks: set[asyncio.Task[None]]) -> None:
+    """Cancel session tasks and wait (bounded) while the SDK ends their servers."""
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    _done, left = await asyncio.wait(tasks, timeout=_END_SECONDS)
+    for task in left:  # pragma: no cover - only a process that survives SIGKILL
+        log.warning("MCP server session %s did not end in %g s", task.get_name(), _END_SECONDS)

@@ -24,7 +24,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.mount import _catalog, _host
 from toolplug.mount._screen import screen
-from toolplug.runtime import _sources
+from toolplug.runtime import _progress, _sources
 from toolplug.runtime._config import Redactor
 from toolplug.runtime._mounts import MountedToolSettings, ServerSettings
 from toolplug.runtime._scan import Finding
@@ -76,6 +76,8 @@ class MountedServer(_sources.Origin):
     redactor: Redactor = field(default_factory=Redactor)
     """The secrets of its configuration (the registry's, once attached): kept out of its
     reasons and of the listing stored on disk."""
+    _relisting: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
+    """The first call's ``tools/list`` of a server whose list came from the cache."""
 
     @property
     def problem(self) -> str | None:
@@ -110,14 +112,9 @@ class MountedServer(_sources.Origin):
         """Call one of its tools; every failure comes back as a structured result. A
         result's trust annotations (``_meta``) label it over ``labels``, the tool's:
         ``_said``."""
-        locked = self.locked if self.settings.pins else None
-        if locked is not None and locked.get(remote) != self.definition_now(remote):
-            return ToolResult.failure(
-                ErrorType.PERMISSION,
-                f"{context.tool} is pinned and the server now defines it otherwise than "
-                "toolplug.lock records; review the change ('toolplug doctor', "
-                "'toolplug scan') and run 'toolplug lock' to accept it",
-            )
+        refused = self._refused(remote, context.tool)
+        if refused is not None:
+            return refused
         report: Any = context.host.get("progress")
         connection = self.connection
         assert connection is not None
@@ -135,6 +132,20 @@ class MountedServer(_sources.Origin):
                     retry_possible=True,
                     details=details,
                 )
+            if self.settings.pins and self.from_cache:
+                try:
+                    await self._relist(client)
+                except Exception as exc:
+                    return ToolResult.failure(
+                        ErrorType.UNAVAILABLE,
+                        f"MCP server {self.name!r}: its tools could not be checked against "
+                        f"toolplug.lock ({type(exc).__name__}: {exc})",
+                        retry_possible=True,
+                        details={"server": self.name},
+                    )
+                refused = self._refused(remote, context.tool)
+                if refused is not None:
+                    return refused
             result: ToolResult = await _host.session().call_tool(
                 connection, client, remote, arguments, report=report,
                 done=lambda answer: _result(
@@ -153,16 +164,43 @@ class MountedServer(_sources.Origin):
                 f"MCP server {self.name!r}: {type(exc).__name__}: {exc}",
             )
 
+    def _refused(self, remote: str, tool: str) -> ToolResult | None:
+        """The refusal of a call of a pinned tool the server now defines otherwise."""
+        locked = self.locked if self.settings.pins else None
+        if locked is None or locked.get(remote) == self.definition_now(remote):
+            return None
+        return ToolResult.failure(
+            ErrorType.PERMISSION,
+            f"{tool} is pinned and the server now defines it otherwise than "
+            "toolplug.lock records; review the change ('toolplug doctor', "
+            "'toolplug scan') and run 'toolplug lock' to accept it",
+        )
+
+    async def _relist(self, client: Any) -> None:
+        """The first call in this process of a pinned server whose list came from the cache
+        asks it for its tools (once, for every call that waits on it): a definition that
+        changed since the list was cached is met at that call, not when the cache expires."""
+        if self._relisting is None:
+            self._relisting = asyncio.ensure_future(self._list_now(client))
+        try:
+            await asyncio.shield(self._relisting)
+        except Exception:
+            self._relisting = None  # the next call asks again
+            raise
+
+    async def _list_now(self, client: Any) -> None:
+        tools = await asyncio.wait_for(_list_all(client), _DISCOVERY_GRACE)
+        self.listing = _catalog.Listing(
+            key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
+        )
+        self.from_cache = False
+        self.store()
+
     async def _refresh(self) -> None:
         """The server said its tools changed: store the new list for the next load."""
         connection = self.connection
         assert connection is not None
-        client = await connection.client()
-        tools = await _list_all(client)
-        self.listing = _catalog.Listing(
-            key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
-        )
-        self.store()
+        await self._list_now(await connection.client())
 
     def store(self) -> None:
         """Write its listing to the cache, secrets redacted."""
@@ -191,6 +229,11 @@ class Mounted(_sources.GatheredSource):
 
     def report(self) -> list[str]:
         return report(self)
+
+    def unreached(self) -> list[MountedServer]:
+        """The servers that are down and mount no tool (none known from an earlier answer):
+        listings show each as one line, so that a server is never missing without a word."""
+        return [s for s in self.servers.values() if s.problem is not None and not s.names]
 
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
@@ -310,8 +353,20 @@ def _key(settings: ServerSettings, resolved: _host.Resolved) -> str:
 
 def _discover(servers: list[MountedServer]) -> None:
     """Ask each server for its tools, all at once; store what each answered."""
+    waiting = [s.name for s in servers]
+
+    def asking() -> str:
+        return f"mounting {', '.join(waiting)}..."
 
     async def ask(server: MountedServer) -> None:
+        try:
+            await asked(server)
+        finally:
+            waiting.remove(server.name)
+            if waiting:
+                say(asking())
+
+    async def asked(server: MountedServer) -> None:
         connection = server.connection
         assert connection is not None
         try:
@@ -321,7 +376,13 @@ def _discover(servers: list[MountedServer]) -> None:
             _failed(server, down.reason)
             return
         except Exception as exc:
-            _failed(server, f"tools/list failed: {type(exc).__name__}: {exc}")
+            said = (
+                f"no answer to tools/list within {_DISCOVERY_GRACE:g} s"
+                if isinstance(exc, TimeoutError)
+                else f"tools/list failed: {type(exc).__name__}: {exc}"
+            )
+            _failed(server, said)
+            await connection.stop()  # given up on: its process ends now, not at exit
             return
         server.listing = _catalog.Listing(
             key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
@@ -334,7 +395,8 @@ def _discover(servers: list[MountedServer]) -> None:
 
     longest = max(s.settings.startup_timeout_seconds for s in servers)
     try:
-        _host.run_blocking(ask_all, longest + _DISCOVERY_GRACE + 5)
+        with _progress.status(asking()) as say:
+            _host.run_blocking(ask_all, longest + _DISCOVERY_GRACE + 5)
     except TimeoutError:
         for server in servers:
             if server.listing is None or server.from_cache:

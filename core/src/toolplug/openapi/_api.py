@@ -33,7 +33,7 @@ from toolplug.contract._settings import ToolSettings
 from toolplug.contract._settings import TrustOverlay as ToolTrust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.openapi import _catalog, _convert, _request, _spec
-from toolplug.runtime import _sources
+from toolplug.runtime import _progress, _sources
 from toolplug.runtime._openapi import ApiSettings, TrustOverlay
 
 if TYPE_CHECKING:
@@ -237,10 +237,12 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
 def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
     """Read and convert the description now; keep the last known one if that fails."""
     try:
-        raw, where = _spec.read_source(
-            api.settings.spec, base=api.base, policy=policy, timeout=api.settings.timeout_seconds
-        )
-        description = _convert.convert(_spec.parse_document(raw, where))
+        with _progress.status(f"parsing description {api.name}..."):
+            raw, where = _spec.read_source(
+                api.settings.spec, base=api.base, policy=policy,
+                timeout=api.settings.timeout_seconds,
+            )
+            description = _convert.convert(_spec.parse_document(raw, where))
     except _spec.SpecError as exc:
         last = api.parsed
         api.parsed = _catalog.Parsed(

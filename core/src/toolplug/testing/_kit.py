@@ -666,8 +666,8 @@ def check_plugin(
         for t in registry.tools.values()
         if t.distribution and normalize_distribution(t.distribution) == wanted
     ]
-    if not tools:
-        problems.append(f"no tool was registered by {distribution} (is it installed?)")
+    if not tools and not problems:  # a load problem already says why none was registered
+        problems.append(f"no tool was registered by {distribution}")
     categories = {c.name for c in registry.categories}
     capabilities = tuple(registry.capabilities.values())
     registry.close()
