@@ -16,7 +16,9 @@ from toolplug.cli._commands import build_parser
 from toolplug.runtime._settings import AuthSettings, StaticToken
 
 ROOT = Path(__file__).resolve().parents[2]
-_ROW = re.compile(r"^\| `(?P<key>[^`]+)` \| (?P<value>.*?) \| (?P<default>.*?) \| (?P<effect>.*) \|$")
+_ROW = re.compile(
+    r"^\| `(?P<key>[^`]+)` \| (?P<value>.*?) \| (?P<default>.*?) \| (?P<effect>.*) \|$"
+)
 
 
 def _section(page: str, heading: str) -> str:
