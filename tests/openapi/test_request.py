@@ -20,8 +20,9 @@ class _Recorder(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         self.seen.append(self.path)  # the request target, exactly as sent
-        body = b'{"ok": true}'
-        self.send_response(200)
+        missing = self.path.startswith("/items/missing")
+        body = b'{"message": "no such item"}' if missing else b'{"ok": true}'
+        self.send_response(404 if missing else 200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -62,6 +63,17 @@ _PATHS: dict[str, Any] = {
 }
 
 
+def _load(spec_dir: Path, url: str) -> toolplug.Registry:
+    spec = spec_dir / "api.json"
+    spec.write_text(json.dumps(
+        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
+    ))
+    return toolplug.load({
+        "network": {"allow": ["127.0.0.1"]}, "cache_dir": str(spec_dir / "cache"),
+        "openapi": {"api": {"spec": str(spec), "base_url": url}},
+    })
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "sent"),
     [
@@ -82,17 +94,49 @@ def test_a_path_parameter_is_one_segment_even_when_it_is_dots(
     sent: str,
 ) -> None:
     url, seen = recorder
-    spec = tmp_path / "api.json"
-    spec.write_text(json.dumps(
-        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
-    ))
-    registry = toolplug.load({
-        "network": {"allow": ["127.0.0.1"]}, "cache_dir": str(tmp_path / "cache"),
-        "openapi": {"api": {"spec": str(spec), "base_url": url}},
-    })
+    registry = _load(tmp_path, url)
     try:
         result = registry.call(tool, arguments)
     finally:
         registry.close()
     assert result.ok, result.error
     assert seen == [sent]
+
+
+_DETAILS: Any = {
+    "status": 404, "operation": "GET /items/{id}", "body": {"message": "no such item"},
+}
+
+
+def test_an_error_answers_details_are_in_to_dict_not_in_what_the_model_reads(
+    recorder: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    url, _seen = recorder
+    registry = _load(tmp_path, url)
+    try:
+        result = registry.call("api_get_item", {"id": "missing"})
+    finally:
+        registry.close()
+    assert result.error is not None and result.error.type == "NotFoundError"
+    assert result.to_dict() == {
+        "error": True, "error_type": "NotFoundError",
+        "error_message": 'GET /items/{id} answered HTTP 404: {"message": "no such item"}',
+        "retry_possible": False, "details": _DETAILS,
+    }
+    assert "details" not in json.loads(result.for_model())  # for hosts, not the model
+
+
+def test_call_result_json_prints_the_details(
+    recorder: tuple[str, list[str]], tmp_path: Path, cli: Any
+) -> None:
+    url, _seen = recorder
+    (tmp_path / "api.json").write_text(json.dumps(
+        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
+    ))
+    (tmp_path / "toolplug.toml").write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n[network]\nallow = ["127.0.0.1"]\n'
+        f'[openapi.api]\nspec = "api.json"\nbase_url = "{url}"\n'
+    )
+    run = cli("call", "api_get_item", "id=missing", "--result", "json", cwd=tmp_path)
+    assert run.code == 1, run.err
+    assert json.loads(run.out)["details"] == _DETAILS
