@@ -197,6 +197,9 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
             continue
         key, path = _spec.spec_key(settings.spec, base)
         key = f"{key}:v{_convert.CONVERTER_VERSION}"
+        limits = {"max_bytes", "max_operations"} & settings.model_fields_set
+        if limits:  # a description read under other limits is read again under these
+            key += f":{settings.max_bytes}:{settings.max_operations}"
         api = Api(settings, base, key)
         if path is not None:
             files.append(str(path))
@@ -237,10 +240,15 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
 def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
     """Read and convert the description now; keep the last known one if that fails."""
     try:
+        settings, table = api.settings, f"[openapi.{api.name}]"
         raw, where = _spec.read_source(
-            api.settings.spec, base=api.base, policy=policy, timeout=api.settings.timeout_seconds
+            settings.spec, base=api.base, policy=policy, timeout=settings.timeout_seconds,
+            max_bytes=settings.max_bytes, limit_key=f"{table} max_bytes",
         )
-        description = _convert.convert(_spec.parse_document(raw, where))
+        description = _convert.convert(_spec.parse_document(
+            raw, where, max_operations=settings.max_operations,
+            limit_key=f"{table} max_operations",
+        ))
     except _spec.SpecError as exc:
         last = api.parsed
         api.parsed = _catalog.Parsed(
