@@ -226,3 +226,27 @@ def test_limits_are_positive_numbers(tmp_path: Path, key: str) -> None:
 
     with pytest.raises(ConfigError, match=key):
         toolplug.load({"openapi": {"api": {"spec": "api.json", key: 0}}})
+
+
+def test_a_description_file_broken_after_it_was_read_keeps_its_operations_listed(
+    tmp_path: Path,
+) -> None:
+    """As for a URL: the last known operations stay, unavailable, with the reason."""
+    import json
+
+    import toolplug
+
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps({
+        "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.org"}],
+        "paths": {"/a": {"get": {"operationId": "getA",
+                                 "responses": {"200": {"description": "ok"}}}}},
+    }))
+    config = {"cache_dir": str(tmp_path / "cache"), "openapi": {"api": {"spec": str(spec)}}}
+    assert toolplug.load(config).availability("api_get_a").available
+    spec.write_text("{broken")
+    broken = toolplug.load(config)
+    assert "api_get_a" in broken.tools
+    (reason,) = broken.availability("api_get_a").reasons
+    assert "its description cannot be read" in reason and "not valid JSON" in reason

@@ -140,3 +140,4 @@ def test_call_result_json_prints_the_details(
     run = cli("call", "api_get_item", "id=missing", "--result", "json", cwd=tmp_path)
     assert run.code == 1, run.err
     assert json.loads(run.out)["details"] == _DETAILS
+

@@ -211,7 +211,7 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
             if not refresh and parsed.fresh(ttl, now):
                 apis[name] = api
                 continue
-        _read(api, config.network, config.cache_dir)
+        _read(api, config.network, config.cache_dir, last=parsed)
         apis[name] = api
     for api in apis.values():
         if api.parsed is not None:
@@ -237,8 +237,11 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
     )
 
 
-def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
-    """Read and convert the description now; keep the last known one if that fails."""
+def _read(
+    api: Api, policy: NetworkPolicy, cache_dir: Path, last: _catalog.Parsed | None = None
+) -> None:
+    """Read and convert the description now; keep the last known one (``last``, what the
+    cache held, even for a file since changed) if that fails."""
     try:
         settings, table = api.settings, f"[openapi.{api.name}]"
         raw, where = _spec.read_source(
@@ -250,7 +253,7 @@ def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
             limit_key=f"{table} max_operations",
         ))
     except _spec.SpecError as exc:
-        last = api.parsed
+        last = api.parsed or last
         api.parsed = _catalog.Parsed(
             key=api.key, stored=_catalog.now(),
             description=last.description if last else {}, problem=str(exc),
