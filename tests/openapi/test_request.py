@@ -18,7 +18,7 @@ import toolplug
 class _Recorder(BaseHTTPRequestHandler):
     seen: list[str]
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self.seen.append(self.path)  # the request target, exactly as sent
         missing = self.path.startswith("/items/missing")
         body = b'{"message": "no such item"}' if missing else b'{"ok": true}'
@@ -28,7 +28,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the test reads ``seen``."""
 
 
@@ -117,7 +117,8 @@ def test_an_error_answers_details_are_in_to_dict_not_in_what_the_model_reads(
         result = registry.call("api_get_item", {"id": "missing"})
     finally:
         registry.close()
-    assert result.error is not None and result.error.type == "NotFoundError"
+    assert result.error is not None
+    assert result.error.type == "NotFoundError"
     assert result.to_dict() == {
         "error": True, "error_type": "NotFoundError",
         "error_message": 'GET /items/{id} answered HTTP 404: {"message": "no such item"}',

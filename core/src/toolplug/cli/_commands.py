@@ -147,11 +147,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
         toolset=args.toolset, include_unavailable=args.all, category=args.category
     )
     records = [_tool_record(registry, t.name) for t in tools]
+    unlisted = [line for s in registry.sources for line in s.unlisted()] if args.all else []
     if args.json:
         _emit(registry, _dumps(records))
+        for line in unlisted:  # stdout stays the list of tools
+            print(registry.redact(f"toolplug: {line}"), file=sys.stderr)
         return EXIT_OK
+    also = "\nNot listed, their tools unknown:\n" + "\n".join(f"  {u}" for u in unlisted)
     if not records:
-        _emit(registry, "No tools are available. Run 'toolplug doctor' to see why.")
+        _emit(registry, "No tools are available. Run 'toolplug doctor' to see why."
+              + (also if unlisted else ""))
         return EXIT_OK
     header = ["NAME", "CATEGORY", "OPTIONALITY", "DISTRIBUTION"]
     if args.all:
@@ -164,6 +169,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
             row.append("yes" if r["available"] else "no: " + "; ".join(r["reasons"]))
         rows.append(row)
     _emit(registry, _table(rows))
+    if unlisted:
+        _emit(registry, also)
     return EXIT_OK
 
 

@@ -170,6 +170,14 @@ class Described(_sources.GatheredSource):
     def report(self) -> list[str]:
         return report(self)
 
+    def unlisted(self) -> list[str]:
+        """Each API with no known operation because its description was never read."""
+        return [
+            f"[openapi.{api.name}] ({api.settings.spec}): no tools, {api.problem}"
+            for api in self.apis.values()
+            if api.problem and not (api.parsed and api.parsed.operations)
+        ]
+
     def close(self) -> None:
         """Nothing to close: each request's connection belongs to its event loop."""
 
