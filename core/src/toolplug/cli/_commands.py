@@ -644,7 +644,18 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         report = explain_export(registry, args.format, **options)
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
-    _emit(registry, dumps(export_tools(registry, args.format, **options)))
+    exported = export_tools(registry, args.format, **options)
+    _emit(registry, dumps(exported))
+    names = {
+        d.get("name") or (d.get("function") or {}).get("name")
+        for d in exported if isinstance(d, dict)
+    }
+    if args.max_tools is not None and "search_tools" in names:
+        print(
+            f"toolplug: --max-tools {args.max_tools} counts the tools given in full; "
+            "search_tools, which finds the others, is added beside them",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
