@@ -330,3 +330,19 @@ def test_a_transformed_tools_own_table_overrides_the_originals_key_by_key() -> N
     })
     assert registry.call("project_link", {"action": "get", "name": "docs"}).ok
     assert registry.call("static_links", {"action": "get", "name": "github"}).ok
+
+
+def test_a_renamed_tools_warnings_name_it_as_the_model_sees_it(tmp_path: Path) -> None:
+    """read_file's hint "call read_file again with offset 12", from read_note, names
+    read_note: the model is not offered read_file."""
+    (tmp_path / "note.txt").write_text("x" * 40)
+    registry = toolplug.load({
+        "cache_dir": str(tmp_path / "cache"),
+        "tools": {"read_file": {"read_roots": [str(tmp_path)]}},
+        "transforms": {"read_note": {"from": "read_file"}},
+    })
+    result = registry.call("read_note", {"path": str(tmp_path / "note.txt"), "max_chars": 12})
+    assert result.ok, result.error
+    (warning,) = result.warnings
+    assert "call read_note again with offset 12" in warning
+    assert "read_file" not in warning
