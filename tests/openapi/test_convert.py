@@ -250,3 +250,32 @@ def test_a_description_file_broken_after_it_was_read_keeps_its_operations_listed
     (reason,) = broken.availability("api_get_a").reasons
     assert "its description cannot be read" in reason
     assert "not valid JSON" in reason
+
+
+def test_apis_from_one_description_do_not_shadow_each_other(tmp_path: Path) -> None:
+    """Two APIs configured from one description on purpose share every title (GET /quota);
+    doctor names no shadowing between them, and still names it against another
+    description's tool of that title."""
+    import json
+
+    import toolplug
+    from toolplug.mount._screen import findings
+
+    def write(name: str, operation: str) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps({
+            "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+            "servers": [{"url": "https://api.example.org"}],
+            "paths": {"/quota": {"get": {"operationId": operation, "summary": "The quota",
+                                         "responses": {"200": {"description": "ok"}}}}},
+        }))
+        return str(path)
+
+    shared = write("shared.json", "getQuota")
+    apis = {"eu": {"spec": shared}, "us": {"spec": shared}}
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": apis})
+    assert not [r for r in findings(registry, None) if r.finding.rule == "shadowing"]
+    apis["other"] = {"spec": write("other.json", "readQuota")}
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": apis})
+    shadowed = {r.finding.tool for r in findings(registry, None) if r.finding.rule == "shadowing"}
+    assert shadowed == {"eu_get_quota", "us_get_quota", "other_read_quota"}

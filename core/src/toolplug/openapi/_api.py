@@ -170,6 +170,12 @@ class Described(_sources.GatheredSource):
     def report(self) -> list[str]:
         return report(self)
 
+    def families(self) -> dict[str, str]:
+        """Each API's plugin -> its description's content key (path, size and time; or
+        URL): APIs configured from one description are one family (``doctor``'s shadowing
+        rule does not compare them)."""
+        return {f"openapi:{api.name}": api.key for api in self.apis.values()}
+
     def unlisted(self) -> list[str]:
         """Each API with no known operation because its description was never read."""
         return [
