@@ -225,7 +225,7 @@ def test_unknown_tool_lists_close_names(registry: toolplug.Registry) -> None:
     assert result.to_dict() == {
         "error": True, "error_type": "NotFoundError",
         "error_message": 'no tool named "serch"; did you mean search, asearch?',
-        "retry_possible": False,
+        "retry_possible": False, "details": {"close_matches": ["search", "asearch"]},
     }
 
 

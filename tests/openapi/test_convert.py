@@ -4,6 +4,8 @@ Hypothesis for names and table-driven for OpenAPI 3.0's own spellings."""
 from __future__ import annotations
 
 import re
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,3 +143,139 @@ def test_a_base_url_the_guard_refuses_is_found_when_the_api_loads(url: str, refu
     from toolplug.openapi._api import _refused
 
     assert (_refused(url, NetworkPolicy()) is not None) is refused
+
+
+def _bomb(levels: int) -> str:
+    """A description whose parameter schema is a "billion laughs": each level an alias
+    list of ten of the one before, so ``levels`` of them name 10**levels strings."""
+    lines = ['a0: &a0 "lol"']
+    lines += [
+        f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, levels + 1)
+    ]
+    anchors = "\n".join("  " + line for line in lines)
+    return (
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nx-anchors:\n" + anchors + "\n"
+        "paths:\n  /x:\n    get:\n      operationId: bomb\n      parameters:\n"
+        f"        - {{name: q, in: query, schema: {{type: string, enum: *a{levels}}}}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    """Under 1 KB of nested aliases once took 84 s and 1.5 GB to load; now none is read."""
+    import toolplug
+
+    text = _bomb(8)
+    assert len(text) < 1024
+    (tmp_path / "bomb.yaml").write_text(text)
+    started = time.monotonic()
+    bomb = {"spec": str(tmp_path / "bomb.yaml")}
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": {"bomb": bomb}})
+    elapsed = time.monotonic() - started
+    state = registry.checker.state("openapi_bomb")
+    assert not state.present
+    assert "uses a YAML alias (*a0, line 5)" in (state.reason or "")
+    assert "use a $ref" in (state.reason or "")
+    assert elapsed < 0.5, elapsed
+
+
+def test_an_alias_is_refused_an_anchor_alone_is_not() -> None:
+    with pytest.raises(SpecError, match="uses a YAML alias"):
+        parse_document(_bomb(1).encode(), "spec")
+    plain = b"openapi: 3.1.0\ninfo: &i {title: t}\npaths: {}\n"  # an anchor nobody uses
+    assert parse_document(plain, "spec")["info"] == {"title": "t"}
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        # two operations, one allowed: the key to raise is named
+        ({"max_operations": 1}, "has 2 operations, more than 1; raise [openapi.api] "
+         "max_operations"),
+        ({"max_bytes": 100}, "is larger than 100 bytes; raise [openapi.api] max_bytes"),
+        ({"max_operations": 2, "max_bytes": 100_000}, None),
+    ],
+)
+def test_a_descriptions_size_and_operations_are_bounded(
+    tmp_path: Path, limits: dict[str, int], reason: str | None
+) -> None:
+    import json
+
+    import toolplug
+
+    ok = {"responses": {"200": {"description": "ok"}}}
+    (tmp_path / "api.json").write_text(json.dumps({
+        "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.org"}],
+        "paths": {"/a": {"get": ok, "post": ok}},
+    }))
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": {
+        "api": {"spec": str(tmp_path / "api.json"), **limits}}})
+    state = registry.checker.state("openapi_api")
+    if reason is None:
+        assert state.present, state.reason
+    else:
+        assert reason in (state.reason or "")
+
+
+@pytest.mark.parametrize("key", ["max_bytes", "max_operations"])
+def test_limits_are_positive_numbers(tmp_path: Path, key: str) -> None:
+    import toolplug
+    from toolplug import ConfigError
+
+    with pytest.raises(ConfigError, match=key):
+        toolplug.load({"openapi": {"api": {"spec": "api.json", key: 0}}})
+
+
+def test_a_description_file_broken_after_it_was_read_keeps_its_operations_listed(
+    tmp_path: Path,
+) -> None:
+    """As for a URL: the last known operations stay, unavailable, with the reason."""
+    import json
+
+    import toolplug
+
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps({
+        "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.org"}],
+        "paths": {"/a": {"get": {"operationId": "getA",
+                                 "responses": {"200": {"description": "ok"}}}}},
+    }))
+    config = {"cache_dir": str(tmp_path / "cache"), "openapi": {"api": {"spec": str(spec)}}}
+    assert toolplug.load(config).availability("api_get_a").available
+    spec.write_text("{broken")
+    broken = toolplug.load(config)
+    assert "api_get_a" in broken.tools
+    (reason,) = broken.availability("api_get_a").reasons
+    assert "its description cannot be read" in reason
+    assert "not valid JSON" in reason
+
+
+def test_apis_from_one_description_do_not_shadow_each_other(tmp_path: Path) -> None:
+    """Two APIs configured from one description on purpose share every title (GET /quota);
+    doctor names no shadowing between them, and still names it against another
+    description's tool of that title."""
+    import json
+
+    import toolplug
+    from toolplug.mount._screen import findings
+
+    def write(name: str, operation: str) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps({
+            "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+            "servers": [{"url": "https://api.example.org"}],
+            "paths": {"/quota": {"get": {"operationId": operation, "summary": "The quota",
+                                         "responses": {"200": {"description": "ok"}}}}},
+        }))
+        return str(path)
+
+    shared = write("shared.json", "getQuota")
+    apis = {"eu": {"spec": shared}, "us": {"spec": shared}}
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": apis})
+    assert not [r for r in findings(registry, None) if r.finding.rule == "shadowing"]
+    apis["other"] = {"spec": write("other.json", "readQuota")}
+    registry = toolplug.load({"cache_dir": str(tmp_path / "cache"), "openapi": apis})
+    shadowed = {r.finding.tool for r in findings(registry, None) if r.finding.rule == "shadowing"}
+    assert shadowed == {"eu_get_quota", "us_get_quota", "other_read_quota"}

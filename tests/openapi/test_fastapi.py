@@ -361,6 +361,14 @@ def test_list_all_and_doctor_show_the_api(
     (keyed,) = [line for line in listed.out.splitlines() if line.startswith("keyed_who_am_i")]
     assert "no: capability 'openapi_keyed' is missing: [openapi.keyed] auth.token" in keyed
     assert "KEYED_TOKEN is not set" in keyed
+    # a description never read has no tool to list as unavailable: it is named after them
+    assert "Not listed, their tools unknown:" in listed.out
+    assert "[openapi.down] (missing.json): no tools, its description cannot be read: " \
+        "cannot read" in listed.out
+    assert "[openapi.notes]" not in listed.out
+    as_json = cli("list", "--all", "--json", cwd=work)
+    assert "[openapi.down] (missing.json): no tools" in as_json.err
+    assert "openapi.down" not in as_json.out
     doctor = cli("doctor", cwd=work)
     assert "OpenAPI descriptions:" in doctor.out
     assert "notes (" in doctor.out

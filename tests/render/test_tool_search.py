@@ -278,3 +278,14 @@ def test_cli_prints_what_export_tools_gives(cli: Callable[..., Run]) -> None:
     lonely = cli("schema", "--format", "openai", "--task", task)
     assert lonely.code == 2
     assert "--task needs --max-tools" in lonely.err
+
+
+def test_schema_says_search_tools_comes_beside_max_tools(cli: Callable[..., Run]) -> None:
+    """``--max-tools 2`` gives two tools in full and search_tools: three definitions, and
+    stderr says why there is one more than asked."""
+    done = cli("schema", "--format", "openai", "--all", "--task", "links", "--max-tools", "2")
+    assert done.code == 0, done.err
+    names = [d["function"]["name"] for d in json.loads(done.out)]
+    assert len(names) == 3
+    assert SEARCH_TOOLS in names
+    assert "--max-tools 2 counts the tools given in full; search_tools" in done.err

@@ -150,6 +150,13 @@ def test_disabled_tool_is_unavailable_and_says_so(cli: Callable[..., Any]) -> No
     assert off.call("static_links", {}).to_dict() == {
         "error": True, "error_type": "UnavailableError",
         "error_message": "static_links tool is disabled", "retry_possible": False,
+        "details": {
+            "reasons": ["disabled by config"],
+            "setup": [
+                "set enabled = true under [tools.static_links] (or remove the line)",
+                "Configure the links under [tools.static_links] links = [...].",
+            ],
+        },
     }
 
 

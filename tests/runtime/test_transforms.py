@@ -301,3 +301,48 @@ def test_refs_follow_renamed_arguments(tmp_path: Path) -> None:
         assert registry.labels("read_from").destinations == ("file",)
     finally:
         registry.close()
+
+
+_LINKS: Any = {"links": [{"name": "github", "url": "https://github.com/example"}]}
+
+
+@pytest.mark.parametrize("keep_original", [False, True])
+def test_a_transformed_tool_reads_the_originals_settings(keep_original: bool) -> None:
+    """[tools.static_links] links reach project_link, offered alone or beside the original
+    (before: unavailable alone, "configured names: none" beside it)."""
+    registry = toolplug.load({
+        "tools": {"static_links": _LINKS},
+        "transforms": {"project_link": {"from": "static_links", "keep_original": keep_original}},
+    })
+    assert ("static_links" in registry.tools) is keep_original
+    assert registry.availability("project_link").available, registry.problems
+    result = registry.call("project_link", {"action": "get", "name": "github"})
+    assert result.ok, result.error
+    assert result.data["links"][0]["url"] == "https://github.com/example"
+    assert not [p for p in registry.problems if "static_links" in p.describe()]
+
+
+def test_a_transformed_tools_own_table_overrides_the_originals_key_by_key() -> None:
+    mine = {"links": [{"name": "docs", "url": "https://docs.example.org"}]}
+    registry = toolplug.load({
+        "tools": {"static_links": _LINKS, "project_link": mine},
+        "transforms": {"project_link": {"from": "static_links", "keep_original": True}},
+    })
+    assert registry.call("project_link", {"action": "get", "name": "docs"}).ok
+    assert registry.call("static_links", {"action": "get", "name": "github"}).ok
+
+
+def test_a_renamed_tools_warnings_name_it_as_the_model_sees_it(tmp_path: Path) -> None:
+    """read_file's hint "call read_file again with offset 12", from read_note, names
+    read_note: the model is not offered read_file."""
+    (tmp_path / "note.txt").write_text("x" * 40)
+    registry = toolplug.load({
+        "cache_dir": str(tmp_path / "cache"),
+        "tools": {"read_file": {"read_roots": [str(tmp_path)]}},
+        "transforms": {"read_note": {"from": "read_file"}},
+    })
+    result = registry.call("read_note", {"path": str(tmp_path / "note.txt"), "max_chars": 12})
+    assert result.ok, result.error
+    (warning,) = result.warnings
+    assert "call read_note again with offset 12" in warning
+    assert "read_file" not in warning

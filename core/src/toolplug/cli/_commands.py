@@ -149,11 +149,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     records = [_tool_record(registry, t.name) for t in tools]
     if args.all:
         records += _unreached_records(registry, args.toolset, args.category)
+    unlisted = [line for s in registry.sources for line in s.unlisted()] if args.all else []
     if args.json:
         _emit(registry, _dumps(records))
+        for line in unlisted:  # stdout stays the list of tools
+            print(registry.redact(f"toolplug: {line}"), file=sys.stderr)
         return EXIT_OK
+    also = "\nNot listed, their tools unknown:\n" + "\n".join(f"  {u}" for u in unlisted)
     if not records:
-        _emit(registry, "No tools are available. Run 'toolplug doctor' to see why.")
+        _emit(registry, "No tools are available. Run 'toolplug doctor' to see why."
+              + (also if unlisted else ""))
         return EXIT_OK
     header = ["NAME", "CATEGORY", "OPTIONALITY", "DISTRIBUTION"]
     if args.all:
@@ -166,6 +171,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
             row.append("yes" if r["available"] else "no: " + "; ".join(r["reasons"]))
         rows.append(row)
     _emit(registry, _table(rows))
+    if unlisted:
+        _emit(registry, also)
     return EXIT_OK
 
 
@@ -698,7 +705,18 @@ def _cmd_schema(args: argparse.Namespace) -> int:
         report = explain_export(registry, args.format, **options)
         _emit(registry, _explained(args.format, args.strict_schema, report))
         return EXIT_OK
-    _emit(registry, dumps(export_tools(registry, args.format, **options)))
+    exported = export_tools(registry, args.format, **options)
+    _emit(registry, dumps(exported))
+    names = {
+        d.get("name") or (d.get("function") or {}).get("name")
+        for d in exported if isinstance(d, dict)
+    }
+    if args.max_tools is not None and "search_tools" in names:
+        print(
+            f"toolplug: --max-tools {args.max_tools} counts the tools given in full; "
+            "search_tools, which finds the others, is added beside them",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -142,16 +142,12 @@ class ToolResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-compatible data; errors in the seeds' shape."""
+        """The result as JSON-compatible data; errors in the seeds' shape, with the error's
+        ``details`` (for hosts: an HTTP status and body, the bad fields) when it has any."""
         if self.error is not None:
-            failure: dict[str, Any] = {
-                "error": True,
-                "error_type": self.error.type,
-                "error_message": self.error.message,
-                "retry_possible": self.error.retry_possible,
-            }
-            if "retry_after_seconds" in self.error.details:  # when to try again, for a model
-                failure["retry_after_seconds"] = self.error.details["retry_after_seconds"]
+            failure = self._failure()
+            if self.error.details:
+                failure["details"] = dict(self.error.details)
             return failure
         body: dict[str, Any] = {"error": False, "output": self.output, "data": self.data}
         if self.citations:
@@ -162,10 +158,24 @@ class ToolResult:
             body["spill"] = self.spill
         return body
 
+    def _failure(self) -> dict[str, Any]:
+        """The error in the seeds' shape, without its details."""
+        assert self.error is not None
+        failure: dict[str, Any] = {
+            "error": True,
+            "error_type": self.error.type,
+            "error_message": self.error.message,
+            "retry_possible": self.error.retry_possible,
+        }
+        if "retry_after_seconds" in self.error.details:  # when to try again, for a model
+            failure["retry_after_seconds"] = self.error.details["retry_after_seconds"]
+        return failure
+
     def for_model(self) -> str:
-        """What to hand back to the model: the output, or the error as JSON."""
+        """What to hand back to the model: the output, or the error as JSON in the seeds'
+        shape (its ``details`` are for hosts, and left out)."""
         if self.error is not None:
-            return json.dumps(self.to_dict(), ensure_ascii=False)
+            return json.dumps(self._failure(), ensure_ascii=False)
         if self.warnings:
             notes = "\n".join(f"Warning: {w}" for w in self.warnings)
             return f"{self.output}\n\n{notes}" if self.output else notes

@@ -52,6 +52,17 @@ def _installed(registry: Registry) -> list[RegisteredTool]:
     return [t for t in registry.tools.values() if not (t.distribution or "").startswith("mcp:")]
 
 
+def _families(registry: Registry) -> dict[str, str]:
+    """Plugin name -> what its tools were built from, for sources that say (an OpenAPI
+    API's description, by its content key): two APIs from one description do not shadow
+    each other."""
+    families: dict[str, str] = {}
+    for source in registry.sources:
+        for name, key in getattr(source, "families", dict)().items():
+            families[name] = key
+    return families
+
+
 def _names(tool: RegisteredTool) -> tuple[str, ...]:
     title = tool.metadata.title
     return (tool.name, title) if title else (tool.name,)
@@ -155,8 +166,12 @@ def findings(registry: Registry, mounts: Mounted | None) -> list[Reported]:
     """Every finding in the registry's definitions: the installed plugins' (scanned now,
     against one another) and the mounted servers' (as screened when loaded), sorted."""
     installed = _installed(registry)
+    families = _families(registry)
     subjects = [
-        Subject(t.name, t.distribution or t.plugin, tuple(metadata_texts(t.metadata)), _names(t))
+        Subject(
+            t.name, t.distribution or t.plugin, tuple(metadata_texts(t.metadata)), _names(t),
+            family=families.get(t.plugin, ""),
+        )
         for t in installed
     ]
     reported = [Reported(f, "reported") for f in scan(subjects)]

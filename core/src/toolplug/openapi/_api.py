@@ -170,6 +170,20 @@ class Described(_sources.GatheredSource):
     def report(self) -> list[str]:
         return report(self)
 
+    def families(self) -> dict[str, str]:
+        """Each API's plugin -> its description's content key (path, size and time; or
+        URL): APIs configured from one description are one family (``doctor``'s shadowing
+        rule does not compare them)."""
+        return {f"openapi:{api.name}": api.key for api in self.apis.values()}
+
+    def unlisted(self) -> list[str]:
+        """Each API with no known operation because its description was never read."""
+        return [
+            f"[openapi.{api.name}] ({api.settings.spec}): no tools, {api.problem}"
+            for api in self.apis.values()
+            if api.problem and not (api.parsed and api.parsed.operations)
+        ]
+
     def close(self) -> None:
         """Nothing to close: each request's connection belongs to its event loop."""
 
@@ -197,6 +211,9 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
             continue
         key, path = _spec.spec_key(settings.spec, base)
         key = f"{key}:v{_convert.CONVERTER_VERSION}"
+        limits = {"max_bytes", "max_operations"} & settings.model_fields_set
+        if limits:  # a description read under other limits is read again under these
+            key += f":{settings.max_bytes}:{settings.max_operations}"
         api = Api(settings, base, key)
         if path is not None:
             files.append(str(path))
@@ -208,7 +225,7 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
             if not refresh and parsed.fresh(ttl, now):
                 apis[name] = api
                 continue
-        _read(api, config.network, config.cache_dir)
+        _read(api, config.network, config.cache_dir, last=parsed)
         apis[name] = api
     for api in apis.values():
         if api.parsed is not None:
@@ -234,17 +251,24 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
     )
 
 
-def _read(api: Api, policy: NetworkPolicy, cache_dir: Path) -> None:
-    """Read and convert the description now; keep the last known one if that fails."""
+def _read(
+    api: Api, policy: NetworkPolicy, cache_dir: Path, last: _catalog.Parsed | None = None
+) -> None:
+    """Read and convert the description now; keep the last known one (``last``, what the
+    cache held, even for a file since changed) if that fails."""
     try:
+        settings, table = api.settings, f"[openapi.{api.name}]"
         with _progress.status(f"parsing description {api.name}..."):
             raw, where = _spec.read_source(
-                api.settings.spec, base=api.base, policy=policy,
-                timeout=api.settings.timeout_seconds,
+                settings.spec, base=api.base, policy=policy, timeout=settings.timeout_seconds,
+                max_bytes=settings.max_bytes, limit_key=f"{table} max_bytes",
             )
-            description = _convert.convert(_spec.parse_document(raw, where))
+            description = _convert.convert(_spec.parse_document(
+                raw, where, max_operations=settings.max_operations,
+                limit_key=f"{table} max_operations",
+            ))
     except _spec.SpecError as exc:
-        last = api.parsed
+        last = api.parsed or last
         api.parsed = _catalog.Parsed(
             key=api.key, stored=_catalog.now(),
             description=last.description if last else {}, problem=str(exc),

@@ -122,9 +122,14 @@ def _query_pairs(name: str, value: Any, style: str, explode: bool) -> list[tuple
 
 
 def _path_value(value: Any) -> str:
+    """A path parameter's value as one segment: every reserved character escaped, and a
+    value that is a dot segment (``.``, ``..``) spelt ``%2E`` so that no URL parser on the
+    way (httpx's, a proxy's, the server's) removes it and the segment before it."""
     if isinstance(value, list):
-        return ",".join(quote(_text(v), safe="") for v in value)
-    return quote(_text(value), safe="")
+        text = ",".join(quote(_text(v), safe="") for v in value)
+    else:
+        text = quote(_text(value), safe="")
+    return text.replace(".", "%2E") if text in (".", "..") else text
 
 
 def _file_part(name: str, value: Mapping[str, Any]) -> tuple[str, tuple[str, bytes, str]]:

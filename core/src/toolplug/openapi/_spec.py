@@ -46,23 +46,32 @@ def spec_key(source: str, base: Path) -> tuple[str, Path | None]:
 
 
 def read_source(
-    source: str, *, base: Path, policy: NetworkPolicy, timeout: float
+    source: str, *, base: Path, policy: NetworkPolicy, timeout: float,
+    max_bytes: int = 64 * 1024 * 1024, limit_key: str = "max_bytes",
 ) -> tuple[bytes, str]:
-    """The bytes of a description and where they came from.
+    """The bytes of a description (at most ``max_bytes``) and where they came from.
 
     Raises:
-        SpecError: the file cannot be read, or the URL cannot be fetched.
+        SpecError: the file cannot be read, the URL cannot be fetched, or it is larger than
+            ``max_bytes`` (``limit_key`` names the setting in the message).
     """
     if not is_url(source):
         path = (base / Path(source).expanduser()).resolve()
         try:
-            return path.read_bytes(), str(path)
+            with path.open("rb") as file:
+                raw = file.read(max_bytes + 1)
         except OSError as exc:
             raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return _fetch(source, policy, timeout), source
+        if len(raw) > max_bytes:
+            raise SpecError(
+                f"{path} is larger than {max_bytes} bytes; raise {limit_key} if it is meant "
+                "to be read"
+            )
+        return raw, str(path)
+    return _fetch(source, policy, timeout, max_bytes, limit_key), source
 
 
-def _fetch(url: str, policy: NetworkPolicy, timeout: float) -> bytes:
+def _fetch(url: str, policy: NetworkPolicy, timeout: float, cap: int, limit_key: str) -> bytes:
     from toolplug.http import NetworkError, fetch_sync
 
     # fetch_sync runs a loop of its own; a thread keeps it off a caller's running loop
@@ -70,7 +79,7 @@ def _fetch(url: str, policy: NetworkPolicy, timeout: float) -> bytes:
         try:
             result = pool.submit(
                 fetch_sync, "GET", url, policy=policy, timeout=timeout,
-                max_bytes=max(policy.max_bytes, 64 * 1024 * 1024),
+                max_bytes=cap,
                 headers={"Accept": "application/json, application/yaml;q=0.9, */*;q=0.1"},
             ).result()
         except NetworkError as exc:
@@ -78,15 +87,22 @@ def _fetch(url: str, policy: NetworkPolicy, timeout: float) -> bytes:
     if result.status >= 400:
         raise SpecError(f"cannot fetch {url}: the server answered HTTP {result.status}")
     if result.truncated:
-        raise SpecError(f"cannot fetch {url}: the description is larger than 64 MB")
+        raise SpecError(
+            f"cannot fetch {url}: the description is larger than {cap} bytes; raise "
+            f"{limit_key} if it is meant to be read"
+        )
     return result.content
 
 
-def parse_document(raw: bytes, where: str) -> dict[str, Any]:
+def parse_document(
+    raw: bytes, where: str, *, max_operations: int | None = None,
+    limit_key: str = "max_operations",
+) -> dict[str, Any]:
     """A description's bytes as a checked OpenAPI 3.0 or 3.1 document.
 
     Raises:
-        SpecError: not JSON or YAML, not an object, Swagger 2.0, or another version.
+        SpecError: not JSON or YAML, YAML with aliases, not an object, Swagger 2.0, another
+            version, or more than ``max_operations`` operations.
     """
     text = raw.decode("utf-8-sig", errors="replace")
     document: Any
@@ -105,6 +121,7 @@ def parse_document(raw: bytes, where: str) -> dict[str, Any]:
             ) from None
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
+            _refuse_aliases(yaml, text, loader, where)
             document = yaml.load(text, Loader=loader)
         except yaml.YAMLError as exc:
             raise SpecError(f"{where} is neither JSON nor valid YAML: {exc}") from None
@@ -119,4 +136,32 @@ def parse_document(raw: bytes, where: str) -> dict[str, Any]:
         )
     if not isinstance(document.get("paths"), dict):
         raise SpecError(f"{where} has no paths object: it describes no operation")
+    if max_operations is not None:
+        count = sum(
+            1 for item in document["paths"].values() if isinstance(item, dict)
+            for method in item if method.lower() in _METHODS
+        )
+        if count > max_operations:
+            raise SpecError(
+                f"{where} has {count} operations, more than {max_operations}; raise "
+                f"{limit_key} if they are meant to be read, or describe fewer"
+            )
     return document
+
+
+_METHODS: Final = frozenset(("get", "put", "post", "delete", "options", "head", "patch", "trace"))
+
+
+def _refuse_aliases(yaml: Any, text: str, loader: Any, where: str) -> None:
+    """Refuse a YAML description with an alias (``*name``) before it is built: each alias is
+    a copy of what its anchor names, so a few hundred bytes of nested aliases expand to
+    gigabytes when the description is converted (a "billion laughs"). JSON has no aliases,
+    and an OpenAPI description needs none: ``$ref`` says the same, once."""
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            raise SpecError(
+                f"{where} uses a YAML alias (*{event.anchor}, line {mark.line + 1}): aliases are "
+                "not read, since nested ones expand without bound; write the value out, or "
+                "use a $ref"
+            )

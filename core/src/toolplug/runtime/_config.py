@@ -406,13 +406,16 @@ def resolve_tool_config(
     env: Mapping[str, str],
     redactor: Redactor,
     files_read: list[str] | None = None,
+    inherit: str | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Check ``[tools.<name>]`` against the tool's config fields; fill defaults and secrets.
 
     Values come from the table, then from the field's environment variable, then from its
     default. ``{ env = "VAR" }`` and ``{ file = "PATH" }`` indirect any value; a secret must
     use them (or its environment variable). Secrets are handed to ``redactor``. An
-    ``{ env = "VAR" }`` whose variable is unset counts as no value.
+    ``{ env = "VAR" }`` whose variable is unset counts as no value. ``inherit`` names the
+    tool a transformed one was made from: its ``[tools.ORIGINAL]`` values apply, and the
+    transformed tool's own table overrides them key by key.
 
     Returns:
         The resolved values, and the required fields that have no value (which make the tool
@@ -422,6 +425,8 @@ def resolve_tool_config(
         ConfigError: naming the file, the key and what is expected.
     """
     table = config.tools.get(metadata.name, {})
+    if inherit is not None:  # a transformed tool: the original's table, its own on top
+        table = {**config.tools.get(inherit, {}), **table}
     fields = {f.name: f for f in metadata.config_fields}
     key_prefix = "tool.toolplug." if config.path and config.path.name == "pyproject.toml" else ""
     key_prefix += f"tools.{metadata.name}."

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 API_NAME: Final = r"^[a-z][a-z0-9_]{0,31}$"
+DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
+"""The largest description read by default (GitHub's, the largest we know, is 13 MB)."""
+DEFAULT_MAX_OPERATIONS: Final = 10_000
+"""The most operations a description may have by default (GitHub's has about 1,200)."""
 _SELECTORS: Final = ("tag:", "path:", "method:")
 
 Secret = FromEnv | FromFile
@@ -174,6 +178,14 @@ class ApiSettings(_Table):
     spec_ttl_seconds: float = Field(
         default=86400.0, ge=0, description="a number of seconds a description read from a URL "
         "is trusted before it is read again"
+    )
+    max_bytes: int = Field(
+        default=DEFAULT_MAX_BYTES, gt=0,
+        description="a positive number of bytes: the largest description read",
+    )
+    max_operations: int = Field(
+        default=DEFAULT_MAX_OPERATIONS, gt=0,
+        description="a positive number: the most operations a description may have",
     )
     tools: dict[str, OperationSettings] = Field(
         default_factory=dict, description="a table of per-operation tables, by operationId"

@@ -134,9 +134,14 @@ class Registry:
         self._tool_config: dict[str, dict[str, Any]] = {}
         self._missing: dict[str, list[tuple[str, str]]] = {}
         self._files: list[str] = []
+        originals: dict[str, Any] = {}  # a transformed tool's original, by its name
         for name, tool in loaded.tools.items():
+            origin = getattr(tool.cls, "transformed_from", None)
+            if origin is not None:
+                originals[origin.metadata.name] = origin
             values, missing = resolve_tool_config(
-                config, tool.metadata, env=env, redactor=self.redactor, files_read=self._files
+                config, tool.metadata, env=env, redactor=self.redactor, files_read=self._files,
+                inherit=origin.metadata.name if origin is not None else None,
             )
             self._tool_config[name], self._missing[name] = values, missing
             hints = tool.metadata.annotations
@@ -150,7 +155,7 @@ class Registry:
                         "only tools annotated read-only and idempotent are cached",
                     )
                 )
-        for name in sorted(set(config.tools) - set(loaded.tools)):
+        for name in sorted(set(config.tools) - set(loaded.tools) - set(originals)):
             loaded.problems.append(
                 LoadProblem(
                     "config",
@@ -161,10 +166,15 @@ class Registry:
             )
         for problem in _policy_problems(config, loaded.tools):
             loaded.problems.append(problem)
-        detect_config: dict[str, Any] = {
-            "offline": config.offline,
-            "tools": {n: dict(v) for n, v in self._tool_config.items()},
-        }
+        detected = {n: dict(v) for n, v in self._tool_config.items()}
+        for name, origin in sorted(originals.items()):
+            if name not in detected:  # offered only transformed: its capabilities still
+                # read its [tools.ORIGINAL] settings (a configured key, say)
+                detected[name] = resolve_tool_config(
+                    config, origin.metadata, env=env, redactor=self.redactor,
+                    files_read=self._files,
+                )[0]
+        detect_config: dict[str, Any] = {"offline": config.offline, "tools": detected}
         ways = {
             f"tools.{name}.{spec.name}": how_to_set(config, name, spec)
             for name, tool in loaded.tools.items()

@@ -191,6 +191,10 @@ class Subject:
     compared against)."""
     names: tuple[str, ...] = ()
     """Every name it is known by: its name, its server's name of it, its title."""
+    family: str = ""
+    """What it was built from, when that can be shared by several sources (an OpenAPI
+    description: two APIs configured from one file on purpose): tools of one family do not
+    shadow one another. Empty: its own."""
     outside: bool = False
     """A definition from outside (a mounted server). Only such a definition is checked for
     references to other tools (an installed plugin's guidance may well say "use web_search
@@ -459,6 +463,8 @@ def _shadowing(subject: Subject, subjects: Sequence[Subject]) -> Iterable[Findin
         for other in subjects:
             if other.source == subject.source or (other.outside and subject.outside):
                 continue
+            if subject.family and other.family == subject.family:
+                continue  # built from one definition: alike by design
             if subject.outside is False and other.outside:
                 continue  # an installed tool is not flagged for what a mounted one is called
             if any(_near(key, _name_key(n)) for n in other.names if _name_key(n)):

@@ -106,6 +106,12 @@ class ToolSource:
         """What ``toolplug doctor`` says of it under ``title``, one fact a line."""
         return ()
 
+    def unlisted(self) -> Sequence[str]:
+        """Its origins whose tools are not known at all (an API whose description was never
+        read), each a line saying which and why: ``toolplug list --all`` shows them, since
+        they have no tool to be listed as unavailable."""
+        return ()
+
     def close(self) -> None:
         """Release what it holds (sessions, processes); ``Registry.close`` calls it."""
 

@@ -183,7 +183,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         return mapped
 
     inner = original()
-    shown = _shown_names(back)
+    shown = _shown_names(back, metadata.name, transform.name)
 
     async def arun(self: Tool, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         result: ToolResult = await inner.run(original_arguments(arguments), context)  # type: ignore[misc]
@@ -209,23 +209,31 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
     return type(f"Transformed_{transform.name}", (Tool,), namespace)
 
 
-def _shown_names(back: Mapping[str, str]) -> Any:
+def _shown_names(back: Mapping[str, str], original: str = "", name: str = "") -> Any:
     """What rewrites a result of the original for the model: in its warnings and its
     error's message, a renamed argument named the way toolplug's own messages name one
     (``'old'``, ``old=VALUE``) takes the name the model sees (a next-page hint, a check of
-    the original's arguments)."""
+    the original's arguments), and so does the original's own name (``call read_file
+    again``: the model is offered ``read_note``). The output is the tool's content and is
+    left as it is: a tool that names itself there reads ``ToolContext.tool``."""
     renamed = {old: new for old, new in back.items() if old != new}
-    if not renamed:
+    itself = re.compile(r"(?<![\w.])" + re.escape(original) + r"(?!\w)") if (
+        original and original != name
+    ) else None
+    if not renamed and itself is None:
         return lambda result: result
     pattern = re.compile(
         r"(?<![\w.])(?:'(" + "|".join(map(re.escape, renamed)) + r")'|("
         + "|".join(map(re.escape, renamed)) + r")(?==))"
-    )
+    ) if renamed else None
 
     def text(value: str) -> str:
-        return pattern.sub(
-            lambda m: f"'{renamed[m.group(1)]}'" if m.group(1) else renamed[m.group(2)], value
-        )
+        if pattern is not None:
+            value = pattern.sub(
+                lambda m: f"'{renamed[m.group(1)]}'" if m.group(1) else renamed[m.group(2)],
+                value,
+            )
+        return itself.sub(name, value) if itself is not None else value
 
     def shown(result: Any) -> Any:
         if not isinstance(result, ToolResult):

@@ -1,0 +1,144 @@
+"""One operation's request as it reaches a server: against a real HTTP server on 127.0.0.1
+that records each request line as it came over the wire (no URL parser between)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolplug
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: list[str]
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)  # the request target, exactly as sent
+        missing = self.path.startswith("/items/missing")
+        body = b'{"message": "no such item"}' if missing else b'{"ok": true}'
+        self.send_response(404 if missing else 200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the test reads ``seen``."""
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[str]]]:
+    seen: list[str] = []
+    handler = type("Handler", (_Recorder,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+_PATHS: dict[str, Any] = {
+    "/items/{id}": {"get": {
+        "operationId": "getItem",
+        "parameters": [{"name": "id", "in": "path", "required": True,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "the item"}},
+    }},
+    "/a/{x}/b": {"get": {
+        "operationId": "getB",
+        "parameters": [{"name": "x", "in": "path", "required": True,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "b"}},
+    }},
+}
+
+
+def _load(spec_dir: Path, url: str) -> toolplug.Registry:
+    spec = spec_dir / "api.json"
+    spec.write_text(json.dumps(
+        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
+    ))
+    return toolplug.load({
+        "network": {"allow": ["127.0.0.1"]}, "cache_dir": str(spec_dir / "cache"),
+        "openapi": {"api": {"spec": str(spec), "base_url": url}},
+    })
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "sent"),
+    [
+        # a dot segment stays a segment: no server or proxy between may remove it
+        ("api_get_item", {"id": ".."}, "/items/%2E%2E"),
+        ("api_get_item", {"id": "."}, "/items/%2E"),
+        ("api_get_b", {"x": ".."}, "/a/%2E%2E/b"),  # not /b, a GET no one asked for
+        ("api_get_b", {"x": "."}, "/a/%2E/b"),
+        # dots inside a segment are plain characters
+        ("api_get_item", {"id": "..."}, "/items/..."),
+        ("api_get_item", {"id": "a..b"}, "/items/a..b"),
+        # a slash is no segment boundary either
+        ("api_get_item", {"id": "../x"}, "/items/..%2Fx"),
+    ],
+)
+def test_a_path_parameter_is_one_segment_even_when_it_is_dots(
+    recorder: tuple[str, list[str]], tmp_path: Path, tool: str, arguments: dict[str, Any],
+    sent: str,
+) -> None:
+    url, seen = recorder
+    registry = _load(tmp_path, url)
+    try:
+        result = registry.call(tool, arguments)
+    finally:
+        registry.close()
+    assert result.ok, result.error
+    assert seen == [sent]
+
+
+_DETAILS: Any = {
+    "status": 404, "operation": "GET /items/{id}", "body": {"message": "no such item"},
+}
+
+
+def test_an_error_answers_details_are_in_to_dict_not_in_what_the_model_reads(
+    recorder: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    url, _seen = recorder
+    registry = _load(tmp_path, url)
+    try:
+        result = registry.call("api_get_item", {"id": "missing"})
+    finally:
+        registry.close()
+    assert result.error is not None
+    assert result.error.type == "NotFoundError"
+    assert result.to_dict() == {
+        "error": True, "error_type": "NotFoundError",
+        "error_message": 'GET /items/{id} answered HTTP 404: {"message": "no such item"}',
+        "retry_possible": False, "details": _DETAILS,
+    }
+    assert "details" not in json.loads(result.for_model())  # for hosts, not the model
+
+
+def test_call_result_json_prints_the_details(
+    recorder: tuple[str, list[str]], tmp_path: Path, cli: Any
+) -> None:
+    url, _seen = recorder
+    (tmp_path / "api.json").write_text(json.dumps(
+        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
+    ))
+    (tmp_path / "toolplug.toml").write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n[network]\nallow = ["127.0.0.1"]\n'
+        f'[openapi.api]\nspec = "api.json"\nbase_url = "{url}"\n'
+    )
+    run = cli("call", "api_get_item", "id=missing", "--result", "json", cwd=tmp_path)
+    assert run.code == 1, run.err
+    assert json.loads(run.out)["details"] == _DETAILS
+
