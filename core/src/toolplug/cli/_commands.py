@@ -866,6 +866,11 @@ def _cmd_call(args: argparse.Namespace) -> int:
             line = f"{result.error.type}: {result.error.message}"
             retry = " (retry possible)" if result.error.retry_possible else ""
             print(registry.redact(f"toolplug: {line}{retry}"), file=sys.stderr)
+        advice = result.error.details.get("advice")
+        if advice and args.result == "text":  # the operator reads this, not a model
+            reason = result.error.details.get("reason")
+            why = f" (it needs approval because {reason})" if reason else ""
+            print(registry.redact(f"toolplug: to approve it{why}: {advice}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
