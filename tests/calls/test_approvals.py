@@ -8,6 +8,7 @@ approver, plans), the command line (a real pseudo-terminal, --yes, no terminal) 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import pty
 import select
@@ -137,22 +138,34 @@ def test_the_policy_setting_overrides_the_rule(tools_module: Any) -> None:
     asked = registry.call("peek")
     assert asked.error is not None
     assert asked.error.type == ErrorType.APPROVAL_REQUIRED
-    assert "approval = \"always\"" in asked.error.message
+    assert asked.error.details["reason"] == '[tools.peek] approval = "always"'
     with pytest.raises(ConfigError, match="approval"):
         load(tools_module, {"tools": {"post": {"approval": "sometimes"}}})
 
 
-def test_the_required_error_says_what_would_run_and_how_to_approve(tools_module: Any) -> None:
-    result = load(tools_module).call("post", {"text": f"my token is {TOKEN}"})
+def test_the_required_error_is_short_for_the_model_and_the_log_says_how_to_approve(
+    tools_module: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="toolplug"):
+        result = load(tools_module).call("post", {"text": f"my token is {TOKEN}"})
     assert result.error is not None
-    message = result.error.message
-    assert message.startswith('post (Publish a short message) would run with {"text": "my token')
-    assert TOKEN not in message
-    assert "***" in message
-    assert "--yes" in message
-    assert "approver" in message
-    assert 'approval = "never"' in message
-    assert result.error.details["arguments"] == {"text": "my token is ***"}
+    # the model's: short, and nothing of the configuration
+    assert result.error.message == (
+        "post needs a person's approval, and nobody here could give it: the call did not "
+        "run. Tell the user."
+    )
+    # the host's: why and how, in the details and the log, secrets replaced
+    details = result.error.details
+    assert details["arguments"] == {"text": "my token is ***"}
+    assert details["reason"].startswith("it changes something outside this session")
+    for text in (details["advice"], caplog.text):
+        assert "--yes" in text
+        assert "approver" in text
+        assert '[tools.post] approval = "never"' in text
+    assert 'post (Publish a short message) would run with {"text": "my token is ***"}' in (
+        caplog.text
+    )
+    assert TOKEN not in caplog.text
 
 
 # -- approvers -----------------------------------------------------------------------

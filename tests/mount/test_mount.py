@@ -692,3 +692,92 @@ def test_a_pinned_tool_changed_since_its_list_was_cached_is_refused_at_the_first
     later = _load(tmp_path, table)
     loaded.append(later)
     assert "differs from toolplug.lock" in " ".join(later.availability("calc_add").reasons)
+
+
+# -- what a reason says of annotations the configuration does not believe -----------------
+
+
+def test_an_untrusted_servers_tool_says_its_approval_is_assumed(
+    tmp_path: Path, script: Path, loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, stdio_table("calc", script))
+    loaded.append(registry)
+    # add is annotated read-only, grow not at all; erase says destructive itself
+    assert registry.needs_approval("calc_add") == (
+        "toolplug assumes it may destroy or overwrite data: [mcp_servers.calc] "
+        "trust_annotations is off (the server annotated it read-only, idempotent, not "
+        "open-world, which is not believed)"
+    )
+    assert registry.needs_approval("calc_grow") == (
+        "toolplug assumes it may destroy or overwrite data: [mcp_servers.calc] "
+        "trust_annotations is off (the server annotated nothing)"
+    )
+    assert registry.needs_approval("calc_erase") == (
+        "it may destroy or overwrite data (annotated destructive)"
+    )
+    asked: list[str] = []
+    registry.call("calc_add", {"a": 1, "b": 2}, approver=lambda r: asked.append(r.describe()))
+    [question] = asked
+    assert question.endswith("approval is needed because toolplug assumes it may destroy or "
+                             "overwrite data: [mcp_servers.calc] trust_annotations is off (the "
+                             "server annotated it read-only, idempotent, not open-world, which "
+                             "is not believed)")
+    assert "(annotated destructive)" not in question
+
+    trusting = tmp_path / "trusting"
+    trusting.mkdir()
+    trusted = _load(trusting, stdio_table("calc", script, extra=TRUSTED))
+    loaded.append(trusted)
+    assert trusted.needs_approval("calc_add") is None
+    # trusted, but silent: MCP's default is an assumption, and the reason says whose
+    assert trusted.needs_approval("calc_grow") == (
+        "toolplug assumes it may destroy or overwrite data: the server did not say whether "
+        "it is destructive (MCP's default: destructive)"
+    )
+
+
+def test_info_shows_what_the_server_said_and_the_approval_decision(
+    tmp_path: Path, script: Path, cli: Any
+) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n' + stdio_table("calc", script), encoding="utf-8"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TOOLPLUG_PLUGINS"}
+    env["TOOLPLUG_PLUGINS"] = ""  # the mounted server's tools alone
+    shown = cli("--config", str(config), "info", "calc_add", "--json", env=env)
+    assert shown.code == 0, shown.err
+    record = json.loads(shown.out)
+    # what toolplug goes by, as before: the assumption
+    annotations = record["metadata"]["annotations"]
+    assert (annotations["read_only"], annotations["destructive"]) == (False, True)
+    assert record["metadata"]["annotations_assumed"].startswith(
+        "[mcp_servers.calc] trust_annotations is off"
+    )
+    # what the server said, as it wrote it, and that it is not believed
+    assert record["server_annotations"] == {
+        "server": "calc",
+        "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+        "trusted": False,
+    }
+    assert record["approval"] == {
+        "policy": "auto",
+        "required": True,
+        "reason": "toolplug assumes it may destroy or overwrite data: [mcp_servers.calc] "
+        "trust_annotations is off (the server annotated it read-only, idempotent, not "
+        "open-world, which is not believed)",
+        "per_call": False,
+    }
+
+    text = cli("--config", str(config), "info", "calc_add", env=env)
+    assert text.code == 0, text.err
+    lines = {line.split(None, 1)[0]: line for line in text.out.splitlines() if line[:2] == "  "}
+    assert lines["annotations"].strip() == (
+        "annotations   not read-only, destructive, not idempotent, open-world (assumed: "
+        "[mcp_servers.calc] trust_annotations is off (the server annotated it read-only, "
+        "idempotent, not open-world, which is not believed))"
+    )
+    assert "server said   read-only, idempotent, not open-world (not trusted: " \
+        "[mcp_servers.calc] trust_annotations is off)" in text.out
+    assert "approval      asked before each call, because toolplug assumes it may destroy" \
+        in text.out

@@ -173,18 +173,63 @@ def test_a_modern_client_that_says_no_gets_a_denial_and_nothing_runs(
     assert posted(tmp_path) == []
 
 
+ADVICE = (
+    "Nobody could be asked: the MCP client declared no (form) elicitation capability. To "
+    "approve calls like this one, use an MCP client that supports elicitation or input "
+    'requests (the 2026-07-28 input_required result); or, in toolplug\'s configuration on the '
+    'server, set [tools.post] approval = "never" to run it unasked, or [serve] approvals = '
+    '"client" when the MCP host asks its user before each call itself'
+)
+
+
+def unasked_call(tmp_path: Path, transport: str) -> tuple[types.CallToolResult, str]:
+    """``post`` called by the SDK's ``ClientSession``, which declares no elicitation: the
+    result, and what the server wrote to its standard error meanwhile."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    errors = tmp_path / "stdio-stderr.txt"
+
+    async def session(errlog: Any) -> types.CallToolResult:
+        with anyio.fail_after(TIMEOUT):
+            async with served(tmp_path, transport) as server:
+                if transport == "stdio":
+                    opened: Any = stdio_client(server, errlog=errlog)
+                else:
+                    opened = streamable_http_client(server)
+                async with opened as streams, ClientSession(streams[0], streams[1]) as client:
+                    await client.initialize()
+                    return await client.call_tool("post", {"text": "hello"})
+
+    with errors.open("w", encoding="utf-8") as errlog:
+        result = anyio.run(session, errlog)
+    log = tmp_path / ("stdio-stderr.txt" if transport == "stdio" else "http-stderr.txt")
+    return result, log.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_a_client_that_cannot_be_asked_reads_how_the_host_can_approve(
+def test_a_client_that_cannot_be_asked_reads_a_short_answer_and_the_log_says_how(
     tmp_path: Path, transport: str
 ) -> None:
-    _version, _asked, result = sdk_call(tmp_path, transport, None)
+    result, log = unasked_call(tmp_path, transport)
     error = error_of(result)
     assert error["error_type"] == "ApprovalRequiredError"
-    message = error["error_message"]
-    assert "the MCP client declared no (form) elicitation capability" in message
-    assert "supports elicitation or input requests" in message
-    assert '[tools.post] approval = "never"' in message
-    assert '[serve] approvals = "client"' in message
+    text = text_of(result)
+    # what the model reads: short, what to do, and nothing of the server's configuration
+    assert text == (
+        "ApprovalRequiredError: post needs a person's approval, and nobody here could give "
+        "it: the call did not run. Tell the user.\n"
+        "retry_possible: false (not until a person approves it)"
+    )
+    assert len(text) < 200
+    for key in ("[", "approval =", "approvals"):
+        assert key not in text
+    # what the operator reads, in the server's log (its stderr): what would have run, why
+    # nobody was asked, and how to approve
+    assert 'post (Publish a short message) would run with {"text": "hello"}' in log
+    assert "approval is needed because it may destroy or overwrite data" in log
+    assert ADVICE in log
     assert posted(tmp_path) == []
 
 
@@ -471,7 +516,8 @@ def test_without_client_mode_toolplug_refuses_the_host_approved_call_again(
     waiting, output = agents_run(tmp_path, "stdio", CONFIG)
     assert waiting == ["post"]
     assert output.startswith("ApprovalRequiredError: ")  # the error's prose, read once
-    assert '[serve] approvals = "client"' in output
+    assert "nobody here could give it" in output
+    assert "[serve]" not in output  # the operator's advice is in the server's log
     assert posted(tmp_path) == []
 
 
@@ -539,4 +585,6 @@ def test_the_calls_of_a_program_are_asked_only_mid_call(mode: str, runs: bool) -
     assert published == (["x"] if runs else [])
     assert len(asked) == (1 if runs else 0)
     if not runs:
-        assert "PermissionError: publish (Publish a post) would run" in text_of(result)
+        assert "PermissionError: publish needs a person's approval, and nobody here" in (
+            text_of(result)
+        )

@@ -364,21 +364,36 @@ def _refused(tool: str, verdict: Verdict) -> ToolResult:
     )
 
 
+def _unapproved(tool: str, why: str | None = None) -> str:
+    """What a model reads of a call nobody could approve: short, and no configuration keys
+    (how an operator would approve such calls goes to the log and the error's details).
+    ``why`` is the flow guard's or a policy's reason, which is about the conversation the
+    model is in; an approval setting's is the operator's, and left out."""
+    because = f" because {why}" if why else ""
+    return (
+        f"{tool} needs a person's approval{because}, and nobody here could give it: the call "
+        "did not run. Tell the user."
+    )
+
+
 def _required(request: ApprovalRequest, extra: Mapping[str, Any] | None = None) -> ToolResult:
     tool = request.tool
     if extra:  # the flow guard or a policy asked: setting approval would not help
-        return ToolResult.failure(
-            ErrorType.APPROVAL_REQUIRED,
-            f"{request.describe()}. Nobody was asked: run it where a person can answer, or "
-            "give toolplug.load() or the call an approver",
-            details={"tool": tool, "arguments": dict(request.arguments),
-                     "reason": request.reason, **extra},
+        advice = (
+            "run it where a person can answer, or give toolplug.load() or the call an approver"
         )
+    else:
+        advice = (
+            "run it where a person can answer (`toolplug call` on a terminal, or with --yes), "
+            "give toolplug.load() or the call an approver, implement the approve_call hook, "
+            f'or set [tools.{tool}] approval = "never" to run it unasked'
+        )
+    log.info("%s. Nobody was asked: to approve calls like this one, %s", request.describe(), advice)
     return ToolResult.failure(
         ErrorType.APPROVAL_REQUIRED,
-        f"{request.describe()}. Nobody was asked: run it where a person can answer "
-        f"(`toolplug call` on a terminal, or with --yes), give toolplug.load() or the call "
-        f"an approver, implement the approve_call hook, or set [tools.{tool}] "
-        f'approval = "never" to run it unasked',
-        details={"tool": tool, "arguments": dict(request.arguments), "reason": request.reason},
+        _unapproved(tool, request.reason if extra else None),
+        details={"tool": tool, "arguments": dict(request.arguments),
+                 "reason": request.reason, "advice": advice,
+                 # whether [tools.NAME] approval decides it (not when the guard asked)
+                 "by_setting": not extra, **(extra or {})},
     )

@@ -25,7 +25,7 @@ from toolplug.cli import _parser
 from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, _Exit
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import Trust
+    from toolplug.contract._metadata import ToolMetadata, Trust
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
@@ -232,6 +232,10 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         **({"destinations": list(labels.destinations)} if labels.destinations else {}),
         "source": _trust_source(registry, args.name),
     }
+    record["approval"] = _approval_record(registry, args.name)
+    said = _server_annotations(registry, args.name)
+    if said is not None:
+        record["server_annotations"] = said
     if args.json:
         record["metadata"] = meta.model_dump(mode="json")
         record["config"] = _shown_config(registry, args.name)
@@ -257,6 +261,7 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         + _TRUST_SOURCES[_trust_source(registry, args.name)].format(name=args.name)
         + ")"
     )
+    out += _approval_lines(meta, record)
     if meta.usage_hint:
         out += ["", "When to use:", _indent(meta.usage_hint.strip())]
     g = meta.guidelines
@@ -294,6 +299,74 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
             out.append(f"  {ex.description}: {json.dumps(ex.input, sort_keys=True)}")
     _emit(registry, "\n".join(out))
     return EXIT_OK
+
+
+def _approval_record(registry: Registry, name: str) -> dict[str, Any]:
+    """``info``'s approval decision: the policy, whether a call is asked about and why (by
+    the declared annotations; ``per_call`` when the tool refines them by its arguments)."""
+    from toolplug.contract._tool import Tool
+
+    cls = registry.get(name).cls
+    reason = registry.needs_approval(name)
+    return {
+        "policy": registry.config.tool_settings(name).approval,
+        "required": reason is not None,
+        "reason": reason,
+        "per_call": cls.annotations_for.__func__ is not Tool.annotations_for.__func__,  # type: ignore[attr-defined]
+    }
+
+
+def _server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
+    """What a mounted MCP server said of the tool (its annotations as it wrote them) and
+    whether the configuration believes it; None for a tool no server mounted."""
+    from toolplug.mount import mounted
+
+    mounts = mounted(registry)
+    found = mounts.annotations_of(name) if mounts is not None else None
+    if found is None:
+        return None
+    server, annotations = found
+    trusted = registry.config.mcp_servers[server].trust_annotations
+    return {"server": server, "annotations": annotations, "trusted": trusted}
+
+
+def _approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
+    """``info``'s lines on the annotations in force, what a server said, and approval."""
+    from toolplug.mount._mount import server_said
+
+    hints = meta.annotations
+    words = [
+        word if on else f"not {word}"
+        for on, word in (
+            (hints.read_only, "read-only"),
+            (hints.destructive, "destructive"),
+            (hints.idempotent, "idempotent"),
+            (hints.open_world, "open-world"),
+        )
+    ]
+    if "annotations" not in meta.model_fields_set:
+        shown = "none declared"
+    elif meta.annotations_assumed:
+        shown = f"{', '.join(words)} (assumed: {meta.annotations_assumed})"
+    else:
+        shown = ", ".join(words)
+    lines = [f"  annotations   {shown}"]
+    said = record.get("server_annotations")
+    if said is not None:
+        belief = "trusted" if said["trusted"] else (
+            f"not trusted: [mcp_servers.{said['server']}] trust_annotations is off"
+        )
+        words_said = server_said(said["annotations"]) or "nothing"
+        lines.append(f"  server said   {words_said} ({belief})")
+    approval = record["approval"]
+    if approval["required"]:
+        decision = f"asked before each call, because {approval['reason']}"
+    else:
+        decision = f"not asked (approval = {json.dumps(approval['policy'])})"
+    if approval["per_call"]:
+        decision += "; the tool refines its annotations by its arguments, call by call"
+    lines.append(f"  approval      {decision}")
+    return lines
 
 
 _TRUST_SOURCES: Final = {
@@ -872,6 +945,11 @@ def _cmd_call(args: argparse.Namespace) -> int:
             line = f"{result.error.type}: {result.error.message}"
             retry = " (retry possible)" if result.error.retry_possible else ""
             print(registry.redact(f"toolplug: {line}{retry}"), file=sys.stderr)
+        advice = result.error.details.get("advice")
+        if advice and args.result == "text":  # the operator reads this, not a model
+            reason = result.error.details.get("reason")
+            why = f" (it needs approval because {reason})" if reason else ""
+            print(registry.redact(f"toolplug: to approve it{why}: {advice}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

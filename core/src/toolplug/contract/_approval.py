@@ -5,7 +5,9 @@ call and ``"never"`` for none. Under ``"auto"`` (the default) a call is asked ab
 annotations that hold *for that call* say it is destructive, or neither read-only nor
 closed-world. Those annotations are the tool's declared ones, refined by the tool's
 ``annotations_for(arguments)`` when it defines one (url_fetch's GET is read-only, its POST is
-not). A tool that declares no annotations is not gated.
+not). A tool that declares no annotations is not gated. Where the annotations are toolplug's
+assumption (``ToolMetadata.annotations_assumed``: a mounted server whose annotations the
+configuration does not trust), the reason says so and why, rather than "annotated".
 
 Who is asked, and in which order: ``toolplug.calls._pipeline``.
 """
@@ -47,9 +49,14 @@ def approval_reason(
     if policy == "never" or "annotations" not in metadata.model_fields_set:
         return None
     hints = metadata.annotations if annotations is None else annotations
+    assumed = metadata.annotations_assumed
     if hints.destructive:
+        if assumed:
+            return f"toolplug assumes it may destroy or overwrite data: {assumed}"
         return "it may destroy or overwrite data (annotated destructive)"
     if not hints.read_only and hints.open_world:
+        if assumed:
+            return f"toolplug assumes it changes something outside this session: {assumed}"
         return "it changes something outside this session (not read-only, open-world)"
     return None
 

@@ -219,6 +219,10 @@ class ToolMetadata(_Frozen):
     """Distributions a user must install to enable the tool."""
     setup_instructions: str = ""
     annotations: Annotations = Annotations()
+    annotations_assumed: str | None = None
+    """Set by a source whose ``annotations`` are toolplug's assumption, not the tool's own
+    word: why (a mounted MCP server's tools while its ``trust_annotations`` is off). An
+    approval reason built on them says so. Plugins leave it unset."""
     timeout_seconds: float = Field(default=30.0, gt=0)
     """Default time limit of one call; configuration may override it."""
     max_output_chars: int | None = Field(default=None, ge=1000)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
@@ -234,6 +234,18 @@ class Mounted(_sources.GatheredSource):
         """The servers that are down and mount no tool (none known from an earlier answer):
         listings show each as one line, so that a server is never missing without a word."""
         return [s for s in self.servers.values() if s.problem is not None and not s.names]
+
+    def annotations_of(self, final: str) -> tuple[str, dict[str, Any]] | None:
+        """The server and the annotations it gave (as it wrote them, ``{}`` for none) of
+        the mounted tool ``final``; None when no server mounted a tool of that name."""
+        for server in self.servers.values():
+            remote = server.names.get(final)
+            if remote is None:
+                continue
+            tools = server.listing.tools if server.listing else []
+            found = next((t for t in tools if t.get("name") == remote), {})
+            return server.name, dict(found.get("annotations") or {})
+        return None
 
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
@@ -580,10 +592,53 @@ def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> Too
         "parameters": schema,
         "returns": tool.get("outputSchema"),
         "annotations": annotations,
+        "annotations_assumed": _assumed(
+            server.name, hints, settings.trust_annotations, annotations
+        ),
         "setup_instructions": _setup(server),
     }
     _sources.overridden(values, own, ("category", "optionality", "usage_hint"))
     return ToolMetadata.model_validate(values)
+
+
+def _assumed(
+    server: str, hints: Mapping[str, Any], trusts: bool, annotations: Annotations
+) -> str | None:
+    """Why a mounted tool's annotations are toolplug's assumption, or None when what decides
+    its approval is the server's own word (the text an approval reason ends with)."""
+    if not trusts:
+        if hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True:
+            return None  # the server itself says destructive: more caution is believed
+        said = server_said(hints)
+        said = f"the server annotated it {said}, which is not believed" if said else (
+            "the server annotated nothing"
+        )
+        return f"[mcp_servers.{server}] trust_annotations is off ({said})"
+    if not annotations.read_only and "destructiveHint" not in hints:
+        return "the server did not say whether it is destructive (MCP's default: destructive)"
+    if not annotations.destructive and not annotations.read_only and (
+        "openWorldHint" not in hints
+    ):
+        return "the server did not say whether it reaches an open world (MCP's default: yes)"
+    return None
+
+
+_HINT_WORDS: Final = (
+    ("readOnlyHint", "read-only"),
+    ("destructiveHint", "destructive"),
+    ("idempotentHint", "idempotent"),
+    ("openWorldHint", "open-world"),
+)
+
+
+def server_said(hints: Mapping[str, Any]) -> str:
+    """What a server's annotations say of a tool's effects, in a few words
+    (``read-only, not open-world``); "" when they say nothing of them."""
+    return ", ".join(
+        word if hints[key] else f"not {word}"
+        for key, word in _HINT_WORDS
+        if isinstance(hints.get(key), bool)
+    )
 
 
 def _setup(server: MountedServer) -> str:

@@ -554,6 +554,8 @@ def error_text(result: ToolResult) -> str:
         after = error.details.get("retry_after_seconds")
         when = f", after {after:g} seconds" if isinstance(after, int | float) else ""
         advice = f"retry_possible: true (the same call may succeed if made again{when})"
+    elif error.type == ErrorType.APPROVAL_REQUIRED:
+        advice = "retry_possible: false (not until a person approves it)"
     else:
         advice = (
             "retry_possible: false (the same call would fail the same way: change what the "

@@ -16,8 +16,9 @@ Per call, in this order:
   names the question asked, so an answer counts only for the call it was asked about.
 - Anyone else (a client that declared no elicitation, or could not be reached) decides
   nothing: the ``approver`` passed to ``toolplug.load()`` and the ``approve_call`` hook
-  are asked next, and without a decision the call ends with ``ApprovalRequiredError``,
-  whose message says how the host can approve.
+  are asked next, and without a decision the call ends with ``ApprovalRequiredError``: a
+  short message for the model, and in the server's log why nobody was asked and how the
+  operator can approve.
 
 The calls a ``run_code`` program makes are asked by elicitation when the client can be
 asked mid-call; an input request would run the program again from its start, so they are
@@ -222,20 +223,31 @@ class AskClient:
         return answer if isinstance(answer, types.ElicitResult) else None
 
     def unasked_result(self, result: ToolResult) -> ToolResult:
-        """``ApprovalRequiredError`` saying how the host can approve, when nobody was asked."""
+        """When nobody was asked: the short ``ApprovalRequiredError`` the model reads, and,
+        in the server's log (stderr over stdio), why and how the operator can approve."""
         error, request = result.error, self._unasked_request
         if self.unasked is None or request is None or error is None:
             return result
         if error.type != ErrorType.APPROVAL_REQUIRED or error.details.get("tool") != request.tool:
             return result
+        if error.details.get("by_setting") is False:  # the flow guard or a policy asked
+            advice = str(error.details.get("advice"))
+        else:
+            advice = (
+                "use an MCP client that supports elicitation or input requests (the "
+                "2026-07-28 input_required result); or, in toolplug's configuration on the "
+                f'server, set [tools.{request.tool}] approval = "never" to run it unasked, or '
+                '[serve] approvals = "client" when the MCP host asks its user before each '
+                "call itself"
+            )
+        log.warning(
+            "%s. Nobody could be asked: %s. To approve calls like this one, %s",
+            request.describe(), self.unasked, advice,
+        )
         return ToolResult.failure(
             ErrorType.APPROVAL_REQUIRED,
-            f"{request.describe()}. Nobody could be asked: {self.unasked}. To approve calls "
-            "like this one, use an MCP client that supports elicitation or input requests (the "
-            "2026-07-28 input_required result); or, in toolplug's configuration on the server, "
-            f'set [tools.{request.tool}] approval = "never" to run it unasked, or [serve] '
-            'approvals = "client" when the MCP host asks its user before each call itself',
-            details={**error.details, "asked": False, "why": self.unasked},
+            error.message,
+            details={**error.details, "asked": False, "why": self.unasked, "advice": advice},
         )
 
 
