@@ -23,9 +23,21 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.cli import _parser
 from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, _Exit
+from toolplug.cli._reports import (
+    approval_lines,
+    approval_record,
+    plugin_lines,
+    scan_lines,
+    schema_warnings,
+    server_annotations,
+    store_state,
+    trust_report,
+    trust_source,
+    trust_words,
+    unreached_records,
+)
 
 if TYPE_CHECKING:
-    from toolplug.contract._metadata import ToolMetadata, Trust
     from toolplug.runtime._config import Config
     from toolplug.runtime._registry import Registry
 
@@ -148,7 +160,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     )
     records = [_tool_record(registry, t.name) for t in tools]
     if args.all:
-        records += _unreached_records(registry, args.toolset, args.category)
+        records += unreached_records(registry, args.toolset, args.category)
     unlisted = [line for s in registry.sources for line in s.unlisted()] if args.all else []
     if args.json:
         _emit(registry, _dumps(records))
@@ -176,43 +188,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _unreached_records(
-    registry: Registry, toolset: str | None, category: str | None
-) -> list[dict[str, Any]]:
-    """One unavailable record for each mounted server that is down and mounts no tool (no
-    earlier answer named any): its name is ``mcp:NAME``, its reason the server's."""
-    if not registry.config.mcp_servers:
-        return []  # nothing mounted: the mount package stays unimported
-    from toolplug.mount import mounted
-
-    mounts = mounted(registry)
-    chosen = registry.toolset(toolset) if toolset is not None else None
-    records = []
-    for server in mounts.unreached() if mounts is not None else []:
-        settings = server.settings
-        if category is not None and settings.category != category:
-            continue
-        if chosen is not None and not chosen.matches(f"{settings.name_prefix}*", settings.category):
-            continue
-        state = registry.checker.state(server.capability)
-        records.append({
-            "name": server.origin,
-            "kind": "mcp_server",
-            "description": f"The tools of the MCP server {server.name!r}: none known yet, "
-            "it has not answered",
-            "category": settings.category,
-            "optionality": "optional",
-            "available": False,
-            "reasons": [f"capability {server.capability!r} is missing: {state.reason}"],
-            "setup": [state.setup] if state.setup else [],
-            "requires_capabilities": [server.capability],
-            "plugin": server.origin,
-            "distribution": server.origin,
-            "version": None,
-        })
-    return records
-
-
 @_runs("info")
 def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per section of info's output
     registry = _load(args)
@@ -230,10 +205,10 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         "sinks": list(labels.sinks),
         **({"refs": list(labels.refs)} if labels.refs else {}),
         **({"destinations": list(labels.destinations)} if labels.destinations else {}),
-        "source": _trust_source(registry, args.name),
+        "source": trust_source(registry, args.name),
     }
-    record["approval"] = _approval_record(registry, args.name)
-    said = _server_annotations(registry, args.name)
+    record["approval"] = approval_record(registry, args.name)
+    said = server_annotations(registry, args.name)
     if said is not None:
         record["server_annotations"] = said
     if args.json:
@@ -257,11 +232,11 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
     for step in record["setup"]:
         out.append("    to enable: " + step.strip().replace("\n", "\n      "))
     out.append(
-        f"  trust         {_trust_words(registry.labels(args.name))} ("
-        + _TRUST_SOURCES[_trust_source(registry, args.name)].format(name=args.name)
+        f"  trust         {trust_words(registry.labels(args.name))} ("
+        + _TRUST_SOURCES[trust_source(registry, args.name)].format(name=args.name)
         + ")"
     )
-    out += _approval_lines(meta, record)
+    out += approval_lines(meta, record)
     if meta.usage_hint:
         out += ["", "When to use:", _indent(meta.usage_hint.strip())]
     g = meta.guidelines
@@ -299,74 +274,6 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
             out.append(f"  {ex.description}: {json.dumps(ex.input, sort_keys=True)}")
     _emit(registry, "\n".join(out))
     return EXIT_OK
-
-
-def _approval_record(registry: Registry, name: str) -> dict[str, Any]:
-    """``info``'s approval decision: the policy, whether a call is asked about and why (by
-    the declared annotations; ``per_call`` when the tool refines them by its arguments)."""
-    from toolplug.contract._tool import Tool
-
-    cls = registry.get(name).cls
-    reason = registry.needs_approval(name)
-    return {
-        "policy": registry.config.tool_settings(name).approval,
-        "required": reason is not None,
-        "reason": reason,
-        "per_call": cls.annotations_for.__func__ is not Tool.annotations_for.__func__,  # type: ignore[attr-defined]
-    }
-
-
-def _server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
-    """What a mounted MCP server said of the tool (its annotations as it wrote them) and
-    whether the configuration believes it; None for a tool no server mounted."""
-    from toolplug.mount import mounted
-
-    mounts = mounted(registry)
-    found = mounts.annotations_of(name) if mounts is not None else None
-    if found is None:
-        return None
-    server, annotations = found
-    trusted = registry.config.mcp_servers[server].trust_annotations
-    return {"server": server, "annotations": annotations, "trusted": trusted}
-
-
-def _approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
-    """``info``'s lines on the annotations in force, what a server said, and approval."""
-    from toolplug.mount._mount import server_said
-
-    hints = meta.annotations
-    words = [
-        word if on else f"not {word}"
-        for on, word in (
-            (hints.read_only, "read-only"),
-            (hints.destructive, "destructive"),
-            (hints.idempotent, "idempotent"),
-            (hints.open_world, "open-world"),
-        )
-    ]
-    if "annotations" not in meta.model_fields_set:
-        shown = "none declared"
-    elif meta.annotations_assumed:
-        shown = f"{', '.join(words)} (assumed: {meta.annotations_assumed})"
-    else:
-        shown = ", ".join(words)
-    lines = [f"  annotations   {shown}"]
-    said = record.get("server_annotations")
-    if said is not None:
-        belief = "trusted" if said["trusted"] else (
-            f"not trusted: [mcp_servers.{said['server']}] trust_annotations is off"
-        )
-        words_said = server_said(said["annotations"]) or "nothing"
-        lines.append(f"  server said   {words_said} ({belief})")
-    approval = record["approval"]
-    if approval["required"]:
-        decision = f"asked before each call, because {approval['reason']}"
-    else:
-        decision = f"not asked (approval = {json.dumps(approval['policy'])})"
-    if approval["per_call"]:
-        decision += "; the tool refines its annotations by its arguments, call by call"
-    lines.append(f"  approval      {decision}")
-    return lines
 
 
 _TRUST_SOURCES: Final = {
@@ -430,32 +337,6 @@ def _redact_logs() -> None:
             protect_handler(handler)
 
 
-def _store_state(url: str) -> str:
-    """Whether the shared store of ``[calls] store`` answers."""
-    from toolplug.calls._backend import SharedBackend, open_backend
-    from toolplug.contract._errors import ConfigError
-
-    try:
-        store = open_backend(url, entries=1)
-    except ConfigError as exc:
-        return f"unusable: {exc}"
-    assert isinstance(store, SharedBackend)
-
-    async def check() -> str | None:
-        try:
-            return await store.ping()
-        finally:
-            await store.aclose()
-
-    problem = asyncio.run(check())
-    if problem is None:
-        return f"{store.safe_url}: reachable (rate limits and the result cache are shared)"
-    return (
-        f"{store.safe_url}: UNREACHABLE ({problem}); calls still run, with rate limits and "
-        "the result cache per process"
-    )
-
-
 @_runs("lock")
 def _cmd_lock(args: argparse.Namespace) -> int:
     from toolplug.mount import lock, mounted, report_drift
@@ -475,16 +356,6 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     return EXIT_OK if not down else EXIT_FAILED
 
 
-def _scan_lines(reported: Sequence[Any]) -> list[str]:
-    """One finding a line: where, which rule, what became of it; then the excerpt."""
-    lines = []
-    for item in reported:
-        f = item.finding
-        lines.append(f"  {f.tool}: {f.field}: {f.rule} ({item.state})")
-        lines.append(f"    {f.excerpt}")
-    return lines
-
-
 @_runs("scan")
 def _cmd_scan(args: argparse.Namespace) -> int:
     from toolplug.mount import mounted
@@ -502,7 +373,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     states = {s: sum(r.state == s for r in reported) for s in ("withheld", "reported", "accepted")}
     counted = ", ".join(f"{n} {s}" for s, n in states.items() if n)
     out = [f"{len(reported)} finding(s) in {len(registry.tools)} tool definition(s): {counted}"]
-    out += _scan_lines(reported)
+    out += scan_lines(reported)
     if states["withheld"]:
         out += [
             "",
@@ -517,7 +388,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     registry = _load_lenient(args, refresh=True)
     out = [f"Configuration: {registry.config.path or 'none found (defaults)'}", "", "Plugins:"]
-    out += _plugin_lines(registry)
+    out += plugin_lines(registry)
     out += ["", "Capabilities:"]
     for cap in registry.capability_states():
         line = f"  {cap.name}: {'present' if cap.present else 'missing'}"
@@ -539,21 +410,21 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     for source in registry.sources:  # each source reports itself (mounted servers, APIs)
         if source.title:
             out += ["", f"{source.title}:", *source.report()]
-    out += ["", "Trust labels:", *_trust_report(registry)]
+    out += ["", "Trust labels:", *trust_report(registry)]
     from toolplug.mount import mounted
     from toolplug.mount._screen import findings
 
     reported = findings(registry, mounted(registry))
     count = f"{len(reported)} finding(s)" if reported else "no findings"
     out += ["", f"Definitions: {count}"]
-    out += _scan_lines(reported)
+    out += scan_lines(reported)
     out += ["", "Schema exports:"]
-    warnings = _schema_warnings(registry)
+    warnings = schema_warnings(registry)
     quiet = ["  no export loses a pattern, enum or required"]
     out += [f"  warning: {w}" for w in warnings] or quiet
     store = registry.config.calls.store
     if store != "memory":
-        out += ["", "Call store:", f"  {_store_state(store)}"]
+        out += ["", "Call store:", f"  {store_state(store)}"]
     problems = registry.problems
     out += ["", f"Problems: {len(problems) or 'none'}"]
     out += [f"  {p.describe()}" for p in problems]
@@ -562,110 +433,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if strict and problems:
         raise _Exit(EXIT_USAGE, f"strict mode: {len(problems)} plugin load problem(s)")
     return EXIT_OK
-
-
-def _plugin_lines(registry: Registry) -> list[str]:
-    """Doctor's line for each plugin: name, version, where it comes from, its state. A
-    plugin a source made (a mounted server, an OpenAPI API) says which source, and is
-    unavailable with its reason when the capability all its tools need is missing."""
-    made_by = {name: source for source in registry.sources for name, _ in source.plugins()}
-    lines = []
-    for plugin in registry.plugins:
-        state = "loaded" if plugin.loaded else "FAILED"
-        source = made_by.get(plugin.name)
-        version = f" {plugin.version}" if plugin.version else ""
-        if plugin.entry_point:
-            where, version = f" ({plugin.entry_point})", f" {plugin.version or '?'}"
-        elif plugin.builtin:
-            where = " (built-in)"
-        elif source is not None:
-            where = f" ({source.title or source.name})"
-            capability = plugin.name.replace(":", "_", 1)  # mcp:NAME needs mcp_NAME
-            if capability in registry.capabilities:
-                cap = registry.checker.state(capability)
-                if not cap.present:
-                    state = f"unavailable: {cap.reason}"
-        else:
-            where = " (registered from code)"
-        lines.append(f"  {plugin.distribution or plugin.name}{version}{where}: {state}")
-    return lines
-
-
-def _trust_words(labels: Trust) -> str:
-    """Labels in a few words: ``untrusted output, private, sinks: url, body`` (and
-    ``, refs: channel`` and ``, destinations: to`` when the tool has them)."""
-    sinks = ", ".join(labels.sinks) or "none"
-    private = "private" if labels.private else "not private"
-    refs = f", refs: {', '.join(labels.refs)}" if labels.refs else ""
-    if labels.destinations:
-        refs += f", destinations: {', '.join(labels.destinations)}"
-    return f"{labels.output} output, {private}, sinks: {sinks}{refs}"
-
-
-def _trust_source(registry: Registry, name: str) -> str:
-    """Who set the labels in force: ``declared``, ``configured`` or ``default``."""
-    if registry.config.tool_settings(name).trust is not None:
-        return "configured"
-    return "declared" if registry.labelled(name) else "default"
-
-
-def _trust_report(registry: Registry) -> list[str]:
-    """Doctor's lines on trust labels: every tool nobody labelled, and what it gets (a
-    mounted server's tools together, since one table labels them all)."""
-    lines: list[str] = []
-    servers: dict[str, list[str]] = {}
-    for name in registry.tools:
-        if registry.labelled(name):
-            continue
-        distribution = registry.get(name).distribution or ""
-        if distribution.startswith("mcp:"):
-            servers.setdefault(distribution.removeprefix("mcp:"), []).append(name)
-            continue
-        lines += [
-            f"  {name}: unlabelled, so it gets the cautious default: "
-            + _trust_words(registry.labels(name)),
-            "    to label it: its author declares trust=Trust(...) in its metadata; until "
-            f"then, set [tools.{name}] trust = {{ output = ..., private = ..., sinks = [...] }}",
-        ]
-    for server, names in sorted(servers.items()):
-        lines += [
-            f"  {', '.join(names)} (MCP server {server}): unlabelled, so they get the cautious "
-            "default: untrusted output, private, every parameter a sink",
-            f"    to label them: set [mcp_servers.{server}] trust = {{ output = ..., private = "
-            f"... }} for all of them, and [mcp_servers.{server}.tools.TOOL] trust = "
-            "{ sinks = [...] } for each",
-        ]
-    if not lines:
-        return ["  every tool is labelled ('toolplug info NAME' shows its labels)"]
-    return lines
-
-
-# What a provider should enforce and an export may lose: doctor warns about these.
-_VALIDATION_THAT_MATTERS = ("pattern", "enum", "required")
-
-
-def _schema_warnings(registry: Registry) -> list[str]:
-    """One line per available tool and keyword whose export a provider no longer enforces."""
-    from toolplug.render._export import explain_tool
-    from toolplug.render._formats import TABLE
-
-    checked = [row for row in TABLE if row.checked]
-    warnings = []
-    for tool in registry.select():
-        found: dict[tuple[str, str, str], list[str]] = {}
-        for row in checked:
-            fmt, strict = row.name, (True if row.strict is not None else None)
-            label = f"{fmt} strict" if strict else fmt
-            for loss in explain_tool(tool.metadata, fmt, strict=strict):
-                if loss.keyword in _VALIDATION_THAT_MATTERS and loss.action != "rewritten":
-                    key = (loss.path or "/", loss.keyword, loss.action)
-                    found.setdefault(key, []).append(label)
-        for (path, keyword, action), labels in found.items():
-            warnings.append(
-                f"{tool.name}: {keyword} at {path} is {action} in {', '.join(labels)} exports "
-                "(the provider does not enforce it; toolplug still checks each call)"
-            )
-    return warnings
 
 
 @_runs("plugins")
