@@ -142,3 +142,50 @@ def test_call_result_json_prints_the_details(
     assert run.code == 1, run.err
     assert json.loads(run.out)["details"] == _DETAILS
 
+
+
+_AT_EXIT = """\
+import sys
+import toolplug
+
+registry = toolplug.load(sys.argv[1])
+result = registry.call("api_get_item", {"id": "one"})
+assert result.ok, result.error
+registry.close()
+print("done")
+"""
+
+
+@pytest.mark.parametrize("where", ["sync", "inside asyncio.run"])
+def test_a_script_that_calls_an_api_and_closes_the_registry_exits_without_a_traceback(
+    recorder: tuple[str, list[str]], tmp_path: Path, where: str
+) -> None:
+    # the pooled client's closing task lived on the thread's own loop past close(): at
+    # exit Python said "Task was destroyed but it is pending! ... _close_when_idle"
+    import subprocess
+    import sys
+
+    url, seen = recorder
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps(
+        {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": _PATHS}
+    ))
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n[network]\nallow = ["127.0.0.1"]\n'
+        f'[openapi.api]\nspec = "{spec}"\nbase_url = "{url}"\n'
+    )
+    script = _AT_EXIT
+    if where != "sync":  # a sync call from async code: it runs on the loop thread
+        script = (
+            "import asyncio\n"
+            + "async def main() -> None:\n"
+            + "".join(f"    {line}\n" for line in _AT_EXIT.splitlines())
+            + "asyncio.run(main())\n"
+        )
+    done = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", script, str(config)],
+        check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
+    assert seen == ["/items/one"]

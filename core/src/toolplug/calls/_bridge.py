@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import os
 import threading
@@ -98,7 +99,7 @@ class _LoopHolder:
         if loop.is_running() or loop.is_closed():
             return
         try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(_wound_down())
         finally:
             loop.close()
 
@@ -229,15 +230,32 @@ class LoopThread:
             raise
 
     def stop(self) -> None:
-        """Stop the loop and its thread."""
+        """End what is left on the loop (as ``asyncio.run`` does: tasks cancelled and
+        awaited, async generators finalized), then stop the loop and its thread."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self.loop.stop)
         if threading.current_thread() is self.thread:
-            return  # dropped on its own thread: run_forever returns, the loop stays open
+            self.loop.stop()  # dropped on its own thread: run_forever returns, the loop stays open
+            return
+        if self.thread.is_alive():
+            ending = asyncio.run_coroutine_threadsafe(_wound_down(), self.loop)
+            with contextlib.suppress(BaseException):
+                ending.result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+async def _wound_down() -> None:
+    """Cancel every other task of the running loop and wait for their ends, then finalize
+    its async generators: what ``asyncio.run`` does before it closes its loop."""
+    current = asyncio.current_task()
+    left = [task for task in asyncio.all_tasks() if task is not current]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:

@@ -185,7 +185,10 @@ class Described(_sources.GatheredSource):
         ]
 
     def close(self) -> None:
-        """Nothing to close: each request's connection belongs to its event loop."""
+        """Close each API's pooled clients and end their closing tasks, so nothing of
+        theirs is left pending on a loop when the interpreter exits."""
+        for api in self.apis.values():
+            api.pool.close()
 
 
 def described(registry: Registry) -> Described | None:

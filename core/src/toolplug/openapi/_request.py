@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import email.utils
 import json
 import math
@@ -265,7 +266,8 @@ class ClientPool:
 
     An ``httpx.AsyncClient`` belongs to the loop it was used on. Each loop's client is
     closed by a small task on that loop once no call has used it for ``_IDLE_SECONDS``, or
-    when the task is cancelled (``asyncio.run`` cancels what is left when it ends).
+    when the task is cancelled (``asyncio.run`` cancels what is left when it ends, and so
+    does ``close``, which ``Registry.close`` calls).
     """
 
     def __init__(self) -> None:
@@ -283,6 +285,24 @@ class ClientPool:
             entry[2] = loop.create_task(self._close_when_idle(loop, entry))
         entry[1] = time.monotonic()
         return entry[0]
+
+    def close(self) -> None:
+        """End every loop's client and its closing task. On a loop no thread runs (the
+        thread's own loop of sync calls, between them) the task is cancelled and run to
+        its end here, when no loop runs in this thread; on a loop running elsewhere it is
+        cancelled there and ends on its own (nothing waits); on the running loop it ends
+        at the loop's next turn. A closed loop ran its tasks' ends when it stopped."""
+        for loop, entry in list(self._clients.items()):
+            self._clients.pop(loop, None)
+            task = entry[2]
+            if task is None or task.done() or loop.is_closed():
+                continue
+            if loop.is_running() or asyncio._get_running_loop() is not None:
+                loop.call_soon_threadsafe(task.cancel)
+                continue
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                loop.run_until_complete(task)
 
     async def _close_when_idle(self, loop: Any, entry: list[Any]) -> None:
         try:
