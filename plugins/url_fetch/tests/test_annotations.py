@@ -113,7 +113,7 @@ def test_a_get_runs_with_nobody_to_ask_and_a_post_does_not(
     posted = unattended.call("url_fetch", {"url": url, "method": "POST", "body": "hi"})
     assert posted.error is not None
     assert posted.error.type == "ApprovalRequiredError"
-    assert CHANGES in posted.error.message
+    assert CHANGES in posted.error.details["reason"]  # the model reads a short message
     assert [r.method for r, _ in httpserver_ipv4.log] == ["GET"]  # the POST was never sent
 
 

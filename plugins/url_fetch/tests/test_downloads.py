@@ -32,7 +32,7 @@ def test_download_saves_the_file_and_returns_metadata(
     saved = downloads / "deep" / "er" / "file.bin"
     assert saved.read_bytes() == body
     assert result.data["download"] == {
-        "path": str(saved.resolve()),
+        "path": "downloads/deep/er/file.bin",  # the alias: the host's path is not the model's
         "bytes": 3000,
         "content_type": "application/octet-stream",
         "truncated": False,
@@ -157,3 +157,20 @@ def test_symlink_inside_is_replaced_not_followed(
     assert (downloads / "alias.txt").read_text() == "new"
     assert not (downloads / "alias.txt").is_symlink()
     assert (downloads / "real.txt").read_text() == "old"
+
+
+def test_a_download_names_no_host_path_to_the_model(
+    server: HTTPServer, fetch: Fetch, cache_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the model (and its provider) reads names the downloads directory by its alias;
+    the absolute path, with the host's home and user name in it, is the operator's."""
+    server.expect_request("/r.pdf").respond_with_data(b"%PDF", content_type="application/pdf")
+    with caplog.at_level("INFO", logger="toolplug.url_fetch"):
+        result = fetch(url=server.url_for("/r.pdf"), download_path="rfc/r.pdf")
+    assert result.ok, result.error
+    shown = result.output + repr(result.data) + repr(result.warnings)
+    assert str(cache_dir.resolve()) not in shown
+    assert str(cache_dir) not in shown
+    assert result.data["download"]["path"] == "downloads/rfc/r.pdf"
+    assert "to downloads/rfc/r.pdf." in result.output
+    assert str(cache_dir.resolve()) in caplog.text  # the operator learns where it is

@@ -7,6 +7,7 @@ imported when the tool runs.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -281,7 +282,12 @@ class UrlFetch(Tool):
                 "download": {
                     "type": "object",
                     "properties": {
-                        "path": {"type": "string"},
+                        "path": {
+                            "type": "string",
+                            "description": "Where the file is, as downloads/<download_path> "
+                            "(the downloads directory by its alias; its absolute path is "
+                            "in the operator's log, not here).",
+                        },
                         "bytes": {"type": "integer"},
                         "content_type": {"type": ["string", "null"]},
                         "truncated": {"type": "boolean"},
@@ -364,8 +370,7 @@ class UrlFetch(Tool):
                     "bytes": 1048576,
                     "truncated": False,
                     "download": {
-                        "path": "/home/me/.cache/toolplug/tools/url_fetch/downloads/rfc/"
-                        "rfc9110.pdf",
+                        "path": "downloads/rfc/rfc9110.pdf",
                         "bytes": 1048576,
                         "content_type": "application/pdf",
                         "truncated": False,
@@ -495,8 +500,9 @@ async def _run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult
             )
     redactor = Redactor(*(() if auth is None else (auth.secret,)))
     target = None
+    downloads = context.cache_dir / "downloads"
     if downloading:
-        target = download_target(context.cache_dir / "downloads", arguments["download_path"])
+        target = download_target(downloads, arguments["download_path"])
 
     try:
         from toolplug_url_fetch import _fetch
@@ -517,8 +523,10 @@ async def _run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult
         result = await _fetch.perform(request, context.network)
         data = {"method": method, **_fetch.describe(result)}
         if target is not None:
-            return _downloaded(result, data, target, redactor, warnings)
-        return _answer(result, data, redactor, warnings, settings, page=page)
+            return _downloaded(
+                result, data, target, redactor, warnings, downloads=downloads.resolve()
+            )
+        return _answer(result, data, redactor, warnings, settings, page=page, tool=context.tool)
     except ToolFailure as failure:
         raise ToolFailure(
             failure.type, redactor.text(failure.message), retry_possible=failure.retry_possible
@@ -615,6 +623,8 @@ def _page(arguments: Mapping[str, Any], method: str, downloading: bool) -> tuple
 
 
 _DOWNLOAD_FAILURES: Final = {404: "NotFoundError", 410: "NotFoundError"}
+_LOG: Final = logging.getLogger("toolplug.url_fetch")
+"""Where the downloads directory's absolute path goes: the operator's log, never the model."""
 
 
 def _downloaded(
@@ -623,6 +633,8 @@ def _downloaded(
     target: Path,
     redactor: Redactor,
     warnings: list[str],
+    *,
+    downloads: Path,
 ) -> ToolResult:
     from toolplug_url_fetch._fetch import save
 
@@ -637,8 +649,12 @@ def _downloaded(
             retry_possible=kind == "ExecutionError" and (status >= 500 or status == 429),
         )
     save(result.content, target)
+    # The model, and so its provider, reads the file's place by the alias "downloads"; the
+    # host's absolute path (its home directory, its user name) goes to the operator's log.
+    shown = "downloads/" + target.relative_to(downloads).as_posix()
+    _LOG.info("url_fetch saved %s to %s", result.final_url, target)
     download = {
-        "path": str(target),
+        "path": shown,
         "bytes": data["bytes"],
         "content_type": data["content_type"],
         "truncated": data["truncated"],
@@ -647,7 +663,7 @@ def _downloaded(
     data = {**data, "download": download, "text": None, "binary": None}
     lines = [
         f"Saved {data['bytes']} bytes ({data['content_type'] or 'no content type'}) from "
-        f"{result.final_url} to {target}.",
+        f"{result.final_url} to {shown}.",
         f"sha256 {data['sha256']}",
     ]
     if data["truncated"]:
@@ -670,6 +686,7 @@ def _answer(
     settings: Mapping[str, Any],
     *,
     page: tuple[int, int],
+    tool: str,
 ) -> ToolResult:
     from toolplug_url_fetch._fetch import is_text
 
@@ -712,7 +729,7 @@ def _answer(
             warnings.append("the body was truncated at max_bytes")
         if end < total:
             lines.append(
-                f"Characters {offset} to {end} of {total} shown; call url_fetch again with "
+                f"Characters {offset} to {end} of {total} shown; call {tool} again with "
                 f"offset {end} for the rest."
             )
         elif offset:
