@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,3 +184,26 @@ def test_a_reply_cut_by_the_budget_reads_on_with_a_larger_offset(
         offset += len(received)  # the next offset: the last one plus the text that came back
     assert cuts >= 2
     assert "".join(pieces) == text
+
+
+def test_a_renamed_url_fetch_names_itself_as_the_model_sees_it(
+    server: HTTPServer, cache_dir: Path
+) -> None:
+    """Under a transform the model is offered ``read_page``, not ``url_fetch``: the paging
+    hint must name the tool it can call."""
+    server.expect_request("/log").respond_with_data(numbered(10), content_type="text/plain")
+    registry = toolplug.load(
+        config={
+            "network": {"allow": ["127.0.0.1/32"]},
+            "cache_dir": str(cache_dir),
+            "transforms": {"read_page": {"from": "url_fetch"}},
+        },
+        env={"TOOLPLUG_PLUGINS": "toolplug-url-fetch"},
+        approver=lambda request: True,
+    )
+    try:
+        result = registry.call("read_page", {"url": server.url_for("/log"), "max_chars": 64})
+    finally:
+        registry.close()
+    assert result.ok, result.error
+    assert "call read_page again with offset 64" in result.output
