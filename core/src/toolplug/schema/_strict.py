@@ -722,11 +722,15 @@ class _Forward:
     ) -> Any:
         types = _types_of(node) if "anyOf" not in node else None
         if "anyOf" in node or (types is not None and len([t for t in types if t != "null"]) > 1):
+            outer = nearby
             branches, nearby = _branches(node, nearby)
-            for branch in branches:
-                if _valid(branch, value):
-                    return self.value(branch, value, nearby=nearby)
-            return value
+            shapes = [self.value(b, value, nearby=nearby) for b in branches if _valid(b, value)]
+            # Where several branches take the value, the one whose shape comes back whole: an
+            # open object also takes a map's keys, but its strict form is closed and drops them.
+            for shaped in shapes:
+                if _Back().value(node, shaped, nearby=outer) == value:
+                    return shaped
+            return shapes[0] if shapes else value
         if types is None:  # any value
             return {JSON_TEXT: _dumps(value)} if isinstance(value, dict | list) else value
         if "object" in types and isinstance(value, dict):
