@@ -184,26 +184,30 @@ class BareChallenge:
             nonlocal replaced
             if message["type"] == "http.response.start" and message.get("status") == 401:
                 replaced = True
-                body = json.dumps({
+                await _challenge(send, 401, f'Bearer resource_metadata="{self._metadata}"', {
                     "error_description": "this server needs a bearer token: get one from "
                     "the authorization server its resource metadata names",
                     "resource_metadata": self._metadata,
-                }).encode()
-                await send({
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate",
-                         f'Bearer resource_metadata="{self._metadata}"'.encode()),
-                    ],
                 })
-                await send({"type": "http.response.body", "body": body})
             elif not replaced:
                 await send(message)
 
         await self.app(scope, receive, bare)
+
+
+async def _challenge(send: Any, status: int, challenge: str, answer: Mapping[str, Any]) -> None:
+    """Answer ``status`` with the ``WWW-Authenticate`` challenge and a JSON body."""
+    body = json.dumps(answer).encode()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", challenge.encode()),
+        ],
+    })
+    await send({"type": "http.response.body", "body": body})
 
 
 def _has_bearer(scope: Mapping[str, Any]) -> bool:
@@ -257,17 +261,9 @@ class ScopeGate:
             f'Bearer error="insufficient_scope", scope="{" ".join(scopes)}", '
             f'resource_metadata="{self._metadata}", error_description="{description}"'
         )
-        body = json.dumps({"error": "insufficient_scope", "error_description": description})
-        await send({
-            "type": "http.response.start",
-            "status": 403,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", challenge.encode()),
-            ],
-        })
-        await send({"type": "http.response.body", "body": body.encode()})
+        await _challenge(
+            send, 403, challenge, {"error": "insufficient_scope", "error_description": description}
+        )
 
 
 async def _buffered(receive: Any) -> tuple[bytes, Any]:
