@@ -652,7 +652,7 @@ def _downloaded(
     # The model, and so its provider, reads the file's place by the alias "downloads"; the
     # host's absolute path (its home directory, its user name) goes to the operator's log.
     shown = "downloads/" + target.relative_to(downloads).as_posix()
-    _LOG.info("url_fetch saved %s to %s", result.final_url, target)
+    _LOG.info("url_fetch saved %s to %s", redactor.text(result.final_url), target)
     download = {
         "path": shown,
         "bytes": data["bytes"],
