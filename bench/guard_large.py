@@ -46,7 +46,7 @@ from stall_probe import Probe
 
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
-from toolplug.calls import _guard
+from toolplug.trust import _conversation, _guard, _text
 
 PARAGRAPH = (
     "Paragraph {n}: the harbour office posts the tide tables every morning at "
@@ -110,11 +110,11 @@ class Bench:
 
 
 _SEARCHING = threading.local()
-_CARRIED = _guard.Conversation._carried
-_HAND_OVER = _guard._hand_over
+_CARRIED = _conversation.Conversation._carried
+_HAND_OVER = _text.hand_over
 
 
-def _searching(conversation: _guard.Conversation, *args: Any, **kwargs: Any) -> Any:
+def _searching(conversation: _conversation.Conversation, *args: Any, **kwargs: Any) -> Any:
     _SEARCHING.on = True
     try:
         return _CARRIED(conversation, *args, **kwargs)
@@ -153,14 +153,14 @@ def way(name: str) -> Iterator[None]:
         # the methods replaced for the round, put back after it
         guard.long = _never_long  # type: ignore[method-assign,assignment]
     elif name == "sliced, checked in a thread, no hand-over":
-        _guard.Conversation._carried = _searching  # type: ignore[method-assign,assignment]
+        _conversation.Conversation._carried = _searching  # type: ignore[method-assign,assignment]
         values["_hand_over"] = _not_while_searching
     try:
         yield
     finally:
         values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"], values["_hand_over"] = saved
         guard.long = _LONG  # type: ignore[method-assign]
-        _guard.Conversation._carried = _CARRIED  # type: ignore[method-assign]
+        _conversation.Conversation._carried = _CARRIED  # type: ignore[method-assign]
 
 
 _LONG = _guard.Guard.long
@@ -251,7 +251,7 @@ def main() -> None:
     )
     print()
     print(
-        f"sizes around the threshold ({_guard.OFF_LOOP_CHARS:,} characters), "
+        f"sizes around the threshold ({_conversation.OFF_LOOP_CHARS:,} characters), "
         f"{options.sweep_rounds} rounds each, the threads used at every size (medians, ms):"
     )
     print()

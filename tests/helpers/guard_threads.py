@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.guard import PAGES
-from toolplug.calls import _guard
+from toolplug.trust import _guard
 
 NEWS = "https://news.example/today"
 _FILLER = "Markets were calm and the weather held across the region this week. "

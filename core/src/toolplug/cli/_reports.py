@@ -35,7 +35,7 @@ def unreached_records(
     earlier answer named any): its name is ``mcp:NAME``, its reason the server's."""
     if not registry.config.mcp_servers:
         return []  # nothing mounted: the mount package stays unimported
-    from toolplug.mount import mounted
+    from toolplug.sources.mcp import mounted
 
     mounts = mounted(registry)
     chosen = registry.toolset(toolset) if toolset is not None else None
@@ -83,7 +83,7 @@ def approval_record(registry: Registry, name: str) -> dict[str, Any]:
 def server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
     """What a mounted MCP server said of the tool (its annotations as it wrote them) and
     whether the configuration believes it; None for a tool no server mounted."""
-    from toolplug.mount import mounted
+    from toolplug.sources.mcp import mounted
 
     mounts = mounted(registry)
     found = mounts.annotations_of(name) if mounts is not None else None
@@ -96,7 +96,7 @@ def server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
 
 def approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
     """``info``'s lines on the annotations in force, what a server said, and approval."""
-    from toolplug.mount._mount import server_said
+    from toolplug.sources.mcp._mount import server_said
 
     hints = meta.annotations
     words = [
@@ -135,8 +135,8 @@ def approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
 
 def store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
-    from toolplug.calls._backend import SharedBackend, open_backend
     from toolplug.contract._errors import ConfigError
+    from toolplug.state._backend import SharedBackend, open_backend
 
     try:
         store = open_backend(url, entries=1)

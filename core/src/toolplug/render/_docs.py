@@ -25,9 +25,9 @@ from toolplug.render._prompt import category_order
 from toolplug.render._select import select_tools
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._capabilities import Capability
     from toolplug.runtime._capabilities import Availability
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = [

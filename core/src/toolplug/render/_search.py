@@ -37,8 +37,8 @@ from toolplug.render._formats import NATIVE_SEARCH, check_format, export_tool
 from toolplug.render._select import rank, search
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._tool import ToolResult
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = [

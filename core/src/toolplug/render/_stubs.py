@@ -12,8 +12,8 @@ from toolplug.render._select import select_tools
 from toolplug.schema._python import CODE_TOOL, StubTool, python_stubs
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = ["stub_tools", "tool_stubs"]

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
+from toolplug.config._servers import MountedToolSettings, Value, resolve_value
 from toolplug.contract._capabilities import Capability
 from toolplug.contract._hooks import CONTRACT_VERSION, hookimpl
 from toolplug.contract._metadata import ToolMetadata
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import Tool
-from toolplug.runtime._mounts import MountedToolSettings, Value, resolve_value
 
 if TYPE_CHECKING:
-    from toolplug.runtime._config import Config
+    from toolplug.config._config import Config
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 

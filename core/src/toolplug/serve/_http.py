@@ -36,8 +36,8 @@ from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
+    from toolplug.config._settings import AuthSettings, ServeSettings
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings, ServeSettings
     from toolplug.serve._shutdown import Drain
 
 __all__ = ["HTTP_PATH", "serve_http"]

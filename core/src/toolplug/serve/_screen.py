@@ -26,7 +26,7 @@ import anyio
 from mcp import types
 from pydantic import ValidationError
 
-from toolplug.calls._limits import MAX_ARGUMENT_DEPTH, argument_problem
+from toolplug.utilities._limits import MAX_ARGUMENT_DEPTH, argument_problem
 
 __all__ = ["MAX_BODY_BYTES", "ScreeningApp", "leading_id", "screen"]
 

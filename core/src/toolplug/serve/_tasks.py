@@ -9,7 +9,7 @@ task at once when its tool is ``long_running`` or the request has ``task`` in it
 and otherwise when it is still running after ``[calls] task_after_seconds``; a call that
 ends sooner is answered with its result, as a plain call is. A client that does not
 declare the extension gets the plain call, as before. The calls run through
-``Registry.astart`` (``toolplug.calls._tasks``), so with ``[calls] store`` on Redis every
+``Registry.astart`` (``toolplug.state._tasks``), so with ``[calls] store`` on Redis every
 replica answers for every task.
 
 Status on the wire: a tool's error result is the task's ``completed`` result (``isError``,
@@ -40,19 +40,19 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
-from toolplug.calls._tasks import TaskStatus
 from toolplug.serve._approvals import approved_by_host
 from toolplug.serve._auth import bind, owner_of, unbind
+from toolplug.state._tasks import TaskStatus
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    from toolplug.calls._conversations import Conversations
-    from toolplug.calls._tasks import Task
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
+    from toolplug.state._conversations import Conversations
+    from toolplug.state._tasks import Task
 
 Answer = Callable[["ToolMetadata | None", "ToolResult", str], "types.CallToolResult"]
 """The serve module's answer to a call: ``(metadata, result, tool name) -> CallToolResult``."""
