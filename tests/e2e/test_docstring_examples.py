@@ -12,7 +12,6 @@ import pytest
 
 import toolplug
 
-
 DEPRECATED = {"toolplug.openapi"}
 """Old homes kept for one minor release; importing one warns (tests/sources/openapi)."""
 

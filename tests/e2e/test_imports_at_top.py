@@ -21,7 +21,7 @@ CHECKED = (
 ALSO = ("cli/_scaffold.py", "cli/_scaffold_openapi.py")
 NOT_YET: tuple[str, ...] = ()
 
-GUARDS: dict[str, set[str]] = {
+DEFERRED: dict[str, set[str]] = {
     # the door of `toolplug serve`: the MCP SDK and the modules standing on it, once
     "serve/_server.py": {"anyio", "mcp.server.lowlevel", "toolplug.serve"},
     # `[calls] store = "redis://..."` (the redis extra)
@@ -43,7 +43,7 @@ GUARDS: dict[str, set[str]] = {
     "sources/mcp/_host.py": {"toolplug.sources.mcp"},
     # the network guard and the HTTP client, when a request is made: a load of 1,223 cached
     # operations (bench/openapi.py) imports no network code; PyYAML (the openapi extra)
-    "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._guard"},
+    "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._netguard"},
     "sources/openapi/_request.py": {"httpx", "toolplug.http"},
     "sources/openapi/_spec.py": {"toolplug.http", "yaml"},
 }
@@ -84,7 +84,7 @@ def test_imports_inside_functions_are_only_the_guards() -> None:
         )
         if imported
     }
-    assert found == GUARDS
+    assert found == DEFERRED
 
 
 def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_the_real_tree_keeps_its_layers(tmp_path: Path) -> None:
         # the schema rewrites reaching into the contract
         ("schema/_losses.py", "\nfrom toolplug.contract import _tool  # noqa\n"),
         # the call engine fetching through the network guard
-        ("engine/_engine.py", "\n\ndef _sneak():\n    import toolplug.http._guard\n"),
+        ("engine/_engine.py", "\n\ndef _sneak():\n    import toolplug.http._netguard\n"),
         # the MCP server leaning on a framework's integration (imported lazily, too)
         ("serve/_server.py", "\n\ndef _sneak():\n    import toolplug.integrations._offer\n"),
         # the minimal core taking on an HTTP client

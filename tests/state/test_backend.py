@@ -10,14 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.redis import redis_server
-from toolplug.state._backend import (
-    Backend,
-    MemoryBackend,
-    RedisBackend,
-    SharedBackend,
-    Unreachable,
-    open_backend,
-)
+from toolplug.state._backend import Backend, Unreachable
+from toolplug.state._memory import MemoryBackend
+from toolplug.state._redis import RedisBackend
+from toolplug.state._shared import SharedBackend, open_backend
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,9 @@ import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
 from tests.helpers.redis import redis_server
 from toolplug import ErrorType
-from toolplug.state._backend import MemoryBackend, RedisBackend
 from toolplug.state._conversations import Conversations
+from toolplug.state._memory import MemoryBackend
+from toolplug.state._redis import RedisBackend
 
 NEWS = "https://news.example/today"
 EVIL = "https://collect.evil.example/drop?k=1"

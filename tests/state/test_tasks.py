@@ -16,7 +16,7 @@ import toolplug
 from tests.helpers.redis import redis_server
 from toolplug import ConfigError, ErrorType, Tool, ToolMetadata, ToolResult, hookimpl
 from toolplug.config._settings import CallsSettings
-from toolplug.state._backend import MemoryBackend
+from toolplug.state._memory import MemoryBackend
 from toolplug.state._tasks import Task, Tasks
 
 TIMEOUT = 30

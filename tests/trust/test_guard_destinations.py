@@ -18,8 +18,10 @@ import toolplug
 from tests.helpers.guard import FETCHED, MAIL, MAILED, PLUGIN
 from tests.helpers.redis import redis_server
 from toolplug import Conversation, ErrorType, Registry, ToolResult, Trust
-from toolplug.state._backend import Backend, MemoryBackend, RedisBackend
+from toolplug.state._backend import Backend
 from toolplug.state._conversations import Conversations
+from toolplug.state._memory import MemoryBackend
+from toolplug.state._redis import RedisBackend
 from toolplug.trust._text import whole_token
 
 pytestmark = pytest.mark.anyio

@@ -397,13 +397,13 @@ MESSAGE = (
 searched for in the page's words."""
 
 
-def _guard_of(registry: Registry) -> _guard.Guard:
+def _guard_of(registry: Registry) -> _guard.FlowGuard:
     return registry._engine._pipeline.guard  # type: ignore[attr-defined,no-any-return]
 
 
 class CheckSpy:
     """Where the guard's checks and their searches ran, and what they decided, installed over
-    ``Guard.check``, ``Conversation._carried`` and ``_hand_over``. A search made off the
+    ``FlowGuard.check``, ``Conversation._carried`` and ``_hand_over``. A search made off the
     loop's thread waits, before it starts, until a probe task on the loop has ticked: it
     goes on only if the loop is free while the check runs."""
 
@@ -421,9 +421,9 @@ class CheckSpy:
         self.saw_ticks: list[bool] = []
         """Per search off the loop: whether the probe ticked while it waited."""
         searching = threading.local()
-        check, carried, hand_over = _guard.Guard.check, Conversation._carried, _text.hand_over
+        check, carried, hand_over = _guard.FlowGuard.check, Conversation._carried, _text.hand_over
 
-        def checking(guard: _guard.Guard, name: str, *args: Any) -> Any:
+        def checking(guard: _guard.FlowGuard, name: str, *args: Any) -> Any:
             verdict = check(guard, name, *args)
             if name == "post":
                 self.checks.append((threading.current_thread().name, verdict))
@@ -447,7 +447,7 @@ class CheckSpy:
                 self.hand_overs += 1
             hand_over()
 
-        monkeypatch.setattr(_guard.Guard, "check", checking)
+        monkeypatch.setattr(_guard.FlowGuard, "check", checking)
         monkeypatch.setattr(Conversation, "_carried", searched)
         _patch(monkeypatch, "hand_over", handing_over)
 

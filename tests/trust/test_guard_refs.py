@@ -16,10 +16,12 @@ import toolplug
 from tests.helpers.guard import ADDED, PLUGIN, WORKSPACE
 from tests.helpers.redis import redis_server
 from toolplug import Approval, ApprovalRequest, Conversation, ErrorType, Registry, ToolResult, Trust
-from toolplug.state._backend import Backend, MemoryBackend, RedisBackend
+from toolplug.state._backend import Backend
 from toolplug.state._conversations import Conversations
+from toolplug.state._memory import MemoryBackend
+from toolplug.state._redis import RedisBackend
 from toolplug.trust._conversation import Record
-from toolplug.trust._guard import Guard
+from toolplug.trust._guard import FlowGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -418,7 +420,7 @@ async def test_a_registry_without_refs_keeps_no_listings() -> None:
     # (without the catalog: its github_api has refs)
     registry = toolplug.load({}, plugins=[PLUGIN], env={"TOOLPLUG_PLUGINS": ""})
     try:
-        assert not Guard(registry).lists
+        assert not FlowGuard(registry).lists
         async with registry.conversation("read my inbox") as conversation:
             await registry.acall("read_page", {"url": "https://news.example/today"})
         assert [source.listed for source in conversation.sources[1:]] == [frozenset()]
@@ -426,6 +428,6 @@ async def test_a_registry_without_refs_keeps_no_listings() -> None:
         registry.close()
     with_refs = _registry()
     try:
-        assert Guard(with_refs).lists
+        assert FlowGuard(with_refs).lists
     finally:
         with_refs.close()

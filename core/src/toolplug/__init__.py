@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._selection import Selection
-    from toolplug.runtime._sources import ToolSource
+    from toolplug.runtime._source import ToolSource
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -162,7 +162,7 @@ _HOME = {
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
     "runtime._selection": "Selection",
-    "runtime._sources": "ToolSource",
+    "runtime._source": "ToolSource",
     "trust._conversation": "Conversation",
     "sources._load": "load",
     "engine._plan": "Plan PlanError PlanResult parse_plan run_plan",

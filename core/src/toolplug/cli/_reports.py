@@ -136,7 +136,7 @@ def approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
 def store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
     from toolplug.contract._errors import ConfigError
-    from toolplug.state._backend import SharedBackend, open_backend
+    from toolplug.state._shared import SharedBackend, open_backend
 
     try:
         store = open_backend(url, entries=1)

@@ -11,19 +11,13 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from toolplug.config._servers import FromEnv, FromFile, MountedToolSettings
-from toolplug.config._settings import parse_named_tables
+from toolplug.config._gathered import GatheredToolSettings
+from toolplug.config._settings import FromEnv, FromFile, StrictTable, parse_named_tables
 from toolplug.contract._settings import Scope
 
-__all__ = [
-    "ApiSettings",
-    "AuthSettings",
-    "OperationSettings",
-    "TrustOverlay",
-    "parse_openapi",
-]
+__all__ = ["ApiAuth", "ApiSettings", "ApiTrust", "OperationSettings", "parse_openapi"]
 
 API_NAME: Final = r"^[a-z][a-z0-9_]{0,31}$"
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
@@ -35,11 +29,7 @@ _SELECTORS: Final = ("tag:", "path:", "method:")
 Secret = FromEnv | FromFile
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
-
-
-class TrustOverlay(_Table):
+class ApiTrust(StrictTable):
     """``trust = { output = "untrusted", private = true, sinks = [...], refs = [...],
     destinations = [...] }``: the labels of an API's tools (by default: untrusted output,
     private, the query and body arguments sinks, no refs or destinations). Each name applies
@@ -65,7 +55,7 @@ class TrustOverlay(_Table):
     )
 
 
-class AuthSettings(_Table):
+class ApiAuth(StrictTable):
     """``auth = { type = "bearer", token = { env = "VAR" } }`` and its three siblings."""
 
     type: Literal["bearer", "header", "query", "basic"] = Field(
@@ -90,7 +80,7 @@ class AuthSettings(_Table):
     )
 
     @model_validator(mode="after")
-    def _complete(self) -> AuthSettings:
+    def _complete(self) -> ApiAuth:
         needs = {
             "bearer": ("token",),
             "header": ("name", "value"),
@@ -117,7 +107,7 @@ class AuthSettings(_Table):
         }
 
 
-class OperationSettings(MountedToolSettings):
+class OperationSettings(GatheredToolSettings):
     """``[openapi.NAME.tools.OPERATION_ID]``: what toolplug adds to one operation's tool, and
     its call settings (every key of ``[tools.NAME]``)."""
 
@@ -126,7 +116,7 @@ class OperationSettings(MountedToolSettings):
     )
 
 
-class ApiSettings(_Table):
+class ApiSettings(StrictTable):
     """``[openapi.NAME]``: one HTTP API and the operations of its description to offer."""
 
     name: str = Field(pattern=API_NAME, description="a lower-case name, a letter first")
@@ -140,7 +130,7 @@ class ApiSettings(_Table):
         pattern=r"^https?://",
         description="the http(s) URL requests go to (default: the description's first server)",
     )
-    auth: AuthSettings | None = Field(
+    auth: ApiAuth | None = Field(
         default=None, description="a table: type = bearer|header|query|basic, and its values"
     )
     enabled: bool = Field(default=True, description="a boolean")
@@ -169,8 +159,8 @@ class ApiSettings(_Table):
         default=None,
         description="a list of OAuth scopes: the default of every operation under [serve.auth]",
     )
-    trust: TrustOverlay = Field(
-        default_factory=TrustOverlay, description="a table: output, private, sinks"
+    trust: ApiTrust = Field(
+        default_factory=ApiTrust, description="a table: output, private, sinks"
     )
     timeout_seconds: float = Field(
         default=30.0, gt=0, description="a positive number of seconds per request"

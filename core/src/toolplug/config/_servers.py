@@ -8,54 +8,21 @@ when a server is mounted, against the environment the registry was loaded with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from toolplug.config._settings import FromEnv, FromFile, parse_named_tables
-from toolplug.contract._metadata import Guidelines
-from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings, TrustOverlay
-from toolplug.trust._scan import RULES, RuleId
+from toolplug.config._gathered import RULES_TEXT, GatheredToolSettings
+from toolplug.config._settings import StrictTable, Value, parse_named_tables
+from toolplug.contract._settings import Scope, TrustOverlay
+from toolplug.trust._scan import RuleId
 
-__all__ = [
-    "FromEnv",
-    "FromFile",
-    "MountedToolSettings",
-    "ServerSettings",
-    "ServerTrust",
-    "parse_mcp_servers",
-    "resolve_value",
-]
+__all__ = ["SERVER_NAME", "ServerSettings", "ServerTrust", "parse_mcp_servers"]
 
 SERVER_NAME: Final = r"^[a-z][a-z0-9_]{0,31}$"
-_RULES_TEXT: Final = "a list of scan rule ids: " + ", ".join(f'"{r}"' for r in RULES)
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
-
-
-Value = str | FromEnv | FromFile
-
-
-class GuidelinesTable(_Table):
-    """``guidelines = { do = [...], do_not = [...], common_mistakes = [...] }``."""
-
-    do: list[str] = Field(default_factory=list, description="a list of strings")
-    do_not: list[str] = Field(default_factory=list, description="a list of strings")
-    common_mistakes: list[str] = Field(default_factory=list, description="a list of strings")
-
-    def guidelines(self) -> Guidelines:
-        """The table as a tool's ``Guidelines``."""
-        return Guidelines(
-            do=tuple(self.do), do_not=tuple(self.do_not),
-            common_mistakes=tuple(self.common_mistakes),
-        )
-
-
-class ServerTrust(_Table):
+class ServerTrust(StrictTable):
     """``[mcp_servers.NAME] trust = { output = "trusted", private = false }``: labels for
     every tool of the server (sinks name one tool's parameters: its ``tools.TOOL`` table)."""
 
@@ -69,35 +36,7 @@ class ServerTrust(_Table):
         return TrustOverlay(output=self.output, private=self.private)
 
 
-class MountedToolSettings(ToolSettings):
-    """``[mcp_servers.NAME.tools.TOOL]``: what toolplug adds to one remote tool, and its call
-    settings (every key of ``[tools.NAME]``)."""
-
-    category: str | None = Field(
-        default=None, pattern=r"^[a-z][a-z0-9_]{0,31}$", description="a category name"
-    )
-    optionality: Literal["required", "optional"] | None = Field(
-        default=None, description='"required" or "optional"'
-    )
-    usage_hint: str | None = Field(
-        default=None, description="a short, imperative sentence: when to reach for the tool"
-    )
-    guidelines: GuidelinesTable | None = Field(
-        default=None, description="a table: do, do_not, common_mistakes (lists of strings)"
-    )
-    accept_findings: list[RuleId] = Field(
-        default_factory=list, description=_RULES_TEXT
-    )
-    """Scan rules whose findings in this tool's definition the operator accepts."""
-
-    def call_settings(self) -> ToolSettings:
-        """The call settings alone, as ``[tools.NAME]`` would give them."""
-        return ToolSettings.model_validate(
-            {k: getattr(self, k) for k in POLICY_KEYS if k in self.model_fields_set}
-        )
-
-
-class ServerSettings(_Table):
+class ServerSettings(StrictTable):
     """``[mcp_servers.NAME]``: one MCP server, over stdio (``command``) or HTTP (``url``)."""
 
     name: str = Field(pattern=SERVER_NAME, description="a lower-case name, a letter first")
@@ -153,14 +92,14 @@ class ServerSettings(_Table):
         description="a boolean: true lets the server's own annotations (readOnlyHint ...) "
         "lower approvals and its results' trust annotations raise trust",
     )
-    accept_findings: list[RuleId] = Field(default_factory=list, description=_RULES_TEXT)
+    accept_findings: list[RuleId] = Field(default_factory=list, description=RULES_TEXT)
     list_ttl_seconds: float = Field(
         default=3600.0, ge=0, description="a number of seconds a tool list is trusted"
     )
     startup_timeout_seconds: float = Field(
         default=10.0, gt=0, description="a positive number of seconds"
     )
-    tools: dict[str, MountedToolSettings] = Field(
+    tools: dict[str, GatheredToolSettings] = Field(
         default_factory=dict, description="a table of per-tool tables"
     )
 
@@ -189,7 +128,7 @@ class ServerSettings(_Table):
         """``stdio`` or ``http``."""
         return "stdio" if self.command is not None else "http"
 
-    def settings_for(self, tool: str) -> MountedToolSettings | None:
+    def settings_for(self, tool: str) -> GatheredToolSettings | None:
         """The ``[mcp_servers.NAME.tools.TOOL]`` table of a remote tool, if any."""
         return self.tools.get(tool)
 
@@ -215,17 +154,3 @@ def parse_mcp_servers(
         what="server name", longest=32,
         rule=lambda problems: problems[0] if all(not p["loc"] for p in problems) else None,
     )
-
-
-def resolve_value(value: Value, *, env: Mapping[str, str], base: Path) -> tuple[str | None, bool]:
-    """A configured value as text, and whether it is a secret (it came from elsewhere).
-
-    An ``{ env = "VAR" }`` whose variable is unset gives None; an unreadable
-    ``{ file = "PATH" }`` raises ``OSError``.
-    """
-    if isinstance(value, str):
-        return value, False
-    if isinstance(value, FromEnv):
-        return env.get(value.env) or None, True
-    path = base / Path(value.file).expanduser()
-    return path.read_text(encoding="utf-8").strip(), True

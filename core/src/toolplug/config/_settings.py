@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
 from jsonschema import Draft202012Validator
@@ -36,6 +37,8 @@ __all__ = [
     "FromFile",
     "ServeSettings",
     "StaticToken",
+    "StrictTable",
+    "Value",
     "parse_calls",
     "parse_code",
     "parse_guard",
@@ -43,6 +46,7 @@ __all__ = [
     "parse_policies",
     "parse_serve",
     "parse_tool_settings",
+    "resolve_value",
 ]
 
 
@@ -243,20 +247,41 @@ ServeApprovals = Literal["toolplug", "client"]
 """Who approves a served call: toolplug asks the client's user, or the MCP host did."""
 
 
-class _Table(BaseModel):
+class StrictTable(BaseModel):
+    """The base of every table of ``toolplug.toml`` toolplug checks itself: frozen, strict
+    (no coercion: ``"5"`` is not a number), no unknown keys, no infinities or NaN."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
-class FromEnv(_Table):
+class FromEnv(StrictTable):
     """``{ env = "VAR" }``: the value of an environment variable (a secret, redacted)."""
 
     env: str = Field(min_length=1, description="the name of an environment variable")
 
 
-class FromFile(_Table):
+class FromFile(StrictTable):
     """``{ file = "PATH" }``: the stripped text of a file (a secret, redacted)."""
 
     file: str = Field(min_length=1, description="a file path, relative to the configuration")
+
+
+Value = str | FromEnv | FromFile
+"""A configured value: the text itself, or where to read it (a secret)."""
+
+
+def resolve_value(value: Value, *, env: Mapping[str, str], base: Path) -> tuple[str | None, bool]:
+    """A configured value as text, and whether it is a secret (it came from elsewhere).
+
+    An ``{ env = "VAR" }`` whose variable is unset gives None; an unreadable
+    ``{ file = "PATH" }`` raises ``OSError``.
+    """
+    if isinstance(value, str):
+        return value, False
+    if isinstance(value, FromEnv):
+        return env.get(value.env) or None, True
+    path = base / Path(value.file).expanduser()
+    return path.read_text(encoding="utf-8").strip(), True
 
 
 _SECRET: Final = '{ env = "VAR" } or { file = "PATH" } (never the value itself)'
@@ -271,7 +296,7 @@ def _default_algorithms() -> list[Algorithm]:
     return ["RS256", "PS256", "ES256", "EdDSA"]
 
 
-class StaticToken(_Table):
+class StaticToken(StrictTable):
     """``[serve.auth.tokens.NAME]``: a bearer token for development and tests; its holder is
     the principal ``NAME`` (subject and client)."""
 
@@ -281,7 +306,7 @@ class StaticToken(_Table):
     """The scopes the token grants."""
 
 
-class AuthSettings(_Table):
+class AuthSettings(StrictTable):
     """``[serve.auth]``: ``toolplug serve --http`` as an OAuth 2.1 resource server."""
 
     issuer: str = Field(
@@ -342,7 +367,7 @@ class AuthSettings(_Table):
         return self
 
 
-class ServeSettings(_Table):
+class ServeSettings(StrictTable):
     """The ``[serve]`` table: how ``toolplug serve`` serves and treats its MCP clients."""
 
     approvals: ServeApprovals = Field(

@@ -24,7 +24,7 @@ from typing import Any, Final
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolplug.config._servers import GuidelinesTable
+from toolplug.config._gathered import GuidelinesTable
 from toolplug.config._settings import parse_named_tables
 from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
 from toolplug.contract._settings import SINK_KINDS, ToolSettings

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._registry import Registry
 
-__all__ = ["Invoker"]
+__all__ = ["Engine"]
 
 _T = TypeVar("_T")
 
@@ -82,7 +82,7 @@ _KEPT_HERE = (
 )
 
 
-class Invoker:
+class Engine:
     """Runs calls for one registry: validation, hooks, the pipeline, the bridge."""
 
     def __init__(self, registry: Registry, *, approver: Approver | None = None) -> None:
@@ -238,7 +238,7 @@ class Invoker:
     async def aguard_reason(self, name: str, arguments: Any) -> str | None:
         """``guard_reason`` for a caller on the event loop: a check that would search long
         text runs in toolplug's worker thread (``offload_pool``), as the engine's own check
-        does, so the loop goes on meanwhile (``Guard.long``)."""
+        does, so the loop goes on meanwhile (``FlowGuard.long``)."""
         subject = self._guarded(name, arguments)
         if subject is None:
             return None
@@ -321,7 +321,7 @@ class Invoker:
         self, call: ToolCall, result: ToolResult
     ) -> tuple[ToolResult, asyncio.Future[None] | None]:
         """The result with its labels (its tool's, or those the tool gave this result:
-        ``Guard.of_result``), recorded in the current conversation (and its untrusted text
+        ``FlowGuard.of_result``), recorded in the current conversation (and its untrusted text
         delimited, when ``[guard] delimit_untrusted`` says so). An untrusted or private
         result too long to read on the event loop (``toolplug.trust._guard.off_loop``) is
         recorded in a worker thread: the future of that, which the call awaits before it
@@ -455,13 +455,13 @@ class Invoker:
         self._bridge.close()
 
 
-def _tasks_of(engine: Invoker) -> Tasks:
+def _tasks_of(engine: Engine) -> Tasks:
     """The engine's tasks, given what they need of it: its ``acall``, and its bridge's loop
     thread (the tasks' home, where a sync handle waits). Weakly, so a registry dropped
     without close() is still collected (and its loop thread stopped) at once."""
     owner = weakref.ref(engine)
 
-    def alive() -> Invoker:
+    def alive() -> Engine:
         found = owner()
         if found is None:
             raise RuntimeError("the registry of these tasks was dropped")

@@ -30,7 +30,7 @@ from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolFailure, ToolResult
 from toolplug.engine._slots import Slots
 from toolplug.state._store import Store, cache_key
-from toolplug.trust._guard import Guard, Verdict
+from toolplug.trust._guard import FlowGuard, Verdict
 from toolplug.utilities._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class Pipeline:
         self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
         self._lock = threading.Lock()
-        self.guard = Guard(registry)
+        self.guard = FlowGuard(registry)
         """The flow guard and the ``[policies]`` rules (``toolplug.trust._guard``)."""
 
     def instance(self, name: str) -> tuple[Tool, bool]:

@@ -27,11 +27,6 @@ class Slots:
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._lock = threading.Lock()
 
-    @property
-    def in_use(self) -> int:
-        """How many holders there are now."""
-        return self._used
-
     async def __aenter__(self) -> None:
         with self._lock:
             if self._used < self.limit and not self._waiters:

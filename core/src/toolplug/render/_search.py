@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._metadata import (
@@ -62,9 +62,6 @@ OPENAI_TOOL_SEARCH: Final = {"type": "tool_search"}
 """OpenAI's hosted tool search tool, as a Responses API ``tools`` entry."""
 SEARCH_LIMIT: Final = 20
 DEFAULT_SEARCH_LIMIT: Final = 5
-
-Exporter = Callable[..., dict[str, Any]]
-
 
 @functools.cache
 def search_tools_metadata() -> ToolMetadata:

@@ -17,7 +17,7 @@ from toolplug.config._config import (
     parse_config,
     resolve_tool_config,
 )
-from toolplug.config._servers import resolve_value
+from toolplug.config._settings import resolve_value
 from toolplug.config._transforms import apply_transforms
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._capabilities import Capability, DetectContext
@@ -27,7 +27,7 @@ from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._selection import Selection
-from toolplug.runtime._sources import ToolSource
+from toolplug.runtime._source import ToolSource
 from toolplug.search._index import Embedder, Hit, ranked
 from toolplug.trust._logs import protect
 from toolplug.trust._redaction import Redactor

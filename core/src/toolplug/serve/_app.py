@@ -41,9 +41,10 @@ from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
-from toolplug.serve._tasks import install_tasks
-from toolplug.state._backend import Backend, open_backend
+from toolplug.serve._task_extension import install_tasks
+from toolplug.state._backend import Backend
 from toolplug.state._conversations import Conversations
+from toolplug.state._shared import open_backend
 from toolplug.utilities._limits import DEFAULT_OUTPUT_CHARS, bounded, data_cut
 
 if TYPE_CHECKING:

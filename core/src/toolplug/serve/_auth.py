@@ -51,7 +51,7 @@ from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.server.auth.routes import build_resource_metadata_url
 from pydantic import AnyHttpUrl
 
-from toolplug.config._servers import resolve_value
+from toolplug.config._settings import resolve_value
 from toolplug.contract._errors import UsageError
 
 if TYPE_CHECKING:

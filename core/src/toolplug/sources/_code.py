@@ -47,7 +47,7 @@ from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.contract._version import toolplug_version
-from toolplug.runtime._sources import ToolSource
+from toolplug.runtime._source import ToolSource
 from toolplug.schema._python import (
     CODE_TOOL,
     Parameter,

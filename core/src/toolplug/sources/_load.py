@@ -7,14 +7,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolplug.config._config import Config
-from toolplug.engine._engine import Invoker
+from toolplug.engine._engine import Engine
 from toolplug.runtime._registry import assemble, check_sources, configuration
 from toolplug.sources._code import CodeMode, code_settings
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._sources import ToolSource
+    from toolplug.runtime._source import ToolSource
 
 __all__ = ["load"]
 
@@ -89,7 +89,7 @@ def load(
             deny=deny,
             plugins=plugins,
             strict=strict,
-            engine=lambda registry: Invoker(registry, approver=approver),
+            engine=lambda registry: Engine(registry, approver=approver),
             sources=gathered,
         )
     except BaseException:  # no registry will close them: what they opened ends here

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._metadata import Trust
 from toolplug.contract._tool import Citation, ToolError, ToolResult
-from toolplug.state._backend import Backend, open_backend
+from toolplug.state._backend import Backend
+from toolplug.state._shared import open_backend
 from toolplug.trust._redaction import redacted_result
 from toolplug.utilities._bridge import loop_running, offload_pool
 from toolplug.utilities._limits import heavy

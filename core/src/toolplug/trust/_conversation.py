@@ -257,7 +257,7 @@ class Conversation:
         """Whether any private output entered."""
         self.read_chars = 0
         """The characters of the untrusted and private text entered (their ``Record.text``):
-        what a check searches, in the outermost conversation (``Guard.long``)."""
+        what a check searches, in the outermost conversation (``FlowGuard.long``)."""
         self._untrusted_chars = 0
         self._private_chars = 0
         if request:
@@ -302,7 +302,7 @@ class Conversation:
         in_thread: bool = False,
     ) -> asyncio.Future[None] | None:
         """Record a call's result (made with ``arguments``): ``sources`` holds it next.
-        ``listing``: keep the strings of its data for refs to name (``Guard.lists``: False
+        ``listing``: keep the strings of its data for refs to name (``FlowGuard.lists``: False
         when no tool of the registry has refs, and nothing would read them).
 
         ``in_thread``: when the result is untrusted or private and long (``off_loop``) and
@@ -574,7 +574,7 @@ class Conversation:
         size = settings.min_phrase_words
         min_chars = settings.min_token_chars
         # each search holds the GIL throughout: in a conversation that read long text, off
-        # the loop (``Guard.long``: in a worker thread), it is handed over between searches
+        # the loop (``FlowGuard.long``: in a worker thread), it is handed over between searches
         # (``_searched``), as recording does a slice at a time; else the loop waits for the
         # interpreter's switch interval (5 ms) or the check's end, whichever comes first
         since = 0  # characters searched since the GIL was last handed over

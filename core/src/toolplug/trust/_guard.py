@@ -1,6 +1,6 @@
 """The flow guard: whether a call's sinks carry what entered its conversation.
 
-Before a call runs, ``Guard.check`` looks at
+Before a call runs, ``FlowGuard.check`` looks at
 
 1. the ``[policies]`` rules of the tool (JSON Schema per argument; allow, ask, deny);
 2. the flow rule: a sink argument whose value carries text from an untrusted output of
@@ -27,8 +27,8 @@ in a ref is read as in any sink.
 The pipeline (``toolplug.engine._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal. A check searches what was read (the records of
 ``_conversation``), once per token and run of words of a sink value (0.17 ms a MB): in a
-conversation that read that much, a check whose searches are long (``Guard.long``) is
-awaited in a worker thread (``Guard.check_off_loop``), with the same verdict.
+conversation that read that much, a check whose searches are long (``FlowGuard.long``) is
+awaited in a worker thread (``FlowGuard.check_off_loop``), with the same verdict.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from toolplug.trust._text import (
     strings_in,
 )
 
-__all__ = ["Catalog", "Guard", "GuardConfig", "Verdict"]
+__all__ = ["Catalog", "FlowGuard", "GuardConfig", "Verdict"]
 
 _UNKNOWN: Final = object()
 
@@ -126,7 +126,7 @@ class Catalog(Protocol):
         """The trust labels in force for ``name``."""
 
 
-class Guard:
+class FlowGuard:
     """The flow guard and the ``[policies]`` rules of one registry."""
 
     def __init__(self, registry: Catalog) -> None:

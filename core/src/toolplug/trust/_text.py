@@ -67,7 +67,7 @@ SEARCH_CHARS: Final = 2 * 1024 * 1024
 of a sink value, through the words of every untrusted or private source) in about the time
 a slice (``SLICE_CHARS``) takes to fold or list: a search goes through about 6 characters
 a ns, so 0.35 ms. A check that would search more is made in a worker thread
-(``Guard.long``), and there hands the GIL over after each such slice of searching."""
+(``FlowGuard.long``), and there hands the GIL over after each such slice of searching."""
 
 
 BREAK: Final = re.compile(r"\W")

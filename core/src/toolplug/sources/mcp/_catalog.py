@@ -16,7 +16,6 @@ pinned tool whose definition differs from its digest is refused.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -232,9 +231,3 @@ def tool_name(prefix: str, remote: str) -> str:
 def now() -> float:
     """Seconds since the epoch (a function, so a test can see the clock it reads)."""
     return time.time()
-
-
-def remove_listing(cache_dir: Path, server: str) -> None:
-    """Forget a server's stored listing."""
-    with contextlib.suppress(OSError):
-        _listing_path(cache_dir, server).unlink()

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.config._servers import MountedToolSettings, ServerSettings
+from toolplug.config._gathered import GatheredToolSettings
+from toolplug.config._servers import ServerSettings
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import TRUST_ANNOTATIONS, Annotations, ToolMetadata, Trust
 from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
-from toolplug.runtime import _progress, _sources
+from toolplug.runtime import _progress
+from toolplug.sources import _gathered
 from toolplug.sources.mcp import _catalog, _host
 from toolplug.sources.mcp._screen import screen
 from toolplug.trust._redaction import Redactor
@@ -41,7 +43,7 @@ _BLOCK_LABELS = {"image": "an image", "audio": "audio"}
 
 
 @dataclass
-class MountedServer(_sources.Origin):
+class MountedServer(_gathered.Origin):
     """One configured server as this process sees it."""
 
     KIND = "mcp"
@@ -211,7 +213,7 @@ class MountedServer(_sources.Origin):
 
 
 @dataclass
-class Mounted(_sources.GatheredSource):
+class Mounted(_gathered.GatheredSource):
     """Every mounted server of one registry: the source of their tools."""
 
     servers: dict[str, MountedServer] = field(default_factory=dict)
@@ -339,7 +341,7 @@ def _resolve(
     ):
         for key, value in sorted(table.items()):
             where = f"[mcp_servers.{settings.name}] {kind}.{key} in {source}"
-            text, secret = _sources.resolved(value, where, env=env, base=base, problems=problems)
+            text, secret = _gathered.resolved(value, where, env=env, base=base, problems=problems)
             if text is None:
                 continue
             if secret or kind == "headers":
@@ -466,7 +468,7 @@ def _name_tools(servers: Mapping[str, MountedServer]) -> None:
             if not remote or not _selected(server.settings, remote):
                 continue
             wished = _catalog.tool_name(server.settings.name_prefix, remote)
-            name = _sources.unique_name(wished, taken)
+            name = _gathered.unique_name(wished, taken)
             if name != wished:  # two remote names that read the same once made valid
                 server.notes.append(f"{remote!r} is mounted as {name}")
             wanted.setdefault(name, []).append((server, remote))
@@ -536,7 +538,9 @@ def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> dict
         for final, remote in server.names.items():
             own = server.settings.settings_for(remote)
             written = config.settings.get(final)
-            values = _sources.call_settings(defaults, own.call_settings() if own else None, written)
+            values = _gathered.call_settings(
+                defaults, own.call_settings() if own else None, written
+            )
             trust = _trust(server, own, written)
             if trust is not None:
                 values["trust"] = trust
@@ -546,7 +550,7 @@ def _with_settings(config: Config, servers: Mapping[str, MountedServer]) -> dict
 
 
 def _trust(
-    server: MountedServer, own: MountedToolSettings | None, written: ToolSettings | None
+    server: MountedServer, own: GatheredToolSettings | None, written: ToolSettings | None
 ) -> TrustOverlay | None:
     """A mounted tool's trust labels from the configuration, key by key: the server's
     table, then the tool's table under it, then a ``[tools.NAME]`` table; None when none
@@ -597,7 +601,7 @@ def _metadata(server: MountedServer, final: str, tool: Mapping[str, Any]) -> Too
         ),
         "setup_instructions": _setup(server),
     }
-    _sources.overridden(values, own, ("category", "optionality", "usage_hint"))
+    _gathered.overridden(values, own, ("category", "optionality", "usage_hint"))
     return ToolMetadata.model_validate(values)
 
 
@@ -656,7 +660,7 @@ def _setup(server: MountedServer) -> str:
 def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> type[Tool] | str:
     """The ``Tool`` class of one remote tool, or why its definition cannot be mounted."""
     remote = str(tool["name"])
-    metadata = _sources.checked_metadata(
+    metadata = _gathered.checked_metadata(
         lambda: _metadata(server, final, tool), f"the definition of {remote!r} cannot be mounted"
     )
     if isinstance(metadata, str):
@@ -679,7 +683,7 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
             known.append(tables.over(declared) if tables is not None else declared)
         return await server.call(remote, arguments, context, known[0])
 
-    return _sources.tool_class("Mounted", metadata, run, __module__=__name__)
+    return _gathered.tool_class("Mounted", metadata, run, __module__=__name__)
 
 
 def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:
@@ -705,7 +709,7 @@ def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolM
     )
 
 
-class _ServerPlugin(_sources.OriginPlugin):
+class _ServerPlugin(_gathered.OriginPlugin):
     """The plugin of one mounted server: its tools and its capability."""
 
     def __init__(self, server: MountedServer, source: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urljoin, urlsplit
 
-from toolplug.config._openapi import ApiSettings, TrustOverlay
+from toolplug.config._openapi import ApiSettings, ApiTrust
 from toolplug.contract._capabilities import Capability, Check, DetectContext
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import (
@@ -30,10 +30,10 @@ from toolplug.contract._metadata import (
     schema_digest,
     vouch,
 )
-from toolplug.contract._settings import ToolSettings
-from toolplug.contract._settings import TrustOverlay as ToolTrust
+from toolplug.contract._settings import ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
-from toolplug.runtime import _progress, _sources
+from toolplug.runtime import _progress
+from toolplug.sources import _gathered
 from toolplug.sources.openapi import _catalog, _convert, _request, _spec
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ _NETWORK: Final = "network"
 
 
 @dataclass
-class Api(_sources.Origin):
+class Api(_gathered.Origin):
     """One configured API as this process sees it."""
 
     KIND = "openapi"
@@ -132,7 +132,7 @@ class Api(_sources.Origin):
 
 
 @dataclass
-class Described(_sources.GatheredSource):
+class Described(_gathered.GatheredSource):
     """Every configured API of one registry: the source of their operations' tools."""
 
     apis: dict[str, Api] = field(default_factory=dict)
@@ -289,7 +289,7 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
     values: dict[str, str] = {}
     for key, value in auth.secrets().items():
         where = f"[openapi.{api.name}] auth.{key} in {source}"
-        text, secret = _sources.resolved(value, where, env=env, base=api.base, problems=api.unset)
+        text, secret = _gathered.resolved(value, where, env=env, base=api.base, problems=api.unset)
         if text is None:
             continue
         if secret:
@@ -348,7 +348,7 @@ def _refused(url: str, policy: NetworkPolicy) -> str | None:
     except ValueError:
         pass  # the guard's own parser says what is wrong
     from toolplug.http import NetworkError, check_url  # the guard, only when needed
-    from toolplug.http._guard import parse_url
+    from toolplug.http._netguard import parse_url
 
     try:
         target = parse_url(url)
@@ -374,7 +374,7 @@ def _name_tools(api: Api) -> None:
         ):
             continue
         wished = (api.settings.name_prefix + op["name"])[:64]
-        name = _sources.unique_name(wished, taken)
+        name = _gathered.unique_name(wished, taken)
         if name != wished:
             api.notes.append(f"{op['operation_id']!r} is offered as {name}")
         api.names[name] = op
@@ -399,7 +399,7 @@ def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSet
             own = tables.get(op["operation_id"])
             if not defaults and own is None and final not in written:
                 continue  # nothing to set: most operations of a large API
-            values = _sources.call_settings(
+            values = _gathered.call_settings(
                 defaults, own.call_settings() if own else None, written.get(final)
             )
             if values:
@@ -418,7 +418,7 @@ def _annotations(method: str) -> Annotations:
     )
 
 
-def _trust(overlay: TrustOverlay, op: Mapping[str, Any], own: ToolTrust | None) -> Trust:
+def _trust(overlay: ApiTrust, op: Mapping[str, Any], own: TrustOverlay | None) -> Trust:
     """The API's labels for this operation, with the operation's own table on top."""
     names = set(op["parameters"].get("properties") or {})
     output, private = overlay.output, overlay.private
@@ -497,7 +497,7 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
     ):
         return api.template.model_copy(update=values)
     values.update(api.common)
-    _sources.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
+    _gathered.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
     return ToolMetadata.model_validate(values)
 
 
@@ -515,18 +515,18 @@ async def _run(self: Tool, arguments: dict[str, Any], context: ToolContext) -> T
 
 def _tool_class(api: Api, final: str, op: Mapping[str, Any]) -> type[Tool] | str:
     """The ``Tool`` class of one operation, or why it cannot be offered."""
-    metadata = _sources.checked_metadata(
+    metadata = _gathered.checked_metadata(
         lambda: _metadata(api, final, op),
         f"the operation {op['operation_id']!r} cannot be offered",
     )
     if isinstance(metadata, str):
         return metadata
-    return _sources.tool_class(
+    return _gathered.tool_class(
         "OpenAPI", metadata, _run, api=api, definition=op, __module__=__name__
     )
 
 
-class _ApiPlugin(_sources.OriginPlugin):
+class _ApiPlugin(_gathered.OriginPlugin):
     """The plugin of one API: its operations' tools and its capability."""
 
     def __init__(self, api: Api) -> None:

@@ -14,7 +14,7 @@ import hashlib
 import re
 from typing import Any, Final
 
-from toolplug.runtime._sources import unique_name
+from toolplug.sources._gathered import unique_name
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 

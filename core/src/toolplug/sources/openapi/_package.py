@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 
-from toolplug.config._openapi import ApiSettings, TrustOverlay
+from toolplug.config._openapi import ApiSettings, ApiTrust
 from toolplug.contract._metadata import ConfigField, Example, Guidelines, ToolMetadata
 from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
@@ -184,7 +184,7 @@ def operation_tools(path: str | os.PathLike[str]) -> list[type[Tool]]:
             parameters=op["parameters"],
             returns=op.get("returns"),
             annotations=_annotations(op["method"]),
-            trust=_trust(TrustOverlay(), op, None),
+            trust=_trust(ApiTrust(), op, None),
             config_fields=fields,
             usage_hint=op.get("usage_hint") or "",
             guidelines=Guidelines(**{k: tuple(v) for k, v in (op.get("guidelines") or {}).items()}),

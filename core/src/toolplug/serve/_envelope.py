@@ -3,13 +3,14 @@
 The SDK validates each incoming message against the JSON-RPC envelope and, on stdio, drops
 a message it refuses with only a debug log: a client that sent positional ``params``, an
 ``id`` of ``null`` or ``1.5``, or arguments nested deeper than the validator goes, waits
-forever. Over HTTP it answers most of them, but without the request's id. ``screen`` looks
-at a message first: what the SDK accepts passes on untouched; for anything else it returns
-the error reply JSON-RPC 2.0 prescribes, with the request's id when the id can be read.
+forever. Over HTTP it answers most of them, but without the request's id.
+``malformed_reply`` looks at a message first: what the SDK accepts passes on untouched; for
+anything else it returns the error reply JSON-RPC 2.0 prescribes, with the request's id
+when the id can be read.
 A message nested too deeply for ``json.loads`` has its id read by a bounded scan of the
 top-level object, without parsing the deep part.
 
-Over HTTP, ``ScreeningApp`` also refuses a POST body over ``MAX_BODY_BYTES`` with 413 as
+Over HTTP, ``EnvelopeCheck`` also refuses a POST body over ``MAX_BODY_BYTES`` with 413 as
 soon as the size is known, keeping none of it (the rest is read and dropped, up to a bound,
 so that the client gets the answer).
 """
@@ -28,7 +29,7 @@ from pydantic import ValidationError
 
 from toolplug.utilities._limits import MAX_ARGUMENT_DEPTH, argument_problem
 
-__all__ = ["MAX_BODY_BYTES", "ScreeningApp", "leading_id", "screen"]
+__all__ = ["MAX_BODY_BYTES", "EnvelopeCheck", "leading_id", "malformed_reply"]
 
 log = logging.getLogger("toolplug")
 
@@ -53,7 +54,7 @@ _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _PAIRS: Final = {"]": "[", "}": "{"}
 
 
-def screen(line: str | bytes) -> dict[str, Any] | None:  # noqa: C901 - one check per malformed message shape
+def malformed_reply(line: str | bytes) -> dict[str, Any] | None:  # noqa: C901 - one check per malformed message shape
     """None when the SDK will take the message; else the error reply to send instead."""
     try:
         parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -238,9 +239,9 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
-class ScreeningApp:
-    """ASGI middleware for streamable HTTP: a POSTed message ``screen`` refuses is answered
-    with HTTP 400 and the JSON-RPC error, a body over ``max_body`` bytes with HTTP 413 (no
+class EnvelopeCheck:
+    """ASGI middleware for streamable HTTP: a POSTed message ``malformed_reply`` refuses is
+    answered with HTTP 400 and the JSON-RPC error, a body over ``max_body`` bytes with HTTP 413 (no
     more than ``max_body`` bytes of it are kept); every other request goes to the SDK's
     app. ``active`` counts the POSTs whose answers are not yet sent (for shutdown)."""
 
@@ -290,7 +291,7 @@ class ScreeningApp:
             if not event.get("more_body"):
                 break
         body = b"".join(chunks)
-        reply = screen(body) if body.strip() else None
+        reply = malformed_reply(body) if body.strip() else None
         if reply is None:
             await self.app(scope, _replay(body, receive), send)
             return
