@@ -36,6 +36,7 @@ from toolplug.cli._reports import (
     trust_words,
     unreached_records,
 )
+from toolplug.contract._settings import SINK_KINDS
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -203,8 +204,7 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         "output": labels.output,
         "private": labels.private,
         "sinks": list(labels.sinks),
-        **({"refs": list(labels.refs)} if labels.refs else {}),
-        **({"destinations": list(labels.destinations)} if labels.destinations else {}),
+        **{kind: list(getattr(labels, kind)) for kind in SINK_KINDS if getattr(labels, kind)},
         "source": trust_source(registry, args.name),
     }
     record["approval"] = approval_record(registry, args.name)

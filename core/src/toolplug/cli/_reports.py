@@ -9,6 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolplug.contract._settings import SINK_KINDS
+
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata, Trust
     from toolplug.runtime._registry import Registry
@@ -201,10 +203,12 @@ def trust_words(labels: Trust) -> str:
     ``, refs: channel`` and ``, destinations: to`` when the tool has them)."""
     sinks = ", ".join(labels.sinks) or "none"
     private = "private" if labels.private else "not private"
-    refs = f", refs: {', '.join(labels.refs)}" if labels.refs else ""
-    if labels.destinations:
-        refs += f", destinations: {', '.join(labels.destinations)}"
-    return f"{labels.output} output, {private}, sinks: {sinks}{refs}"
+    kinds = "".join(
+        f", {kind}: {', '.join(getattr(labels, kind))}"
+        for kind in SINK_KINDS
+        if getattr(labels, kind)
+    )
+    return f"{labels.output} output, {private}, sinks: {sinks}{kinds}"
 
 
 def trust_source(registry: Registry, name: str) -> str:

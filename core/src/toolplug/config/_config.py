@@ -451,7 +451,7 @@ def _check_overlay(
     raise err(
         f"trust.{key}",
         f"names {listed}, not a sink of {name} (its sinks: {', '.join(sinks) or 'none'}); "
-        f"{SINK_KINDS[key]}",
+        f"{SINK_KINDS[key].meaning}",
         "a list of the tool's sinks (set trust.sinks to add one)",
     )
 

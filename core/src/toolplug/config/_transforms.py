@@ -165,8 +165,10 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         output=labels.output,
         private=labels.private,
         sinks=tuple(sorted(back[s] for s in labels.sinks if s in back)),
-        refs=tuple(sorted(back[s] for s in labels.refs if s in back)),
-        destinations=tuple(sorted(back[s] for s in labels.destinations if s in back)),
+        **{
+            kind: tuple(sorted(back[s] for s in getattr(labels, kind) if s in back))
+            for kind in SINK_KINDS
+        },
     )
     examples = []
     for example in metadata.examples:

@@ -704,8 +704,8 @@ def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolM
         )
     return (
         f"{where} trust.{key} names {listed}, not among its "
-        f"trust.sinks ({', '.join(trust.sinks or ()) or 'none'}); {SINK_KINDS[key]}: add it "
-        "to sinks too"
+        f"trust.sinks ({', '.join(trust.sinks or ()) or 'none'}); "
+        f"{SINK_KINDS[key].meaning}: add it to sinks too"
     )
 
 

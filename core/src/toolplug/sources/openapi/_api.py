@@ -30,7 +30,7 @@ from toolplug.contract._metadata import (
     schema_digest,
     vouch,
 )
-from toolplug.contract._settings import ToolSettings, TrustOverlay
+from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
@@ -434,27 +434,21 @@ def _trust(overlay: ApiTrust, op: Mapping[str, Any], own: TrustOverlay | None) -
         whole = (op.get("body") or {}).get("whole")
         if whole:
             sinks.append(whole)
-    refs = tuple(sorted(r for r in overlay.refs if r in sinks)) if overlay.refs else ()
-    to = (
-        tuple(sorted(d for d in overlay.destinations if d in sinks))
-        if overlay.destinations
-        else ()
+    kinds = tuple(
+        tuple(sorted(s for s in getattr(overlay, kind) if s in sinks)) for kind in SINK_KINDS
     )
-    return _labels(output, private, tuple(sorted(sinks)), refs, to)
+    return _labels(output, private, tuple(sorted(sinks)), kinds)
 
 
 @functools.lru_cache(maxsize=1024)
 def _labels(
-    output: str,
-    private: bool,
-    sinks: tuple[str, ...],
-    refs: tuple[str, ...] = (),
-    destinations: tuple[str, ...] = (),
+    output: str, private: bool, sinks: tuple[str, ...], kinds: tuple[tuple[str, ...], ...] = ()
 ) -> Trust:
-    """One ``Trust`` per set of labels, shared by the operations that have it."""
+    """One ``Trust`` per set of labels (``kinds``: the names of each of ``SINK_KINDS``, in
+    its order), shared by the operations that have it."""
     return Trust.model_validate({
-        "output": output, "private": private, "sinks": sinks, "refs": refs,
-        "destinations": destinations,
+        "output": output, "private": private, "sinks": sinks,
+        **dict(zip(SINK_KINDS, kinds, strict=False)),
     })
 
 
