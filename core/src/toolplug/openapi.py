@@ -1,6 +1,6 @@
 """Deprecated: ``toolplug.sources.openapi`` holds the OpenAPI source.
 
-Packages made by ``toolplug new --openapi`` in 0.1 import ``operation_tools`` from
+Packages made by ``toolplug new --from-openapi`` in 0.1 import ``operation_tools`` from
 here; this module keeps them working for one minor release, with a ``DeprecationWarning``
 that names the new home (VERSIONING.md).
 """

@@ -47,7 +47,7 @@ _SELECTIONS_KEPT: Final = 256
 
 
 class CallEngine(Protocol):
-    """What runs a registry's calls (``toolplug.calls``), held so runtime never imports it."""
+    """What runs a registry's calls (``toolplug.engine``), held so runtime never imports it."""
 
     def call(
         self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool,
