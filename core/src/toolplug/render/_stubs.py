@@ -1,7 +1,8 @@
 """Typed Python stubs of the selected tools: what a model writes code-mode programs against.
 
 The text itself comes from ``toolplug.schema`` (``python_stubs``), shared with the
-``run_code`` tool of code mode (``toolplug.sources._code``), which puts the same stubs into its description.
+``run_code`` tool of code mode (``toolplug.sources._code``), which puts the same stubs into
+its description.
 """
 
 from __future__ import annotations
