@@ -162,7 +162,7 @@ async def sequential(ways: list[tuple[str, str, str | None]], calls: int) -> dic
 
 async def verifying(issued_by: str, audience: str, token: str, times: int) -> float:
     """The median seconds of one ``verify_token`` of a JWT whose key is cached."""
-    from toolplug.runtime._settings import AuthSettings
+    from toolplug.config._settings import AuthSettings
     from toolplug.serve._auth import Verifier
 
     settings = AuthSettings.model_validate(

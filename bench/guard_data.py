@@ -45,7 +45,9 @@ from stall_probe import Probe
 
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
-from toolplug.calls import _engine, _guard, _limits
+from toolplug.engine import _engine
+from toolplug.trust import _guard
+from toolplug.utilities import _limits
 
 DATA: dict[str, Any] = {"rows": []}
 """The data ``rows`` returns, made before the rounds (not on the loop while measured)."""

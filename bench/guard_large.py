@@ -17,7 +17,7 @@ longest stall another task saw. Five ways, interleaved round by round:
 * ``worker thread, whole text``: off the loop, but the slice as long as the text, so the
   thread holds the GIL through each long string operation (shows why the work is sliced);
 * ``sliced, checked on the loop``: the page recorded a slice at a time in a worker thread,
-  the check made on the loop (``Guard.long`` answering no): the code before the check moved;
+  the check made on the loop (``FlowGuard.long`` answering no): the code before the check moved;
 * ``sliced, checked in a thread, no hand-over``: the check in a worker thread too, its
   searches keeping the GIL from one run of words to the next (shows whether they need to
   hand it over);
@@ -26,7 +26,7 @@ longest stall another task saw. Five ways, interleaved round by round:
 
 Then the same for sizes around the thresholds, the page recorded in a thread at every size
 and the check made on the loop or in a thread at every size (``sliced, checked in a
-thread``, whatever ``Guard.long`` says): where the work starts to cost the loop more than
+thread``, whatever ``FlowGuard.long`` says): where the work starts to cost the loop more than
 handing it to a thread does.
 """
 
@@ -46,7 +46,7 @@ from stall_probe import Probe
 
 import toolplug
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult, Trust, hookimpl
-from toolplug.calls import _guard
+from toolplug.trust import _conversation, _guard, _text
 
 PARAGRAPH = (
     "Paragraph {n}: the harbour office posts the tide tables every morning at "
@@ -110,11 +110,11 @@ class Bench:
 
 
 _SEARCHING = threading.local()
-_CARRIED = _guard.Conversation._carried
-_HAND_OVER = _guard._hand_over
+_CARRIED = _conversation.Conversation._carried
+_HAND_OVER = _text.hand_over
 
 
-def _searching(conversation: _guard.Conversation, *args: Any, **kwargs: Any) -> Any:
+def _searching(conversation: _conversation.Conversation, *args: Any, **kwargs: Any) -> Any:
     _SEARCHING.on = True
     try:
         return _CARRIED(conversation, *args, **kwargs)
@@ -127,13 +127,13 @@ def _not_while_searching() -> None:
         _HAND_OVER()
 
 
-def _never_long(guard: _guard.Guard, name: str, arguments: Any) -> bool:
-    """``Guard.long`` answering no: every check made on the loop, as before it moved."""
+def _never_long(guard: _guard.FlowGuard, name: str, arguments: Any) -> bool:
+    """``FlowGuard.long`` answering no: every check made on the loop, as before it moved."""
     return False
 
 
-def _always_long(guard: _guard.Guard, name: str, arguments: Any) -> bool:
-    """``Guard.long`` answering yes: every check made in a worker thread."""
+def _always_long(guard: _guard.FlowGuard, name: str, arguments: Any) -> bool:
+    """``FlowGuard.long`` answering yes: every check made in a worker thread."""
     return True
 
 
@@ -142,7 +142,7 @@ def way(name: str) -> Iterator[None]:
     """The guard's module set for one way (its constants read at call time)."""
     values = vars(_guard)
     saved = values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"], values["_hand_over"]
-    guard = _guard.Guard
+    guard = _guard.FlowGuard
     if name == "on the loop":
         values["OFF_LOOP_CHARS"] = sys.maxsize
     elif name == "worker thread, whole text":
@@ -153,17 +153,17 @@ def way(name: str) -> Iterator[None]:
         # the methods replaced for the round, put back after it
         guard.long = _never_long  # type: ignore[method-assign,assignment]
     elif name == "sliced, checked in a thread, no hand-over":
-        _guard.Conversation._carried = _searching  # type: ignore[method-assign,assignment]
+        _conversation.Conversation._carried = _searching  # type: ignore[method-assign,assignment]
         values["_hand_over"] = _not_while_searching
     try:
         yield
     finally:
         values["OFF_LOOP_CHARS"], values["_SLICE_CHARS"], values["_hand_over"] = saved
         guard.long = _LONG  # type: ignore[method-assign]
-        _guard.Conversation._carried = _CARRIED  # type: ignore[method-assign]
+        _conversation.Conversation._carried = _CARRIED  # type: ignore[method-assign]
 
 
-_LONG = _guard.Guard.long
+_LONG = _guard.FlowGuard.long
 WAYS = (
     "on the loop",
     "worker thread, whole text",
@@ -251,7 +251,7 @@ def main() -> None:
     )
     print()
     print(
-        f"sizes around the threshold ({_guard.OFF_LOOP_CHARS:,} characters), "
+        f"sizes around the threshold ({_conversation.OFF_LOOP_CHARS:,} characters), "
         f"{options.sweep_rounds} rounds each, the threads used at every size (medians, ms):"
     )
     print()

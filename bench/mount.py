@@ -15,7 +15,7 @@ no MCP annotations, so the servers are mounted with ``approval = "never"``.
   mounted call at most 1.15x the direct one. A third way shows what the mount's design
   costs by itself: the same SDK client opened on an event loop of another thread and
   called from this one, as the mount calls its sessions (they live on a loop of their
-  own, ``toolplug.mount._host``).
+  own, ``toolplug.sources.mcp._host``).
 * **200 concurrent calls** of ``nap`` (``asyncio.gather``) through the one mounted session
   against the direct client; wall time from the first call to the last result, medians.
   Goal: at most 1.2x. Over HTTP a third way is a direct client that also holds open what

@@ -1,6 +1,6 @@
 """What does an OpenAPI description cost toolplug: listing, parsing, and one call?
 
-Run from the workspace root, after ``npm install --no-package-lock`` in tests/openapi/node
+Run from the workspace root, after ``npm install --no-package-lock`` in tests/sources/openapi/node
 (.ci/run does it): ``uv run python bench/openapi.py``.
 
 * **``toolplug list``** (``python -m toolplug list`` as a subprocess) with GitHub's REST
@@ -12,7 +12,7 @@ Run from the workspace root, after ``npm install --no-package-lock`` in tests/op
   Wall time, and the CPU time each command used (user and system, from ``getrusage``):
   on a machine other work shares, the CPU time says more than the wall clock.
 * **first parse** of that description: read, parsed, every operation converted
-  (``toolplug.openapi`` with an empty cache, no registry). Goal: under 2 s. The first
+  (``toolplug.sources.openapi`` with an empty cache, no registry). Goal: under 2 s. The first
   whole ``load()`` is shown beside it (it also checks every schema against the meta-schema
   once).
 * **one call**: ``GET /notes/{id}`` of the FastAPI application of tests/helpers/openapi_app.py
@@ -39,7 +39,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC = ROOT / "tests/openapi/node/node_modules/@octokit/openapi/generated/api.github.com.json"
+SPEC = (
+    ROOT / "tests/sources/openapi/node/node_modules/@octokit/openapi/generated"
+    / "api.github.com.json"
+)
 APP_DIR = ROOT / "tests" / "helpers"
 
 
@@ -96,8 +99,8 @@ def _list_runs(
 
 def _first_parse(work: Path, runs: int) -> tuple[list[float], list[float]]:
     import toolplug
-    from toolplug.openapi._convert import convert
-    from toolplug.openapi._spec import parse_document
+    from toolplug.sources.openapi._convert import convert
+    from toolplug.sources.openapi._spec import parse_document
 
     parses: list[float] = []
     loads: list[float] = []
@@ -170,7 +173,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="calls per batch")
     options = parser.parse_args()
     if not SPEC.exists():
-        sys.exit(f"{SPEC} is missing: run `npm install --no-package-lock` in tests/openapi/node")
+        sys.exit(
+            f"{SPEC} is missing: run `npm install --no-package-lock` in tests/sources/openapi/node"
+        )
     work = Path(tempfile.mkdtemp(prefix="toolplug-bench-openapi-"))
     try:
         print("## toolplug list, GitHub's description configured (cached) vs none\n")

@@ -243,7 +243,7 @@ def test_a_block_left_to_a_test_names_a_test_that_exists() -> None:
     missing = sorted(name for name in named if not (ROOT / name).is_file())
     assert missing == [], "a skip reason names a test file that is not there"
     # and a skipped test points back at the block it stands for, at the block's fence
-    where = examples_run_by("tests/calls/test_store.py")
+    where = examples_run_by("tests/state/test_store.py")
     assert len(where) == 1
     shown, line = where[0].split(":")
     assert (ROOT / shown).read_text(encoding="utf-8").splitlines()[int(line) - 1].startswith("```")

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from toolplug.cli._commands import build_parser
-from toolplug.runtime._settings import AuthSettings, StaticToken
+from toolplug.config._settings import AuthSettings, StaticToken
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROW = re.compile(

@@ -36,8 +36,8 @@ from pytest_httpserver import HTTPServer
 
 import toolplug
 from tests.helpers.echo import echo_headers
-from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, reply_chars
 from toolplug.schema import drop_strict_nulls
+from toolplug.utilities._limits import DEFAULT_OUTPUT_CHARS, reply_chars
 
 CALLS_PER_TOOL = {"valid": 120, "invalid": 200}
 """Twelve catalog tools x 320 generated calls: close to 4,000 calls, within a minute in CI."""
@@ -110,7 +110,8 @@ def registry(
             "citations": {"store_dir": str(root / "citations")},
         },
     }
-    # Approve every call: the fuzzing is about the tools (approvals: tests/calls/test_approvals.py).
+    # Approve every call: the fuzzing is about the tools (approvals:
+    # tests/engine/test_approvals.py).
     reg = toolplug.load(config, env=SECRETS, approver=lambda r: True)
     yield reg
     reg.close()

@@ -15,13 +15,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "core" / "src" / "toolplug"
 
 CHECKED = (
-    "calls", "contract", "http", "integrations", "mount", "openapi", "render", "runtime",
-    "schema", "search", "serve", "testing",
+    "config", "contract", "engine", "http", "integrations", "render", "runtime", "schema",
+    "search", "serve", "sources", "state", "testing", "trust", "utilities",
 )
 ALSO = ("cli/_scaffold.py", "cli/_scaffold_openapi.py")
 NOT_YET: tuple[str, ...] = ()
 
-GUARDS: dict[str, set[str]] = {
+DEFERRED: dict[str, set[str]] = {
     # the door of `toolplug serve`: the MCP SDK and the modules standing on it, once
     "serve/_server.py": {"anyio", "mcp.server.lowlevel", "toolplug.serve"},
     # `[calls] store = "redis://..."` (the redis extra)
@@ -34,18 +34,18 @@ GUARDS: dict[str, set[str]] = {
     "search/_text.py": {"snowballstemmer"},
     # load(), the measured start-up of `toolplug list`: a source's package only when the
     # configuration has one ([mcp_servers.NAME], [openapi.NAME])
-    "calls/_load.py": {"toolplug.mount", "toolplug.openapi"},
+    "sources/_load.py": {"toolplug.sources.mcp", "toolplug.sources.openapi"},
     # the Monty sandbox of code mode (the code extra)
-    "calls/_code.py": {"pydantic_monty"},
+    "sources/_code.py": {"pydantic_monty"},
     # the schema compiler, on the first call only (the uncached `toolplug list` skips it)
-    "calls/_validation.py": {"fastjsonschema"},
+    "utilities/_validation.py": {"fastjsonschema"},
     # the half of mounting that speaks MCP (the mcp extra), when a server is first reached
-    "mount/_host.py": {"toolplug.mount"},
+    "sources/mcp/_host.py": {"toolplug.sources.mcp"},
     # the network guard and the HTTP client, when a request is made: a load of 1,223 cached
     # operations (bench/openapi.py) imports no network code; PyYAML (the openapi extra)
-    "openapi/_api.py": {"toolplug.http", "toolplug.http._guard"},
-    "openapi/_request.py": {"httpx", "toolplug.http"},
-    "openapi/_spec.py": {"toolplug.http", "yaml"},
+    "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._netguard"},
+    "sources/openapi/_request.py": {"httpx", "toolplug.http"},
+    "sources/openapi/_spec.py": {"toolplug.http", "yaml"},
 }
 """Each module's guarded imports: the modules imported inside a function, nothing else."""
 
@@ -84,7 +84,7 @@ def test_imports_inside_functions_are_only_the_guards() -> None:
         )
         if imported
     }
-    assert found == GUARDS
+    assert found == DEFERRED
 
 
 def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:

@@ -1,12 +1,13 @@
 """The layers of the core, enforced by import-linter (the contract is in pyproject.toml).
 
 ``.ci/run`` runs ``lint-imports`` on the real tree; these tests prove the contract bites:
-a copy of the package with one upward import, at module level or inside a function, breaks
-it, while an upward import under ``if TYPE_CHECKING:`` does not.
+a copy of the package with one upward import, at module level, inside a function or under
+``if TYPE_CHECKING:``, breaks it.
 """
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -50,19 +51,19 @@ def test_the_real_tree_keeps_its_layers(tmp_path: Path) -> None:
         # the contract reaching up to the registry, at module level
         ("contract/_tool.py", "\nfrom toolplug.runtime import _registry  # noqa\n"),
         # the runtime reaching up to the call engine from inside a function
-        ("runtime/_registry.py", "\n\ndef _sneak():\n    from toolplug.calls import _engine\n"),
-        # two siblings of one layer: render may not import calls
-        ("render/_prompt.py", "\n\ndef _sneak():\n    import toolplug.calls._plan\n"),
-        # a renderer using the registry for more than a type (a forbidden contract)
-        ("render/_prompt.py", "\nfrom toolplug.runtime import _registry  # noqa\n"),
+        ("runtime/_registry.py", "\n\ndef _sneak():\n    from toolplug.engine import _engine\n"),
+        # two siblings of one layer: render may not import the engine
+        ("render/_prompt.py", "\n\ndef _sneak():\n    import toolplug.engine._plan\n"),
+        # a renderer reaching into the state it has no business with (a forbidden contract)
+        ("render/_prompt.py", "\nfrom toolplug.state import _store  # noqa\n"),
         # the schema rewrites reaching into the contract
         ("schema/_losses.py", "\nfrom toolplug.contract import _tool  # noqa\n"),
         # the call engine fetching through the network guard
-        ("calls/_engine.py", "\n\ndef _sneak():\n    import toolplug.http._guard\n"),
+        ("engine/_engine.py", "\n\ndef _sneak():\n    import toolplug.http._netguard\n"),
         # the MCP server leaning on a framework's integration (imported lazily, too)
         ("serve/_server.py", "\n\ndef _sneak():\n    import toolplug.integrations._offer\n"),
         # the minimal core taking on an HTTP client
-        ("runtime/_config.py", "\n\ndef _sneak():\n    import httpx\n"),
+        ("config/_config.py", "\n\ndef _sneak():\n    import httpx\n"),
         # search asking the registry instead of being given an embedder
         ("search/_index.py", "\n\ndef _sneak():\n    import toolplug.runtime._registry\n"),
     ],
@@ -73,13 +74,75 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, addit
     assert "BROKEN" in done.stdout
 
 
-def test_type_checking_imports_may_point_anywhere(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        # the circle this layout removed: the guard naming the registry for a type
+        ("trust/_guard.py", "toolplug.runtime._registry"),
+        # the contract naming the command line for a type
+        ("contract/_errors.py", "toolplug.cli._commands"),
+    ],
+)
+def test_a_type_only_upward_import_breaks_the_contract(
+    tmp_path: Path, module: str, imported: str
+) -> None:
     addition = (
         "\nfrom typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from toolplug.cli import _commands\n"
+        f"if TYPE_CHECKING:\n    import {imported}  # noqa\n"
     )
-    done = _lint(tmp_path, "contract/_errors.py", addition)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _lint(tmp_path, module, addition)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "BROKEN" in done.stdout
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, bool]]:
+    """Each import of ``toolplug.runtime`` in a module: its line, and whether it is under
+    ``if TYPE_CHECKING:``."""
+    found: list[tuple[int, bool]] = []
+
+    def visit(node: ast.AST, typing_only: bool) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for branch in node.body:
+                visit(branch, True)
+            for branch in node.orelse:
+                visit(branch, typing_only)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = (
+                [node.module or ""] if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+            )
+            if any(name.startswith("toolplug.runtime") for name in names):
+                found.append((node.lineno, typing_only))
+        for child in ast.iter_child_nodes(node):
+            visit(child, typing_only)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def test_render_names_the_registry_only_as_a_type() -> None:
+    """The render contract ignores render's imports of the registry and the capability
+    checker; this holds each of them under ``if TYPE_CHECKING:``, so a renderer draws what
+    it is given and never asks a registry to run anything."""
+    loose = [
+        f"{path.name}:{line}"
+        for path in sorted((PACKAGE / "render").glob("*.py"))
+        for line, typing_only in _runtime_imports(path)
+        if not typing_only
+    ]
+    assert loose == []
+
+
+def test_the_type_check_sees_a_runtime_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from toolplug.runtime._registry import Registry\n"
+        "import toolplug.runtime._capabilities\n",
+        encoding="utf-8",
+    )
+    assert _runtime_imports(module) == [(3, True), (4, False)]
 
 
 def _unplaced(package: Path) -> tuple[list[str], list[str]]:
@@ -88,6 +151,7 @@ def _unplaced(package: Path) -> tuple[list[str], list[str]]:
     layers = next(c for c in contracts["contracts"] if c["type"] == "layers")["layers"]
     named = {part.strip() for layer in layers for part in layer.split("|")}
     present = {f"toolplug.{path.parent.name}" for path in package.glob("*/__init__.py")}
+    present |= {f"toolplug.{path.stem}" for path in package.glob("[!_]*.py")}
     return sorted(present - named), sorted(named - present)
 
 
@@ -108,8 +172,10 @@ def test_a_subpackage_outside_the_layers_is_caught(tmp_path: Path) -> None:
 
 
 def test_no_module_of_the_core_imports_itself_back() -> None:
-    """No import cycle anywhere in the core, imports inside functions included (only
-    imports under ``if TYPE_CHECKING:`` name types and may point anywhere)."""
+    """No import cycle anywhere in the core, imports inside functions included. (A type
+    named under ``if TYPE_CHECKING:`` may point back inside one package, as a source's
+    hooks name the registry that gathers it; between layers the contract forbids even
+    that.)"""
     import grimp
 
     graph = grimp.build_graph("toolplug", exclude_type_checking_imports=True)

@@ -42,7 +42,9 @@ def test_all_is_exactly_the_public_surface() -> None:
     assert list(toolplug.__all__) == sorted(toolplug.__all__, key=lambda n: (not n.isupper(), n))
 
 
-LAYERS = ("contract", "runtime", "calls", "render")
+LAYERS = (
+    "config", "contract", "engine", "render", "runtime", "sources", "state", "trust", "utilities",
+)
 # The public doors besides `toolplug` itself, each for one concept (docs/reference/index.md).
 DOORS = ("toolplug.http", "toolplug.schema", "toolplug.search", "toolplug.testing")
 PACKAGE = Path(toolplug.__file__).parent

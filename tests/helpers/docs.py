@@ -19,7 +19,7 @@ def _pages() -> list[Path]:
 
 def examples_run_by(test_file: str) -> list[str]:
     """``["docs/configuration.md:205"]``: the blocks whose skip reason names ``test_file``
-    (``tests/calls/test_store.py``) as the test that runs them, at their fence's line."""
+    (``tests/state/test_store.py``) as the test that runs them, at their fence's line."""
     found = []
     for page in _pages():
         lines = page.read_text(encoding="utf-8").splitlines()

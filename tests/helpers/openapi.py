@@ -2,7 +2,7 @@
 application of ``openapi_app`` under uvicorn, and Prism mocking (and validating against)
 GitHub's REST description from the npm package ``@octokit/openapi``.
 
-The npm packages live in ``tests/openapi/node`` (``npm install`` there; .ci/run does it).
+The npm packages live in ``tests/sources/openapi/node`` (``npm install`` there; .ci/run does it).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = [
     "prism_server",
 ]
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "openapi" / "node"
+NODE_DIR = Path(__file__).resolve().parents[1] / "sources" / "openapi" / "node"
 GITHUB_SPEC = (
     NODE_DIR / "node_modules" / "@octokit" / "openapi" / "generated" / "api.github.com.json"
 )

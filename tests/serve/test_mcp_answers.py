@@ -42,7 +42,7 @@ from tests.helpers.serve import (
     stdio_params,
     text_of,
 )
-from toolplug.serve._screen import MAX_BODY_BYTES, screen
+from toolplug.serve._envelope import MAX_BODY_BYTES, malformed_reply
 
 SECRET = "ghp_fuzzsecret_5d1e0c9b7a"
 SECRET_VARIABLE = "MCP_FUZZ_GITHUB_TOKEN"
@@ -84,7 +84,7 @@ CASES: list[tuple[str, str, Any, int | None]] = [
 
 @pytest.mark.parametrize(("label", "line", "request_id", "code"), CASES, ids=[c[0] for c in CASES])
 def test_screen_names_the_error(label: str, line: str, request_id: Any, code: int | None) -> None:
-    reply = screen(line)
+    reply = malformed_reply(line)
     assert reply is not None
     if code is None:
         assert reply == {}
@@ -101,7 +101,7 @@ def test_screen_names_the_error(label: str, line: str, request_id: Any, code: in
     '{"jsonrpc":"2.0","id":4,"result":{}}',
 ])
 def test_screen_passes_what_the_sdk_takes(line: str) -> None:
-    assert screen(line) is None
+    assert malformed_reply(line) is None
 
 
 def secret_env(tmp_path: Path, echo: HTTPServer | None) -> dict[str, str]:
@@ -224,7 +224,7 @@ def test_stdio_answers_every_request(server: StdioServer) -> None:
 
 
 def test_stdio_drops_a_line_over_the_limit_and_answers_the_next(server: StdioServer) -> None:
-    from toolplug.serve._screen import MAX_BODY_BYTES
+    from toolplug.serve._envelope import MAX_BODY_BYTES
 
     # A request over the limit: its id is read from its first bytes, the rest dropped.
     huge = json.dumps({"jsonrpc": "2.0", "id": "huge", "method": "tools/call",

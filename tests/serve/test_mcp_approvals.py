@@ -6,7 +6,7 @@ revision and pydantic-ai's ``MCPToolset`` (a FastMCP client, driven by a ``Funct
 agent) each answer yes and no. ``[serve] approvals = "client"`` makes the host's own approval
 the only gate: the OpenAI Agents SDK's ``require_approval`` pauses its run, the person
 approves, and the call runs once; without it toolplug refuses the approved call again.
-(Elicitation on handshake sessions: tests/calls/test_approvals.py.)
+(Elicitation on handshake sessions: tests/engine/test_approvals.py.)
 """
 
 from __future__ import annotations

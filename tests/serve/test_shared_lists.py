@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from toolplug.calls._backend import MemoryBackend
 from toolplug.serve._shared import SharedLists
+from toolplug.state._memory import MemoryBackend
 
 
 def test_a_list_grows_only_with_names_it_does_not_hold() -> None:

@@ -13,17 +13,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from toolplug.calls._guard import Conversation
-    from toolplug.calls._load import load
-    from toolplug.calls._plan import Plan
-    from toolplug.calls._plan import PlanError
-    from toolplug.calls._plan import PlanResult
-    from toolplug.calls._plan import parse_plan
-    from toolplug.calls._plan import run_plan
-    from toolplug.calls._spill import Entry
-    from toolplug.calls._spill import Page
-    from toolplug.calls._tasks import Task
-    from toolplug.calls._tasks import TaskStatus
+    from toolplug.trust._conversation import Conversation
+    from toolplug.sources._load import load
+    from toolplug.engine._plan import Plan
+    from toolplug.engine._plan import PlanError
+    from toolplug.engine._plan import PlanResult
+    from toolplug.engine._plan import parse_plan
+    from toolplug.engine._plan import run_plan
+    from toolplug.state._spill import Entry
+    from toolplug.state._spill import Page
+    from toolplug.state._tasks import Task
+    from toolplug.state._tasks import TaskStatus
     from toolplug.contract._approval import Approval
     from toolplug.contract._approval import ApprovalRequest
     from toolplug.contract._call import ToolCall
@@ -68,15 +68,15 @@ if TYPE_CHECKING:
     from toolplug.runtime._capabilities import Availability
     from toolplug.runtime._capabilities import CapabilityChecker
     from toolplug.runtime._capabilities import CapabilityState
-    from toolplug.runtime._config import Config
-    from toolplug.runtime._config import Toolset
-    from toolplug.runtime._config import load_config
+    from toolplug.config._config import Config
+    from toolplug.config._config import Toolset
+    from toolplug.config._config import load_config
     from toolplug.runtime._discovery import LoadProblem
     from toolplug.runtime._discovery import PluginInfo
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._selection import Selection
-    from toolplug.runtime._sources import ToolSource
+    from toolplug.runtime._source import ToolSource
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -158,16 +158,16 @@ _HOME = {
     "contract._settings": "ToolSettings",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
-    "runtime._config": "Config Toolset load_config",
+    "config._config": "Config Toolset load_config",
     "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
     "runtime._selection": "Selection",
-    "runtime._sources": "ToolSource",
-    "calls._guard": "Conversation",
-    "calls._load": "load",
-    "calls._plan": "Plan PlanError PlanResult parse_plan run_plan",
-    "calls._spill": "Entry Page",
-    "calls._tasks": "Task TaskStatus",
+    "runtime._source": "ToolSource",
+    "trust._conversation": "Conversation",
+    "sources._load": "load",
+    "engine._plan": "Plan PlanError PlanResult parse_plan run_plan",
+    "state._spill": "Entry Page",
+    "state._tasks": "Task TaskStatus",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
     "render._prompt": "optional_tools_section",

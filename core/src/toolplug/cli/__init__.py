@@ -38,10 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console() -> int:
     """The ``toolplug`` command's process: ``main``, then the way out of a process that ran
-    code-mode programs (``toolplug.calls._code.exit_without_finalizing``). Only a process
+    code-mode programs (``toolplug.sources._code.exit_without_finalizing``). Only a process
     of its own may leave that way, so hosts and tests call ``main``."""
     code = main()
-    code_mode = sys.modules.get("toolplug.calls._code")
+    code_mode = sys.modules.get("toolplug.sources._code")
     if code_mode is not None:
         code_mode.exit_without_finalizing(code)
     return code

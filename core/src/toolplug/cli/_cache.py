@@ -14,7 +14,7 @@ What a stored answer depends on, all compared before it is used:
   or an upgraded toolplug, changes them);
 * the configuration files that were (or could have been) read, and files that
   ``{ file = "..." }`` settings point to;
-* the tool lists of mounted MCP servers (``toolplug.mount``): their files, and the time
+* the tool lists of mounted MCP servers (``toolplug.sources.mcp``): their files, and the time
   the first of them stops being fresh;
 * every environment variable that was read while loading, through the recording mapping
   handed to ``toolplug.load`` (detectors read the environment through it), plus all

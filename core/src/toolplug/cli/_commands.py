@@ -36,9 +36,10 @@ from toolplug.cli._reports import (
     trust_words,
     unreached_records,
 )
+from toolplug.contract._settings import SINK_KINDS
 
 if TYPE_CHECKING:
-    from toolplug.runtime._config import Config
+    from toolplug.config._config import Config
     from toolplug.runtime._registry import Registry
 
 __all__ = ["RecordingEnv", "build_parser", "run"]
@@ -203,8 +204,7 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         "output": labels.output,
         "private": labels.private,
         "sinks": list(labels.sinks),
-        **({"refs": list(labels.refs)} if labels.refs else {}),
-        **({"destinations": list(labels.destinations)} if labels.destinations else {}),
+        **{kind: list(getattr(labels, kind)) for kind in SINK_KINDS if getattr(labels, kind)},
         "source": trust_source(registry, args.name),
     }
     record["approval"] = approval_record(registry, args.name)
@@ -299,8 +299,8 @@ def _load_lenient(
     """Load without applying strict mode (doctor and plugins report problems themselves);
     ``refresh`` asks mounted MCP servers for their tools now; ``adjust`` changes the
     configuration the registry is built with."""
-    from toolplug.calls._load import load
-    from toolplug.runtime._config import load_config
+    from toolplug.config._config import load_config
+    from toolplug.sources._load import load
 
     _Session.env = RecordingEnv(os.environ)
     path: str | None = getattr(args, "config", None)
@@ -329,7 +329,7 @@ def _load_lenient(
 def _redact_logs() -> None:
     """This process is ours: whatever logs through its handlers (the MCP SDK, the web
     server, Python's last resort when nobody configured logging) is redacted."""
-    from toolplug.runtime._logs import protect_handler
+    from toolplug.trust._logs import protect_handler
 
     for handler in [logging.lastResort, *logging.getLogger().handlers,
                     *logging.getLogger("toolplug").handlers]:
@@ -339,7 +339,7 @@ def _redact_logs() -> None:
 
 @_runs("lock")
 def _cmd_lock(args: argparse.Namespace) -> int:
-    from toolplug.mount import lock, mounted, report_drift
+    from toolplug.sources.mcp import lock, mounted, report_drift
 
     registry = _load_lenient(args, refresh=True)
     mounts = mounted(registry)
@@ -358,8 +358,8 @@ def _cmd_lock(args: argparse.Namespace) -> int:
 
 @_runs("scan")
 def _cmd_scan(args: argparse.Namespace) -> int:
-    from toolplug.mount import mounted
-    from toolplug.mount._screen import findings
+    from toolplug.sources.mcp import mounted
+    from toolplug.sources.mcp._screen import findings
 
     registry = _load_lenient(args, refresh=True)
     reported = findings(registry, mounted(registry))
@@ -411,8 +411,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         if source.title:
             out += ["", f"{source.title}:", *source.report()]
     out += ["", "Trust labels:", *trust_report(registry)]
-    from toolplug.mount import mounted
-    from toolplug.mount._screen import findings
+    from toolplug.sources.mcp import mounted
+    from toolplug.sources.mcp._screen import findings
 
     reported = findings(registry, mounted(registry))
     count = f"{len(reported)} finding(s)" if reported else "no findings"
@@ -641,7 +641,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:
     arguments: dict[str, Any] = {}
-    from toolplug.calls._limits import TooLarge, loads_bounded
+    from toolplug.utilities._limits import TooLarge, loads_bounded
 
     if args.json_args is not None:
         try:
@@ -766,13 +766,13 @@ def _terminal_approver(yes: bool) -> Any:
 
 @_runs("run")
 def _cmd_run(args: argparse.Namespace) -> int:
-    from toolplug.calls._plan import parse_plan, run_plan
+    from toolplug.engine._plan import parse_plan, run_plan
 
     try:
         text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text("utf-8")
     except OSError as exc:
         raise _Exit(EXIT_USAGE, f"cannot read {args.plan}: {exc.strerror}") from None
-    from toolplug.calls._limits import TooLarge, loads_bounded
+    from toolplug.utilities._limits import TooLarge, loads_bounded
 
     try:
         document = loads_bounded(text)

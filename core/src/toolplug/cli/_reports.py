@@ -9,6 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolplug.contract._settings import SINK_KINDS
+
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata, Trust
     from toolplug.runtime._registry import Registry
@@ -35,7 +37,7 @@ def unreached_records(
     earlier answer named any): its name is ``mcp:NAME``, its reason the server's."""
     if not registry.config.mcp_servers:
         return []  # nothing mounted: the mount package stays unimported
-    from toolplug.mount import mounted
+    from toolplug.sources.mcp import mounted
 
     mounts = mounted(registry)
     chosen = registry.toolset(toolset) if toolset is not None else None
@@ -83,7 +85,7 @@ def approval_record(registry: Registry, name: str) -> dict[str, Any]:
 def server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
     """What a mounted MCP server said of the tool (its annotations as it wrote them) and
     whether the configuration believes it; None for a tool no server mounted."""
-    from toolplug.mount import mounted
+    from toolplug.sources.mcp import mounted
 
     mounts = mounted(registry)
     found = mounts.annotations_of(name) if mounts is not None else None
@@ -96,7 +98,7 @@ def server_annotations(registry: Registry, name: str) -> dict[str, Any] | None:
 
 def approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
     """``info``'s lines on the annotations in force, what a server said, and approval."""
-    from toolplug.mount._mount import server_said
+    from toolplug.sources.mcp._mount import server_said
 
     hints = meta.annotations
     words = [
@@ -135,8 +137,8 @@ def approval_lines(meta: ToolMetadata, record: Mapping[str, Any]) -> list[str]:
 
 def store_state(url: str) -> str:
     """Whether the shared store of ``[calls] store`` answers."""
-    from toolplug.calls._backend import SharedBackend, open_backend
     from toolplug.contract._errors import ConfigError
+    from toolplug.state._shared import SharedBackend, open_backend
 
     try:
         store = open_backend(url, entries=1)
@@ -201,10 +203,12 @@ def trust_words(labels: Trust) -> str:
     ``, refs: channel`` and ``, destinations: to`` when the tool has them)."""
     sinks = ", ".join(labels.sinks) or "none"
     private = "private" if labels.private else "not private"
-    refs = f", refs: {', '.join(labels.refs)}" if labels.refs else ""
-    if labels.destinations:
-        refs += f", destinations: {', '.join(labels.destinations)}"
-    return f"{labels.output} output, {private}, sinks: {sinks}{refs}"
+    kinds = "".join(
+        f", {kind}: {', '.join(getattr(labels, kind))}"
+        for kind in SINK_KINDS
+        if getattr(labels, kind)
+    )
+    return f"{labels.output} output, {private}, sinks: {sinks}{kinds}"
 
 
 def trust_source(registry: Registry, name: str) -> str:

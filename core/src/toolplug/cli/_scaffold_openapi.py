@@ -2,7 +2,7 @@
 
 The package ships the operations ``--include`` keeps, converted, as ``operations.json``
 beside its module, whose ``register_tools`` hook registers one tool per operation
-(``toolplug.openapi.operation_tools``). Its tests run the contract kit and find the tools
+(``toolplug.sources.openapi.operation_tools``). Its tests run the contract kit and find the tools
 through discovery. The author then edits the package's README and, if they wish, the
 descriptions in ``operations.json``.
 """
@@ -24,8 +24,8 @@ from toolplug.cli._scaffold import (
 )
 from toolplug.contract._errors import UsageError
 from toolplug.contract._hooks import CONTRACT_VERSION
-from toolplug.openapi._package import package
-from toolplug.openapi._spec import SpecError
+from toolplug.sources.openapi._package import package
+from toolplug.sources.openapi._spec import SpecError
 
 __all__ = ["new_openapi_plugin"]
 
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from toolplug import hookimpl
-from toolplug.openapi import operation_tools
+from toolplug.sources.openapi import operation_tools
 
 TOOLPLUG_CONTRACT = "__CONTRACT__"
 OPERATIONS = Path(__file__).with_name("operations.json")

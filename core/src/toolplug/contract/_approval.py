@@ -9,7 +9,7 @@ not). A tool that declares no annotations is not gated. Where the annotations ar
 assumption (``ToolMetadata.annotations_assumed``: a mounted server whose annotations the
 configuration does not trust), the reason says so and why, rather than "annotated".
 
-Who is asked, and in which order: ``toolplug.calls._pipeline``.
+Who is asked, and in which order: ``toolplug.engine._pipeline``.
 """
 
 from __future__ import annotations

@@ -337,7 +337,7 @@ def validate_tool_metadata(  # noqa: C901 - one check per metadata field, flat
                 f"sinks must be among {sorted(known)}",
                 "trust.sinks",
             )
-        for key, what in SINK_KINDS.items():
+        for key in SINK_KINDS:
             named = getattr(metadata.trust, key)
             unknown = sorted(set(named) - known)
             if unknown:
@@ -350,7 +350,8 @@ def validate_tool_metadata(  # noqa: C901 - one check per metadata field, flat
             if unsunk:
                 raise fail(
                     f"trust.{key} names {', '.join(unsunk)}, not among trust.sinks "
-                    f"{sorted(metadata.trust.sinks)}; {what}: add it to sinks too",
+                    f"{sorted(metadata.trust.sinks)}; {SINK_KINDS[key].meaning}: "
+                    "add it to sinks too",
                     f"trust.{key}",
                 )
     names = [f.name for f in metadata.config_fields]

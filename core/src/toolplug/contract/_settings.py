@@ -8,7 +8,7 @@ The field descriptions are the "expected" text of the configuration's error mess
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -55,11 +55,35 @@ class RateLimit(_Settings):
     window; calls that name no client share one."""
 
 
-SINK_KINDS: Final[Mapping[str, str]] = {
-    "refs": "a ref is a sink whose value names something the service holds",
-    "destinations": "a destination is a sink whose value says where the call goes",
+class SinkKind(NamedTuple):
+    """One kind of sink a trust label names besides ``sinks`` (a row of ``SINK_KINDS``)."""
+
+    title: str
+    """Its heading in the reference docs (``Refs``)."""
+    meaning: str
+    """What it is, in one clause: error messages end with it."""
+    spared: str
+    """What the flow guard spares a value of it, for the reference docs."""
+
+
+SINK_KINDS: Final[Mapping[str, SinkKind]] = {
+    "refs": SinkKind(
+        "Refs",
+        "a ref is a sink whose value names something the service holds",
+        "sinks whose values name something the service holds: a name an earlier result "
+        "listed, passed back whole, is not checked by the flow guard",
+    ),
+    "destinations": SinkKind(
+        "Destinations",
+        "a destination is a sink whose value says where the call goes",
+        "sinks whose values say where the call goes: a place the user's own data names, "
+        "whole, is not read by the trifecta rule",
+    ),
 }
-"""The kinds of sink a trust label names besides ``sinks``, each with what it is."""
+"""The kinds of sink a trust label names besides ``sinks``: each is a field of ``Trust``,
+``TrustOverlay`` and OpenAPI's ``ApiTrust`` (a test holds them equal) and a rule of the
+flow guard; the command line, the reference docs, the MCP ``_meta``, transforms, OpenAPI
+and the configuration's checks read this table."""
 
 
 class TrustOverlay(_Settings):
@@ -122,14 +146,17 @@ class TrustOverlay(_Settings):
         """``labels`` with what this overlay sets put in their place (a ref or destination
         the sinks in force no longer name is none: each is a sink)."""
         sinks = self.sinks if self.sinks is not None else labels.sinks
-        refs = self.refs if self.refs is not None else labels.refs
-        to = self.destinations if self.destinations is not None else labels.destinations
+        kinds = {}
+        for kind in SINK_KINDS:
+            named = getattr(self, kind)
+            kinds[kind] = tuple(
+                s for s in (named if named is not None else getattr(labels, kind)) if s in sinks
+            )
         return type(labels)(
             output=self.output if self.output is not None else labels.output,
             private=self.private if self.private is not None else labels.private,
             sinks=sinks,
-            refs=tuple(r for r in refs if r in sinks),
-            destinations=tuple(d for d in to if d in sinks),
+            **kinds,
         )
 
 

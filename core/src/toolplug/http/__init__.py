@@ -9,8 +9,9 @@ Network plugins fetch through this module and nothing else::
 
 What it does for every request:
 
-* **Checks the URL and every redirect hop** with ``toolplug.http._guard.check_url``: only http(s),
-  and no loopback, private, link-local, ... address unless ``[network] allow`` lists it.
+* **Checks the URL and every redirect hop** with ``toolplug.http._netguard.check_url``:
+  only http(s), and no loopback, private, link-local, ... address unless ``[network]
+  allow`` lists it.
 * **Pins the connection** to the address that was checked: the request goes to
   ``scheme://ADDRESS:port/path`` with the real ``Host`` header and, for https, the real TLS
   server name (httpx's ``sni_hostname`` extension, which is also the name the certificate is
@@ -53,7 +54,7 @@ from toolplug.http._errors import (
     NetworkUnreachable,
     TooManyRedirects,
 )
-from toolplug.http._guard import Resolver, check_url
+from toolplug.http._netguard import Resolver, check_url
 from toolplug.http._wire import FetchResult
 
 __all__ = [

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from toolplug.http._guard import Resolver
+    from toolplug.http._netguard import Resolver
 
 __all__ = ["RedirectHook", "fetch", "fetch_sync", "guard_failure", "new_client"]
 

@@ -30,7 +30,7 @@ from toolplug.http._errors import (
     NetworkUnreachable,
     TooManyRedirects,
 )
-from toolplug.http._guard import (
+from toolplug.http._netguard import (
     SENSITIVE_HEADERS,
     Resolver,
     Target,

@@ -11,7 +11,7 @@ provider's sandbox as well as directly, and the provider's tool is added to the 
 
 The calls still reach the host one by one (through ``registry.call``), so every toolplug
 policy holds; what stays in the provider's sandbox is the program and its intermediate
-values. toolplug's own sandbox is the ``run_code`` tool (``toolplug.calls._code``).
+values. toolplug's own sandbox is the ``run_code`` tool (``toolplug.sources._code``).
 """
 
 from __future__ import annotations

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._approval import approval_reason
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, Category, ConfigField, ToolMetadata
+from toolplug.contract._settings import SINK_KINDS
 from toolplug.contract._tool import Tool
 from toolplug.render._prompt import category_order
 from toolplug.render._select import select_tools
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._capabilities import Capability
     from toolplug.runtime._capabilities import Availability
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = [
@@ -591,20 +592,12 @@ def _trust_section(meta: ToolMetadata) -> list[str]:
             else "none, no argument leaves the machine or changes the world"
         )
     )
-    if labels.refs:
-        lines.append(
-            "- Refs: "
-            + ", ".join(_code(s) for s in labels.refs)
-            + " (sinks whose values name something the service holds: a name an earlier "
-            "result listed, passed back whole, is not checked by the flow guard)"
-        )
-    if labels.destinations:
-        lines.append(
-            "- Destinations: "
-            + ", ".join(_code(s) for s in labels.destinations)
-            + " (sinks whose values say where the call goes: a place the user's own data "
-            "names, whole, is not read by the trifecta rule)"
-        )
+    for kind, row in SINK_KINDS.items():
+        named = getattr(labels, kind)
+        if named:
+            lines.append(
+                f"- {row.title}: " + ", ".join(_code(s) for s in named) + f" ({row.spared})"
+            )
     lines += [
         "",
         f"The flow guard reads these before each call; set `[tools.{meta.name}] trust` to "

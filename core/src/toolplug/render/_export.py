@@ -44,8 +44,8 @@ from toolplug.schema._python import CODE_TOOL
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
     from toolplug.schema import SchemaLoss
 

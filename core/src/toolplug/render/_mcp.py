@@ -6,6 +6,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.contract._settings import SINK_KINDS
+
 if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata, Trust
 
@@ -41,10 +43,9 @@ def trust_meta(labels: Trust) -> dict[str, Any]:
         "sinks": list(labels.sinks),
     }
     # each left out when none: the same _meta as before refs and destinations existed
-    if labels.refs:
-        meta["refs"] = list(labels.refs)
-    if labels.destinations:
-        meta["destinations"] = list(labels.destinations)
+    for kind in SINK_KINDS:
+        if getattr(labels, kind):
+            meta[kind] = list(getattr(labels, kind))
     meta["returnMetadata"] = {
         "source": source, "sensitivity": "user" if labels.private else "none"
     }

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from toolplug.contract._metadata import BUILTIN_CATEGORIES, ToolMetadata
 
 if TYPE_CHECKING:
-    from toolplug.runtime._config import Toolset
+    from toolplug.config._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = ["optional_tools_section", "render_optional_tools"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._metadata import (
@@ -37,8 +37,8 @@ from toolplug.render._formats import NATIVE_SEARCH, check_format, export_tool
 from toolplug.render._select import rank, search
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._tool import ToolResult
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = [
@@ -62,9 +62,6 @@ OPENAI_TOOL_SEARCH: Final = {"type": "tool_search"}
 """OpenAI's hosted tool search tool, as a Responses API ``tools`` entry."""
 SEARCH_LIMIT: Final = 20
 DEFAULT_SEARCH_LIMIT: Final = 5
-
-Exporter = Callable[..., dict[str, Any]]
-
 
 @functools.cache
 def search_tools_metadata() -> ToolMetadata:

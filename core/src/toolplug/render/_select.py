@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from toolplug.search._index import index_of, ranked
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = ["metadata_of", "rank", "search", "select_tools"]

@@ -1,7 +1,8 @@
 """Typed Python stubs of the selected tools: what a model writes code-mode programs against.
 
 The text itself comes from ``toolplug.schema`` (``python_stubs``), shared with the
-``run_code`` tool of ``toolplug.calls``, which puts the same stubs into its description.
+``run_code`` tool of code mode (``toolplug.sources._code``), which puts the same stubs into
+its description.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from toolplug.render._select import select_tools
 from toolplug.schema._python import CODE_TOOL, StubTool, python_stubs
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = ["stub_tools", "tool_stubs"]

@@ -1,4 +1,6 @@
-"""What is installed and usable: discovery, configuration, capabilities, the registry.
+"""What is installed and usable: discovery, capabilities, selection, the registry and the
+``ToolSource`` base it gathers.
 
-Imports only ``toolplug.contract``. With the contract this is the minimal core.
+Imports ``toolplug.state``, ``toolplug.config``, ``toolplug.trust``, ``toolplug.search``
+and ``toolplug.contract``. With the contract and the configuration, the minimal core.
 """

@@ -9,33 +9,33 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
 
-from toolplug.contract._approval import approval_reason
-from toolplug.contract._capabilities import Capability, DetectContext
-from toolplug.contract._errors import PluginError, UsageError
-from toolplug.contract._metadata import Category, ToolMetadata, Trust
-from toolplug.contract._tool import Tool, ToolContext, ToolResult
-from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
-from toolplug.runtime._config import (
+from toolplug.config._config import (
     Config,
-    Redactor,
     Toolset,
     how_to_set,
     load_config,
     parse_config,
     resolve_tool_config,
 )
+from toolplug.config._settings import resolve_value
+from toolplug.config._transforms import apply_transforms
+from toolplug.contract._approval import approval_reason
+from toolplug.contract._capabilities import Capability, DetectContext
+from toolplug.contract._errors import PluginError, UsageError
+from toolplug.contract._metadata import Category, ToolMetadata, Trust
+from toolplug.contract._tool import Tool, ToolContext, ToolResult
+from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
-from toolplug.runtime._logs import protect
-from toolplug.runtime._mounts import resolve_value
 from toolplug.runtime._selection import Selection
-from toolplug.runtime._sources import ToolSource
-from toolplug.runtime._transforms import apply_transforms
+from toolplug.runtime._source import ToolSource
 from toolplug.search._index import Embedder, Hit, ranked
+from toolplug.trust._logs import protect
+from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
-    from toolplug.calls._guard import Conversation
-    from toolplug.calls._spill import Entry, Page
-    from toolplug.calls._tasks import Task
+    from toolplug.state._spill import Entry, Page
+    from toolplug.state._tasks import Task
+    from toolplug.trust._conversation import Conversation
 
 _T = TypeVar("_T")
 
@@ -47,7 +47,7 @@ _SELECTIONS_KEPT: Final = 256
 
 
 class CallEngine(Protocol):
-    """What runs a registry's calls (``toolplug.calls``), held so runtime never imports it."""
+    """What runs a registry's calls (``toolplug.engine``), held so runtime never imports it."""
 
     def call(
         self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool,

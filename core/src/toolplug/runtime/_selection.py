@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, overload
 from toolplug.search._index import index_of
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.search._index import Hit
 

@@ -2,7 +2,7 @@
 
 The exports rewrite a tool's ``parameters`` for what a provider accepts; the call path undoes
 what a rewrite asks of the model (``restore_strict_arguments``). Both sides live here, below
-``render`` and ``calls``, so that each direction is written once. Every rewrite can say what
+``render`` and ``engine``, so that each direction is written once. Every rewrite can say what
 it did to each keyword (``strict_losses``, ``gemini_losses``). Pure functions of JSON data:
 no toolplug types, no provider SDK.
 """

@@ -22,9 +22,6 @@ from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
-from toolplug.calls._backend import Backend, open_backend
-from toolplug.calls._conversations import Conversations
-from toolplug.calls._limits import DEFAULT_OUTPUT_CHARS, bounded, data_cut
 from toolplug.contract._errors import UsageError
 from toolplug.contract._metadata import TRUST_ANNOTATIONS
 from toolplug.contract._tool import ErrorType, ToolResult
@@ -44,7 +41,11 @@ from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
-from toolplug.serve._tasks import install_tasks
+from toolplug.serve._task_extension import install_tasks
+from toolplug.state._backend import Backend
+from toolplug.state._conversations import Conversations
+from toolplug.state._shared import open_backend
+from toolplug.utilities._limits import DEFAULT_OUTPUT_CHARS, bounded, data_cut
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -56,10 +57,10 @@ if TYPE_CHECKING:
     )
     from mcp.types import PaginatedRequestParams as PageParams
 
+    from toolplug.config._config import Toolset
+    from toolplug.config._settings import AuthSettings
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._config import Toolset
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings
     from toolplug.serve._shutdown import Drain
 
 __all__ = ["ERROR_META", "TRUST_ANNOTATIONS", "build_server", "error_text", "tool_scopes"]

@@ -39,9 +39,10 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types.methods import INPUT_REQUIRED_METHODS
 from mcp_types.version import is_version_at_least
 
-from toolplug.calls._backend import RedisBackend, Unreachable
 from toolplug.contract._approval import Approval, ApprovalRequest
 from toolplug.contract._tool import ErrorType, ToolResult
+from toolplug.state._backend import Unreachable
+from toolplug.state._redis import RedisBackend
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

@@ -51,14 +51,14 @@ from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.server.auth.routes import build_resource_metadata_url
 from pydantic import AnyHttpUrl
 
+from toolplug.config._settings import resolve_value
 from toolplug.contract._errors import UsageError
-from toolplug.runtime._mounts import resolve_value
 
 if TYPE_CHECKING:
 
+    from toolplug.config._settings import AuthSettings
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings
 
 __all__ = [
     "METADATA_PATH",

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["HostGuard", "HostRules"]
+__all__ = ["HostCheck", "HostRules"]
 
 log = logging.getLogger("toolplug")
 
@@ -134,7 +134,7 @@ class HostRules:
         return self.name is not None and host == self.name.lower().rstrip(".")
 
 
-class HostGuard:
+class HostCheck:
     """ASGI middleware: every HTTP request's ``Host`` and ``Origin`` checked by ``rules``
     before the application sees it."""
 

@@ -30,14 +30,14 @@ from toolplug.serve._auth import (
     Verifier,
     metadata_url,
 )
-from toolplug.serve._hosts import HostGuard, HostRules
-from toolplug.serve._screen import MAX_BODY_BYTES, ScreeningApp
+from toolplug.serve._envelope import MAX_BODY_BYTES, EnvelopeCheck
+from toolplug.serve._hosts import HostCheck, HostRules
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
+    from toolplug.config._settings import AuthSettings, ServeSettings
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings, ServeSettings
     from toolplug.serve._shutdown import Drain
 
 __all__ = ["HTTP_PATH", "serve_http"]
@@ -62,7 +62,7 @@ def serve_http(
             f"can reach {host} can call these tools",
             file=sys.stderr,
         )
-    # HostGuard checks Host and Origin on every bind address and path; the SDK's own check
+    # HostCheck checks Host and Origin on every bind address and path; the SDK's own check
     # covers loopback names only, and would refuse [serve] allowed_hosts.
     unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if auth is None:
@@ -72,7 +72,7 @@ def serve_http(
         )
     else:
         app = _authenticating_app(server, host, auth, registry, unguarded)
-    screening = ScreeningApp(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
+    screening = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     rules = HostRules(
         bound=listener.getsockname()[0],
         name=None if is_address(host) else host,
@@ -80,7 +80,7 @@ def serve_http(
         allowed_origins=settings.allowed_origins,
     )
     config = uvicorn.Config(
-        HostGuard(screening, rules),
+        HostCheck(screening, rules),
         log_level="warning",
         # By the time uvicorn shuts down, every call is answered: what is left are idle
         # connections and the clients' notification streams.

@@ -22,7 +22,7 @@ from toolplug.render._prompt import optional_tools_section
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from toolplug.runtime._config import Toolset
+    from toolplug.config._config import Toolset
     from toolplug.runtime._registry import Registry
 
 __all__ = ["PROMPT", "prompt_handlers"]

@@ -1,7 +1,7 @@
 """Outputs the budget cut, as MCP resources: each call's whole output, read in ranges.
 
 A result cut to its output budget names where its whole output is kept
-(``toolplug.calls._spill``); the reply carries that URI as a ``resource_link``, and this
+(``toolplug.state._spill``); the reply carries that URI as a ``resource_link``, and this
 module answers ``resources/list`` (the spills this client may read), ``resources/templates/
 list`` and ``resources/read`` with ``?offset=N&length=M``. A spill belongs to the client
 that made the call (``owner_of``): its verified principal, else its ``Mcp-Session-Id``,

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
     from mcp.server.lowlevel import Server
 
-    from toolplug.runtime._config import Toolset
+    from toolplug.config._config import Toolset
+    from toolplug.config._settings import AuthSettings
     from toolplug.runtime._registry import Registry
-    from toolplug.runtime._settings import AuthSettings
     from toolplug.serve._shutdown import Drain
 
 __all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]

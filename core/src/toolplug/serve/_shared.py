@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from toolplug.calls._backend import Backend
+    from toolplug.state._backend import Backend
 
 from dataclasses import dataclass
 

@@ -89,11 +89,6 @@ class Drain:
         """Why a call that arrives during shutdown is refused."""
         return "the server is shutting down and takes no new calls; call again once it is back"
 
-    @property
-    def in_flight(self) -> int:
-        """How many calls are running or have answers on their way."""
-        return len(self._calls)
-
     def hurry(self) -> None:
         """Stop waiting out the grace period (a second signal): cancel what still runs."""
         self._hurried = True

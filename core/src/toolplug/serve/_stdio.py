@@ -6,7 +6,7 @@ process inheriting it, writes to stderr. Python's ``print`` goes through ``sys.s
 whose buffer could hold text until after the stream is restored; it is sent to stderr
 directly. Input is read here from a private copy of descriptor 0 (descriptor 0 itself
 reads the null device, so children cannot take protocol input), and each line is screened
-(``_screen.screen``) before the SDK sees it.
+(``_envelope.malformed_reply``) before the SDK sees it.
 
 Input is read on the event loop, not in a thread, where the platform allows it (pipes,
 sockets and terminals on POSIX): a read that waits for a host which keeps stdin open can
@@ -33,8 +33,8 @@ from mcp import types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from toolplug.serve._screen import INVALID_REQUEST, MAX_BODY_BYTES, leading_id, screen
-from toolplug.serve._screen import _reply as reply
+from toolplug.serve._envelope import INVALID_REQUEST, MAX_BODY_BYTES, leading_id, malformed_reply
+from toolplug.serve._envelope import _reply as reply
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -271,7 +271,7 @@ class _ScreenedLines:
             line = data.decode("utf-8", "replace")
             if not line.strip():
                 continue
-            answer = screen(line)
+            answer = malformed_reply(line)
             if answer is None:
                 request_id = _request_id(line)
                 if request_id is not None:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 import pytest
 from jsonschema import Draft202012Validator
 
-from toolplug.calls._load import load
 from toolplug.contract._errors import MetadataError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import (
@@ -36,6 +35,7 @@ from toolplug.contract._tool import Tool, ToolContext
 from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
 from toolplug.runtime._discovery import normalize_distribution
 from toolplug.schema import restore_strict_arguments, strict_arguments
+from toolplug.sources._load import load
 
 if TYPE_CHECKING:
     from pytest_httpserver import HTTPServer

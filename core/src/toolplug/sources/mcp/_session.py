@@ -1,0 +1,170 @@
+"""The part of mounting that speaks MCP: it opens a server's session, listens for changes
+to its tools, and calls them, through the MCP SDK (imported here, at the top).
+
+``toolplug.sources.mcp._host.session()`` imports this module once, when a server is first
+started or called, so reading mounted tools from their cached lists never loads the SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import httpx2  # the SDK's HTTP client
+from mcp import Client, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
+
+from toolplug.contract._tool import ErrorType, ToolResult
+from toolplug.contract._version import toolplug_version
+from toolplug.sources.mcp._down import ServerDown, tail
+
+if TYPE_CHECKING:
+    from toolplug.config._servers import ServerSettings
+    from toolplug.sources.mcp._host import Connection
+
+__all__ = ["call_tool", "own"]
+
+log = logging.getLogger("toolplug.mount")
+
+
+async def own(
+    connection: Connection, ready: asyncio.Future[Client], closing: asyncio.Event, stderr: Any
+) -> None:
+    """Open the session, hand it over, hold it until closed: the one task that owns it."""
+    server = connection.server
+    settings = server.settings
+    statuses: list[int] = []
+    target: Any
+    if settings.command is not None:
+        params = StdioServerParameters(
+            command=settings.command, args=list(settings.args), env=server.env or None,
+            cwd=server.cwd,
+        )
+        target = stdio_client(params, errlog=stderr)
+    else:
+        target = _http_transport(settings.url or "", server.headers, statuses)
+
+    async def message(message: Any) -> None:
+        """Notifications of a legacy session: ``tools/list_changed`` refreshes the list."""
+        if isinstance(message, types.ToolListChangedNotification):
+            await connection.tools_changed()
+
+    client = Client(target, message_handler=message, client_info=_client_info(), cache=None)
+    try:
+        async with client:
+            if not ready.done():
+                ready.set_result(client)
+            async with asyncio.TaskGroup() as group:
+                listener = group.create_task(_listen(connection, client))
+                await closing.wait()
+                listener.cancel()
+    except BaseException as exc:  # reported as the reason it is down
+        if isinstance(exc, asyncio.CancelledError) and not ready.done():
+            ready.cancel()  # the start was given up (its time ran out): nobody waits
+        elif not ready.done():
+            problem = _start_problem(exc, settings, statuses)
+            ready.set_exception(ServerDown(problem + tail(stderr, "; its stderr ends with: ")))
+        elif not isinstance(exc, asyncio.CancelledError):
+            log.debug("MCP server %s: session ended: %r", connection.name, exc)
+    finally:
+        stderr.close()
+        connection.ended(client)
+
+
+async def call_tool(
+    connection: Connection, client: Client, remote: str, arguments: dict[str, Any], *,
+    report: Callable[[float, float | None], None] | None,
+    done: Callable[[Any], ToolResult],
+) -> ToolResult:
+    """Call one tool of the server on its open session (``report`` hears its progress):
+    ``done`` turns the answer into a result; an MCP error becomes a structured one (a
+    closed connection is dropped)."""
+    name = connection.name
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        assert report is not None
+        report(progress, total)  # the remote server's progress, to this call's caller
+
+    try:
+        answer = await client.call_tool(
+            remote, arguments, progress_callback=None if report is None else forward
+        )
+    except MCPError as exc:
+        if exc.code == CONNECTION_CLOSED:
+            connection.lost(f"the connection closed during a call of {remote}")
+            return ToolResult.failure(
+                ErrorType.NETWORK,
+                f"MCP server {name!r} closed the connection during the call "
+                "(it may have crashed); it is started again on the next call",
+                retry_possible=True,
+            )
+        kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
+        return ToolResult.failure(kind, f"MCP server {name!r}: {exc.message}")
+    return done(answer)
+
+
+async def _listen(connection: Connection, client: Client) -> None:
+    """Refresh the tool list when the server says it changed (2026-07-28 sessions)."""
+    caps = client.server_capabilities
+    if caps.tools is None or not caps.tools.list_changed:
+        return
+    try:
+        async with client.listen(tools_list_changed=True) as subscription:
+            async for _event in subscription:
+                await connection.tools_changed()
+    except Exception as exc:  # a legacy session, or a server that refuses: notices only
+        log.debug("MCP server %s: no listen stream: %r", connection.name, exc)
+
+
+def _client_info() -> Implementation:
+    return Implementation(name="toolplug", version=toolplug_version() or "0")
+
+
+def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -> Any:
+    """The SDK's streamable HTTP transport with the headers; every HTTP error status is
+    noted in ``statuses`` (the SDK's error names none). The SDK's own time limits: 30 s,
+    300 s to read."""
+
+    async def note(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            statuses.append(response.status_code)
+
+    @contextlib.asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        async with (
+            httpx2.AsyncClient(  # the caller of the SDK's transport owns its client
+                headers=dict(headers),
+                timeout=httpx2.Timeout(30, read=300),
+                # No cap on connections: the SDK's 100 would count the listen stream and
+                # send the 100th of many concurrent calls after a whole earlier one.
+                limits=httpx2.Limits(max_connections=None, max_keepalive_connections=100),
+                event_hooks={"response": [note]},
+            ) as client,
+            streamable_http_client(url, http_client=client) as streams,
+        ):
+            yield streams
+
+    return transport()
+
+
+def _start_problem(exc: BaseException, settings: ServerSettings, statuses: list[int]) -> str:
+    """A reason in words for a server that did not start or answer."""
+    inner = exc
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    status = getattr(getattr(inner, "response", None), "status_code", None)
+    if status is None and statuses:
+        status = statuses[-1]
+    if status is not None:
+        return f"HTTP {status} from {settings.url}"
+    if isinstance(inner, MCPError):
+        return f"the server closed the connection during start-up ({inner.message})"
+    if isinstance(inner, OSError):
+        return f"cannot start or reach the server: {inner.strerror or inner}"
+    return f"the server did not start: {type(inner).__name__}: {inner}"

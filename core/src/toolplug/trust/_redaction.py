@@ -1,0 +1,98 @@
+"""Secrets taken out of what leaves toolplug: ``Redactor`` holds the configured secret
+values (``Config.redactor``); ``redacted_result`` takes them out of a result.
+
+The engine redacts every result before anyone sees it or a cut output is kept
+(``toolplug.engine._engine``); the pipeline redacts a result before the result cache keeps
+it, since that cache may be a Redis server beyond this process (``toolplug.state._store``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from toolplug.contract._tool import Citation, ToolResult
+
+__all__ = ["Redactor", "redacted_result"]
+
+_MIN_SECRET_LEN: Final = 4
+
+
+
+class Redactor:
+    """Replaces known secret values with ``***`` in any text."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._longest_first: tuple[str, ...] = ()
+
+    def add(self, secret: str) -> None:
+        """Remember a secret value; values shorter than four characters are not redacted."""
+        if len(secret) >= _MIN_SECRET_LEN:
+            self._secrets.add(secret)
+            self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def redact(self, text: str) -> str:
+        """The text with every known secret replaced by ``***`` (longest first)."""
+        for secret in self._longest_first:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def redact_data(self, value: Any) -> Any:
+        """JSON-like data (a result's ``data``) with every string, keys included, redacted;
+        the same object when nothing in it holds a secret."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            items = [(self.redact_data(k), self.redact_data(v)) for k, v in value.items()]
+            pairs = zip(items, value.items(), strict=True)
+            if all(k is k0 and v is v0 for (k, v), (k0, v0) in pairs):
+                return value
+            return dict(items)
+        if isinstance(value, list | tuple):
+            redacted = [self.redact_data(v) for v in value]
+            if all(a is b for a, b in zip(redacted, value, strict=True)):
+                return value
+            return tuple(redacted) if isinstance(value, tuple) else redacted
+        return value
+
+
+
+def redacted_result(result: ToolResult, redactor: Redactor) -> ToolResult:
+    """``result`` with ``***`` for every configured secret in its output, ``data`` (keys and
+    values, at any depth), citations, warnings and error (message and details); the same
+    object when it holds none."""
+    if not redactor:
+        return result
+    output = redactor.redact(result.output)
+    data = redactor.redact_data(result.data)
+    error = result.error
+    if error is not None:
+        message, details = redactor.redact(error.message), redactor.redact_data(error.details)
+        if message is not error.message or details is not error.details:
+            error = dataclasses.replace(error, message=message, details=details)
+    warnings = tuple(redactor.redact(w) for w in result.warnings)
+    citations = tuple(_citation(c, redactor) for c in result.citations)
+    if (
+        output is result.output and data is result.data and error is result.error
+        and warnings == result.warnings and citations == result.citations
+    ):
+        return result
+    return dataclasses.replace(
+        result, output=output, data=data, error=error, warnings=warnings, citations=citations
+    )
+
+
+def _citation(citation: Citation, redactor: Redactor) -> Citation:
+    title, url = redactor.redact(citation.title), redactor.redact(citation.url)
+    if title is citation.title and url is citation.url:
+        return citation
+    return dataclasses.replace(citation, title=title, url=url)
