@@ -50,6 +50,13 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._metadata import Trust
     from toolplug.contract._network import NetworkPolicy
+    from toolplug.contract._parts import Audio
+    from toolplug.contract._parts import EmbeddedResource
+    from toolplug.contract._parts import File
+    from toolplug.contract._parts import Image
+    from toolplug.contract._parts import Part
+    from toolplug.contract._parts import ResourceLink
+    from toolplug.contract._parts import Text
     from toolplug.contract._settings import ToolSettings
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
@@ -83,6 +90,7 @@ __all__ = [
     "Annotations",
     "Approval",
     "ApprovalRequest",
+    "Audio",
     "Availability",
     "Capability",
     "CapabilityChecker",
@@ -96,17 +104,21 @@ __all__ = [
     "ConfigKey",
     "Conversation",
     "DetectContext",
+    "EmbeddedResource",
     "Entry",
     "EnvVar",
     "ErrorSpec",
     "ErrorType",
     "Example",
+    "File",
     "Guidelines",
+    "Image",
     "LoadProblem",
     "MetadataError",
     "NetworkPolicy",
     "Package",
     "Page",
+    "Part",
     "Plan",
     "PlanError",
     "PlanResult",
@@ -114,9 +126,11 @@ __all__ = [
     "PluginInfo",
     "RegisteredTool",
     "Registry",
+    "ResourceLink",
     "Selection",
     "Task",
     "TaskStatus",
+    "Text",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -155,6 +169,7 @@ _HOME = {
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
+    "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text",
     "contract._settings": "ToolSettings",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
