@@ -37,10 +37,10 @@ import anyio
 from mcp import ClientSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from concurrent_calls import free_port, stdio  # noqa: E402
+from concurrent_calls import free_port, stdio
 
-import toolplug  # noqa: E402
-from toolplug import Image, Tool, ToolMetadata, ToolResult, hookimpl  # noqa: E402
+import toolplug
+from toolplug import Image, Tool, ToolMetadata, ToolResult, hookimpl
 
 SIZE = 5 * 1024 * 1024
 
@@ -210,7 +210,8 @@ async def in_process(calls: int) -> float:
             started = time.perf_counter()
             result = await tools.acall("picture", {})
             times.append(time.perf_counter() - started)
-            assert result.ok and result.parts, result
+            assert result.ok, result
+            assert result.parts, result
         return statistics.median(times)
     finally:
         tools.close()
