@@ -142,12 +142,15 @@ class Text(Part):
 
     @property
     def size(self) -> int:
+        """How many bytes (or characters, for text) the part carries."""
         return len(self.text)
 
     def describe(self) -> str:
+        """A few words a text-only host can show in the part's place."""
         return self.text
 
     def to_dict(self) -> dict[str, Any]:
+        """The part as JSON-compatible data, bytes in base64 (``data``)."""
         return {"kind": "text", "text": self.text}
 
 
@@ -174,6 +177,7 @@ class _Binary(Part):
 
     @property
     def size(self) -> int:
+        """How many bytes (or characters, for text) the part carries."""
         return len(self.data)
 
     def base64(self) -> str:
@@ -181,12 +185,15 @@ class _Binary(Part):
         return base64.b64encode(self.data).decode("ascii")
 
     def describe(self) -> str:
+        """A few words a text-only host can show in the part's place."""
         return f"[{self.kind}: {self.mime_type}, {_size(len(self.data))}]"
 
     def to_dict(self) -> dict[str, Any]:
+        """The part as JSON-compatible data, bytes in base64 (``data``)."""
         return {"kind": self.kind, "mime_type": self.mime_type, "data": self.base64()}
 
     def problem(self) -> str | None:
+        """Why the part is not what it says, or None (the engine asks after every call)."""
         if not self.data:
             return "it has no bytes"
         heads = _SIGNATURES.get(self.mime_type)
@@ -246,10 +253,12 @@ class File(_Binary):
         return f"File({named}{self.mime_type}, {_size(len(self.data))})"
 
     def describe(self) -> str:
+        """A few words a text-only host can show in the part's place."""
         named = f"{self.name}, " if self.name else ""
         return f"[file: {named}{self.mime_type}, {_size(len(self.data))}]"
 
     def to_dict(self) -> dict[str, Any]:
+        """The part as JSON-compatible data, bytes in base64 (``data``)."""
         body = _Binary.to_dict(self)
         if self.name:
             body["name"] = self.name
@@ -290,15 +299,18 @@ class ResourceLink(Part):
 
     @property
     def size(self) -> int:
+        """How many bytes (or characters, for text) the part carries."""
         return len(self.uri) + len(self.name) + len(self.description or "")
 
     def describe(self) -> str:
+        """A few words a text-only host can show in the part's place."""
         extra = ", ".join(
             x for x in (self.mime_type, _size(self.size_bytes) if self.size_bytes else None) if x
         )
         return f"[resource: {self.name} at {self.uri}{f', {extra}' if extra else ''}]"
 
     def to_dict(self) -> dict[str, Any]:
+        """The part as JSON-compatible data, bytes in base64 (``data``)."""
         body: dict[str, Any] = {"kind": "resource_link", "uri": self.uri, "name": self.name}
         for key in ("mime_type", "size_bytes", "description"):
             if getattr(self, key) is not None:
@@ -334,14 +346,17 @@ class EmbeddedResource(Part):
 
     @property
     def size(self) -> int:
+        """How many bytes (or characters, for text) the part carries."""
         return len(self.text) if self.text is not None else len(self.data or b"")
 
     def describe(self) -> str:
+        """A few words a text-only host can show in the part's place."""
         if self.text is not None:
             return self.text
         return f"[resource: {self.uri}, {self.mime_type or 'bytes'}, {_size(self.size)}]"
 
     def to_dict(self) -> dict[str, Any]:
+        """The part as JSON-compatible data, bytes in base64 (``data``)."""
         body: dict[str, Any] = {"kind": "resource", "uri": self.uri}
         if self.mime_type is not None:
             body["mime_type"] = self.mime_type
@@ -352,6 +367,7 @@ class EmbeddedResource(Part):
         return body
 
     def problem(self) -> str | None:
+        """Why the part is not what it says, or None (the engine asks after every call)."""
         if self.data is None or self.mime_type is None:
             return None
         return _Binary.problem(File(self.data, self.mime_type))
