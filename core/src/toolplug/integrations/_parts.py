@@ -15,9 +15,9 @@ import dataclasses
 import logging
 import mimetypes
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
-from toolplug.contract._parts import Audio, EmbeddedResource, File, Image, ResourceLink, part_for
+from toolplug import Audio, EmbeddedResource, File, Image, ResourceLink
 
 if TYPE_CHECKING:
     from toolplug import Part, ToolResult
@@ -67,13 +67,18 @@ def carried(
 
 def binary(part: Part) -> Binary | None:
     """The picture, recording or file a part holds: itself for ``Image``, ``Audio`` and
-    ``File``, the ``Image``, ``Audio`` or ``File`` of an embedded resource's bytes (its MIME
-    type, else what its bytes start like); None for text and links."""
+    ``File``, the ``Image``, ``Audio`` or ``File`` of an embedded resource's bytes, by its
+    MIME type (a ``File`` of ``application/octet-stream`` without one); None for text and
+    links."""
     if isinstance(part, EmbeddedResource):
         if part.data is None:
             return None
-        named = part.uri.rstrip("/").rsplit("/", 1)[-1] or None
-        return cast(Binary, part_for(part.data, part.mime_type, name=named))
+        mime = part.mime_type or "application/octet-stream"
+        if mime.startswith("image/"):
+            return Image(part.data, mime)
+        if mime.startswith("audio/"):
+            return Audio(part.data, mime)
+        return File(part.data, mime, name=part.uri.rstrip("/").rsplit("/", 1)[-1] or None)
     return part if isinstance(part, Image | Audio | File) else None
 
 
