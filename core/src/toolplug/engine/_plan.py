@@ -14,11 +14,11 @@ A step's id is its ``id`` (a positive integer) or, without one, its position fro
 parameter whose whole value is a reference to step N is replaced by that part of step N's
 result, as ``--result json`` shows it: ``$stepN.output`` (the text), ``$stepN.data.x``,
 ``$stepN.citations.0.url``, ``$stepN.warnings``, ``$stepN.spill``, ``$stepN.parts.0`` (a
-part: its text, a link's URI, or its bytes as a ``data:`` URL, ``part_argument``;
-``$stepN.parts.0.mime_type`` one of its fields). A first name that is not one of those
-fields is looked up in ``data`` (``$stepN.x`` is ``$stepN.data.x``, and ``$stepN`` alone is
-the whole ``data``). Inside a list, a reference to a list is flattened
-into it. A step that references step N must list N in ``dependencies``.
+part: its text, a link's URI, or its bytes as a ``data:`` URL, as
+``contract._parts.as_argument`` says; ``$stepN.parts.0.mime_type`` one of its fields). A
+first name that is not one of those fields is looked up in ``data`` (``$stepN.x`` is
+``$stepN.data.x``, and ``$stepN`` alone is the whole ``data``). Inside a list, a reference
+to a list is flattened into it. A step that references step N must list N in ``dependencies``.
 
 A plan runs in a conversation of its own, inside the current one when there is one
 (``toolplug.trust._guard``): a sink argument passed by ``$stepN`` reference from a step
@@ -38,17 +38,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
-from toolplug.contract._parts import Part
+from toolplug.contract._parts import as_argument
 from toolplug.contract._tool import ToolResult
 from toolplug.trust._conversation import Conversation, Record, current, derived_from
 
 if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
 
-__all__ = [
-    "Plan", "PlanError", "PlanResult", "Step", "StepOutcome", "parse_plan", "part_argument",
-    "run_plan",
-]
+__all__ = ["Plan", "PlanError", "PlanResult", "Step", "StepOutcome", "parse_plan", "run_plan"]
 
 _REFERENCE: Final = re.compile(r"^\$step(\d+)((?:\.[A-Za-z0-9_\-]+)*)$")
 RESULT_FIELDS: Final = ("output", "data", "citations", "warnings", "spill", "parts")
@@ -253,26 +250,13 @@ class _Unresolved(Exception):
     pass
 
 
-def part_argument(part: Part) -> str:
-    """What a tool receives for a ``$stepN.parts.K`` reference: a text part's text, a
-    resource link's URI, else the bytes as a ``data:`` URL (RFC 2397) of the part's MIME
-    type. A JSON argument cannot hold bytes; a data URL is one string that says what the
-    bytes are, that a parameter taking a URL accepts, and that needs no store to outlive
-    the plan (a link to bytes kept elsewhere would be read by nobody across processes)."""
-    body = part.to_dict()
-    if "data" not in body:
-        return str(body.get("text", body.get("uri", "")))
-    mime = body.get("mime_type") or "application/octet-stream"
-    return f"data:{mime};base64,{body['data']}"
-
-
 def _part_lookup(result: ToolResult, ref: int, path: tuple[str, ...]) -> Any:
     """``$stepN.parts``: every part as an argument; ``.K``: one; ``.K.FIELD``: a field of
     its JSON form (``kind``, ``mime_type``, ``name``, ``uri``, ``text``, ``data`` in
     base64) or its ``size``."""
     text = f"$step{ref}" + "".join("." + p for p in path)
     if len(path) == 1:
-        return [part_argument(p) for p in result.parts]
+        return [as_argument(p) for p in result.parts]
     index = path[1]
     if not index.isdigit() or int(index) >= len(result.parts):
         count = len(result.parts)
@@ -283,7 +267,7 @@ def _part_lookup(result: ToolResult, ref: int, path: tuple[str, ...]) -> Any:
         )
     part = result.parts[int(index)]
     if len(path) == 2:
-        return part_argument(part)
+        return as_argument(part)
     fields = {**part.to_dict(), "size": part.size}
     if len(path) > 3 or path[2] not in fields:
         raise _Unresolved(
