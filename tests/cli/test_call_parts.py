@@ -1,4 +1,5 @@
-"""``toolplug call`` with a tool that returns a picture and a PDF: files, never bytes."""
+"""A tool that returns a picture and a PDF at the command line: ``call`` writes files, never
+bytes, and ``info`` says which parts the tool declares."""
 
 from __future__ import annotations
 
@@ -44,7 +45,16 @@ class Snapshot(toolplug.Tool):
         )
 
 
-register_tools = toolplug.provides(Snapshot)
+class Plain(toolplug.Tool):
+    metadata = toolplug.ToolMetadata(
+        name="plain", description="Say hello in text alone.", category="utility",
+    )
+
+    def run(self, arguments, context):
+        return toolplug.ToolResult.success("hello")
+
+
+register_tools = toolplug.provides(Snapshot, Plain)
 '''
 
 
@@ -67,6 +77,30 @@ def _call(tmp_path: Path, media: dict[str, Path], *extra: str, name: str = "repo
                    TMPDIR=str(tmp_path / "tmp"))
     return run_cli("call", "snapshot", f"png={media['png']}", f"pdf={media['pdf']}",
                    f"name={name}", *extra, env=env, cwd=tmp_path)
+
+
+def _info(tmp_path: Path, *args: str) -> Run:
+    site = Site(tmp_path / "site")
+    site.add("snapshot-plugin", entry_points={"snapshot": "snapshot_plugin"},
+             modules={"snapshot_plugin": _PLUGIN})
+    env = site.env(TOOLPLUG_PLUGINS="snapshot-plugin", TOOLPLUG_NO_CACHE="1")
+    return run_cli("info", *args, env=env, cwd=tmp_path)
+
+
+def test_info_shows_the_parts_a_tool_declares(tmp_path: Path) -> None:
+    done = _info(tmp_path, "snapshot")
+    assert done.code == 0, done.err
+    assert "\n  parts         image, text, file\n" in done.out
+    record = json.loads(_info(tmp_path / "j", "snapshot", "--json").out)
+    assert record["metadata"]["parts"] == ["image", "text", "file"]
+
+
+def test_info_of_a_tool_without_parts_has_no_parts_line(tmp_path: Path) -> None:
+    done = _info(tmp_path, "plain")
+    assert done.code == 0, done.err
+    assert "  parts " not in done.out
+    assert json.loads(_info(tmp_path / "j", "plain", "--json").out)["metadata"][
+        "parts"] == []
 
 
 def _saved(out: str) -> list[Path]:

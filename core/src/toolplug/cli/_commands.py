@@ -221,6 +221,8 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
     out.append(f"  category      {meta.category} ({meta.optionality})")
     made = " ".join(str(part) for part in (tool.distribution, tool.version) if part)
     out.append(f"  plugin        {made} ({tool.plugin})")
+    if meta.parts:  # what toolplug call writes to files, besides the text
+        out.append("  parts         " + ", ".join(meta.parts))
     if meta.requires_capabilities:
         states = [registry.checker.state(c) for c in meta.requires_capabilities]
         out.append(
