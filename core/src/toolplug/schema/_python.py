@@ -54,6 +54,7 @@ _PARTS: Final = '''class Part:
     uri: str | None
     text: str | None
     id: int
+    """How the host finds the part again: leave it as it is."""
 
 class Result:
     """What a tool that returns parts returns."""

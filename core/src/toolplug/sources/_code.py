@@ -15,10 +15,13 @@ and at every access to the operating system, and lets the host answer. Here:
   says so;
 - limits hold the rest: run time, memory, recursion depth and the number of tool calls.
 
-What comes back: what the program printed and the value of its last expression; an error
-names the line. Enabled by ``[code] enabled = true`` (``toolplug.load()`` registers the
-tool through the ``register_tools`` hook and, while it builds the registry, gives it the
-stubs of the tools it may call, which its ``code`` parameter's description carries).
+What comes back: what the program printed and the value of its last expression, with the
+content parts that value holds (``toolplug.sources._code_parts``: a program holds what each
+part of its tools' results is, never its bytes); an error names the line.
+
+Enabled by ``[code] enabled = true`` (``toolplug.load()`` registers the tool through the
+``register_tools`` hook and, while it builds the registry, gives it the stubs of the tools
+it may call, which its ``code`` parameter's description carries).
 """
 
 from __future__ import annotations
