@@ -190,3 +190,25 @@ def test_a_directory_that_cannot_be_made_is_a_usage_error(
     assert done.code == 2
     assert f"cannot write the result's parts to {blocker / 'out'}" in done.err
     assert "--parts-dir DIR" in done.err
+
+
+def test_a_part_a_program_returns_reaches_a_file_too(
+    tmp_path: Path, media: dict[str, Path]
+) -> None:
+    pytest.importorskip("pydantic_monty")
+    (tmp_path / "toolplug.toml").write_text("[code]\nenabled = true\n", encoding="utf-8")
+    site = Site(tmp_path / "site")
+    site.add("snapshot-plugin", entry_points={"snapshot": "snapshot_plugin"},
+             modules={"snapshot_plugin": _PLUGIN})
+    env = site.env(TOOLPLUG_PLUGINS="snapshot-plugin", TOOLPLUG_NO_CACHE="1")
+    program = (
+        f"r = await snapshot(png={str(media['png'])!r}, pdf={str(media['pdf'])!r}, name='r.pdf')\n"
+        "[p for p in r.parts if p.kind != 'text']\n"
+    )
+    done = run_cli("call", "run_code", f"code={program}", "--parts-dir", str(tmp_path / "out"),
+                   env=env, cwd=tmp_path)
+    assert done.code == 0, done.err
+    chart, report = _saved(done.out)
+    assert chart.read_bytes() == media["png"].read_bytes()
+    assert report == (tmp_path / "out" / "r.pdf").resolve()
+    assert report.read_bytes() == media["pdf"].read_bytes()
