@@ -183,3 +183,24 @@ def test_metadata_says_which_parts_a_tool_returns() -> None:
     with pytest.raises(ValueError, match="parts"):
         ToolMetadata(name="chart", description="Draw.", category="utility",
                      parts=("video",))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("part", "argument"),
+    [
+        # bytes: a data URL of the part's own MIME type
+        (Image(png()), "data:image/png;base64," + base64.b64encode(png()).decode()),
+        (File(b"%PDF-1.7", "application/pdf", name="a.pdf"), "data:application/pdf;base64,"
+         + base64.b64encode(b"%PDF-1.7").decode()),
+        (EmbeddedResource("file:///x.bin", data=b"\x00\x01"),
+         "data:application/octet-stream;base64,AAE="),  # no type: octet-stream
+        # text as text, a link as its URI
+        (Text("more"), "more"),
+        (EmbeddedResource("file:///notes.md", text="# Notes"), "# Notes"),
+        (ResourceLink("file:///reports/march.pdf", "march.pdf"), "file:///reports/march.pdf"),
+    ],
+)
+def test_a_part_as_an_argument_is_one_string(part: toolplug.Part, argument: str) -> None:
+    from toolplug.contract._parts import as_argument
+
+    assert as_argument(part) == argument

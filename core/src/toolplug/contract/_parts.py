@@ -41,6 +41,7 @@ __all__ = [
     "PartKind",
     "ResourceLink",
     "Text",
+    "as_argument",
     "part_for",
     "sniff",
 ]
@@ -387,3 +388,15 @@ def part_for(data: bytes, mime_type: str | None = None, *, name: str | None = No
     if mime.startswith("audio/"):
         return Audio(data, mime)
     return File(data, mime, name=name)
+
+
+def as_argument(part: Part) -> str:
+    """The part as one JSON string a tool can take as an argument: a text part's text (an
+    embedded resource's too), a resource link's URI, else its bytes as a ``data:`` URL
+    (RFC 2397) of its MIME type, ``data:image/png;base64,...``. A JSON argument holds no
+    bytes; a data URL says what they are, is accepted where a URL is, and needs no store
+    to be read (a link to bytes this process keeps would mean nothing to another)."""
+    body = part.to_dict()
+    if "data" not in body:
+        return str(body["text"] if "text" in body else body["uri"])
+    return f"data:{body.get('mime_type') or 'application/octet-stream'};base64,{body['data']}"
