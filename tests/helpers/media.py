@@ -7,7 +7,6 @@ import wave
 import zlib
 from io import BytesIO
 
-
 __all__ = ["pdf", "png", "wav"]
 
 def png(width: int = 2, height: int = 2) -> bytes:
