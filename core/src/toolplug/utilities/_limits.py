@@ -284,7 +284,7 @@ def _parts_note(
         named = [(i, p) for i, p, h in cut if h == how]
         if not named:
             continue
-        shown = [f"{part_label(i, p)}, {_size_of(p)}" for i, p in named[:_NAMED_PARTS]]
+        shown = [f"{part_label(i, p)[:-1]}, {_size_of(p)})" for i, p in named[:_NAMED_PARTS]]
         more = len(named) - len(shown)
         said.append(
             f"{how} " + "; ".join(shown) + (f"; and {more:,} more" if more else "")
