@@ -87,7 +87,8 @@ def handlers(registry: Registry) -> dict[str, Any]:
             uri_template=TEMPLATE,
             name="call output",
             description="The whole output of a call that its output budget cut (the call's "
-            "reply links it); offset and length choose a range of characters.",
+            "reply links it); offset and length choose a range of characters (of bytes, for "
+            "a part that is a picture, a recording or a file: .../ID/parts/N).",
             mime_type=_MIME["output"],
         )
         return types.ListResourceTemplatesResult(resource_templates=[template])
