@@ -233,3 +233,23 @@ def test_a_part_left_out_is_named_with_where_it_is_kept(make: Make) -> None:
     assert result.parts == ()
     assert result.spill is not None
     assert any("kept whole at" in w for w in result.warnings)
+
+
+def test_a_labelled_and_delimited_result_keeps_its_parts() -> None:
+    # the engine rebuilds an untrusted result to put its text between markers: its parts
+    # go with it
+    image = Image(png())
+    Returns.RESULT = ToolResult.success("a page", parts=[image, Text("its text")])
+    registry = toolplug.load(
+        {"guard": {"delimit_untrusted": True}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+    try:
+        with registry.conversation("look at the page"):
+            result = registry.call("returns", {})
+        assert result.output.startswith('<untrusted source="returns">')
+        assert result.parts == (image, Text("its text"))
+        assert result.trust is not None
+        assert result.trust.untrusted
+    finally:
+        registry.close()

@@ -276,9 +276,11 @@ def _size_of(part: Part) -> str:
 
 
 def _parts_note(
-    cut: list[tuple[int, Part, str]], budget: int, max_bytes: int, kept_at: str | None
+    cut: list[tuple[int, Part, str]], over: set[int], budget: int, max_bytes: int,
+    kept_at: str | None,
 ) -> str:
-    """The warning naming the parts the budgets cut (``how``: "cut" or "left out")."""
+    """The warning naming the parts the budgets cut (``how``: "cut" or "left out");
+    ``over``: those past the byte budget (kept whole with the text parts)."""
     said: list[str] = []
     for how in ("cut", "left out"):
         named = [(i, p) for i, p, h in cut if h == how]
@@ -289,13 +291,19 @@ def _parts_note(
         said.append(
             f"{how} " + "; ".join(shown) + (f"; and {more:,} more" if more else "")
         )
-    where = (
-        f"; each is kept whole at {kept_at}/parts/N (N its index)" if kept_at
-        else "; ask for less to see all of it"
-    )
-    note = (
-        f"{PARTS_CUT}{' and '.join(said)} (the budgets are {budget:,} characters and "
-        f"{max_bytes:,} bytes of parts){where}"
+    spilled = all(how == "cut" or part_text(p) is not None or i in over for i, p, how in cut)
+    if not kept_at:
+        where = "; ask for less to see all of it"
+    elif spilled:
+        where = f"; each is kept whole at {kept_at}/parts/N (N its index)"
+    else:  # a link (or a file with a long name) left out for characters is not kept
+        where = (
+            f"; the text parts and those past the byte budget are kept whole at "
+            f"{kept_at}/parts/N (N its index)"
+        )
+    note = (  # where they are first: a long list is what the end cuts
+        f"{PARTS_CUT}cut or left out parts (the budgets are {budget:,} characters and "
+        f"{max_bytes:,} bytes of parts){where}: {' and '.join(said)}"
     )
     return note if len(note) <= _PARTS_NOTE else note[: _PARTS_NOTE - 3] + "..."
 
@@ -400,13 +408,23 @@ def _bounded_parts(
     over = _within_bytes(result.parts, max_bytes)
     cut: list[tuple[int, Part, str]] = [(i, result.parts[i], "left out") for i in sorted(over)]
     kept = [(i, p) for i, p in enumerate(result.parts) if i not in over]
-    # Measured with every text empty and room held for the warning naming the cuts.
-    shell = tuple(p if part_text(p) is None else _with_text(p, "") for _, p in kept)
+    # Measured without the text and the parts, room held for the warning naming the cuts
+    # and for the blank line before the warnings; each part costs its words for the model
+    # and the blank line before it.
     shortened = dataclasses.replace(
-        result, output="", data=data, citations=citations, parts=shell,
+        result, output="", data=data, citations=citations, parts=(),
         warnings=(*warnings, "w" * _PARTS_NOTE),
     )
-    left = budget - reply_chars(shortened) - 2 - (2 if shell else 0)
+    left = budget - reply_chars(shortened) - 2
+    stays: set[int] = set()
+    for index, part in kept:  # first the few words in a picture's or a link's place
+        if part_text(part) is None:
+            cost = len(part.describe()) + 2
+            if cost <= left:
+                left -= cost
+                stays.add(index)
+            else:
+                cut.append((index, part, "left out"))
     output = result.output
     if len(output) > left:
         output = _cut_output(output, max(left, 0), budget, pages, kept_at)
@@ -417,19 +435,20 @@ def _bounded_parts(
     for index, part in kept:
         text = part_text(part)
         if text is None:
+            if index in stays:
+                parts.append(part)
+        elif len(text) + 2 <= left:
             parts.append(part)
-        elif len(text) <= left:
-            parts.append(part)
-            left -= len(text)
-        elif left >= _PART_TEXT_MIN:
-            parts.append(_with_text(part, _cut_part_text(text, left, budget, index, kept_at)))
+            left -= len(text) + 2
+        elif left - 2 >= _PART_TEXT_MIN:
+            parts.append(_with_text(part, _cut_part_text(text, left - 2, budget, index, kept_at)))
             cut.append((index, part, "cut"))
             left = 0
         else:
             cut.append((index, part, "left out"))
             left = 0
     cut.sort(key=lambda item: item[0])
-    notes = (_parts_note(cut, budget, max_bytes, kept_at),) if cut else ()
+    notes = (_parts_note(cut, over, budget, max_bytes, kept_at),) if cut else ()
     return dataclasses.replace(
         result, output=output, data=data, citations=citations, parts=tuple(parts),
         warnings=(*warnings, *notes),
