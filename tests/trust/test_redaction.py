@@ -338,3 +338,11 @@ def test_the_text_of_parts_is_redacted_and_their_bytes_are_not_searched() -> Non
             assert SECRET not in result.for_model()
     finally:
         registry.close()
+
+
+def test_a_link_whose_scheme_was_the_secret_becomes_words() -> None:
+    redactor = _redaction.Redactor()
+    redactor.add(SECRET)
+    link = toolplug.ResourceLink(f"{SECRET}:thing", "thing")
+    [part] = _redaction.redacted_result(ToolResult.success("", parts=[link]), redactor).parts
+    assert part == toolplug.Text("[resource: thing at ***:thing]")

@@ -12,8 +12,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.contract._parts import Part, Text
+
 if TYPE_CHECKING:
-    from toolplug.contract._parts import Part
     from toolplug.contract._tool import Citation, ToolResult
 
 __all__ = ["Redactor", "redacted_result"]
@@ -114,8 +115,6 @@ def _part(part: Part, redactor: Redactor) -> Part:
     try:
         return dataclasses.replace(part, **changed)  # type: ignore[type-var]
     except ValueError:  # a URI whose scheme was the secret: no longer a URI, a word instead
-        from toolplug.contract._parts import Text
-
         return Text(redactor.redact(part.describe()))
 
 
