@@ -183,7 +183,7 @@ def _written(
     missing = [key for key in row.result_needs if not given[key]]
     if missing:
         raise ValueError(
-            f"a {fmt!r} tool result needs {' and '.join(f'{key}=' for key in missing)}: "
+            f"{fmt!r} tool results need {' and '.join(f'{key}=' for key in missing)}: "
             + "; ".join(_NEEDS[key] for key in missing)
         )
     return _writer(fmt)(result, call_id=call_id, name=name)
