@@ -24,6 +24,8 @@ import pytest
 from anthropic.types import ToolResultBlockParam
 from google import genai
 from google.genai import types as gemini_types
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionToolMessageParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
@@ -421,6 +423,47 @@ def test_a_nameless_file_gets_a_name_openai_needs() -> None:
     result = ToolResult.success("", parts=[Text("see"), File(pdf(), "application/pdf")])
     item = toolplug.export_result(result, "openai-responses", call_id="c")
     assert item["output"][1]["filename"] == "part-1.pdf"
+
+
+PARTS = st.sampled_from([
+    Image(png(), "image/png"),
+    Image(b"GIF89a" + b"\x00" * 20, "image/gif"),
+    Image(b"BM" + b"\x00" * 60, "image/bmp"),
+    Audio(wav(), "audio/wav"),
+    File(pdf(), "application/pdf"),
+    File(b"a,b\n", "text/csv", name="t.csv"),
+    File(b"PK\x03\x04" + b"\x00" * 20, "application/zip", name="a.zip"),
+    ResourceLink("https://reports.example/a", "a"),
+    EmbeddedResource("file:///a.txt", text="alpha"),
+    EmbeddedResource("file:///b.pdf", data=pdf(), mime_type="application/pdf"),
+    Text("more"),
+    Text(""),
+])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(output=st.sampled_from(["", "Here."]), parts=st.lists(PARTS, max_size=6),
+       warnings=st.lists(st.sampled_from(["cut"]), max_size=1))
+def test_any_result_is_a_valid_item_and_only_real_parts_are_lost(
+    output: str, parts: list[Any], warnings: list[str]
+) -> None:
+    result = ToolResult.success(output, parts=parts, warnings=warnings)
+    not_text = [f"/parts/{i}" for i, part in enumerate(parts) if not isinstance(part, Text)]
+    for fmt in RESULT_FORMATS:
+        item = toolplug.export_result(result, fmt, call_id="c", name="f")
+        check(fmt, item)
+        assert dumps(item) == dumps(toolplug.export_result(result, fmt, call_id="c", name="f"))
+        losses = toolplug.explain_result(result, fmt)
+        paths = [loss.path for loss in losses]
+        # each part lost at most once, in order, and a text part never
+        assert paths == sorted(set(paths), key=lambda path: int(path.rsplit("/", 1)[1]))
+        assert set(paths) <= set(not_text)
+        if fmt == "openai":
+            assert paths == not_text  # text only: every other part is described
+        if fmt == "anthropic" and item.get("content") not in (None, ""):
+            # never an empty text block, which the Messages API refuses
+            blocks = item["content"] if isinstance(item["content"], list) else []
+            assert all(b["text"] for b in blocks if b["type"] == "text")
 
 
 # -- misuse ---------------------------------------------------------------------------

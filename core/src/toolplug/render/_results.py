@@ -46,6 +46,7 @@ __all__ = [
     "explain_result",
     "export_result",
     "file_name",
+    "notes",
     "sent_parts",
 ]
 
