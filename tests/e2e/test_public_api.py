@@ -32,6 +32,8 @@ EXPECTED = {
     "Trust", "UsageError",
     # content parts of a result (contract/_parts.py)
     "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text",
+    # a call's result in a provider's own form (render/_results.py)
+    "ResultLoss", "explain_result", "export_result",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",

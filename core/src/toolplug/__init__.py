@@ -69,6 +69,9 @@ if TYPE_CHECKING:
     from toolplug.render._export import explain_export
     from toolplug.render._export import export_tool
     from toolplug.render._export import export_tools
+    from toolplug.render._results import ResultLoss
+    from toolplug.render._results import explain_result
+    from toolplug.render._results import export_result
     from toolplug.render._prompt import optional_tools_section
     from toolplug.render._search import ToolSearch
     from toolplug.render._stubs import tool_stubs
@@ -127,6 +130,7 @@ __all__ = [
     "RegisteredTool",
     "Registry",
     "ResourceLink",
+    "ResultLoss",
     "Selection",
     "Task",
     "TaskStatus",
@@ -147,6 +151,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "explain_export",
+    "explain_result",
+    "export_result",
     "export_tool",
     "export_tools",
     "hookimpl",
@@ -185,6 +191,7 @@ _HOME = {
     "state._tasks": "Task TaskStatus",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
+    "render._results": "ResultLoss explain_result export_result",
     "render._prompt": "optional_tools_section",
     "render._search": "ToolSearch",
     "render._stubs": "tool_stubs",
