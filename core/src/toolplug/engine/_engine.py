@@ -348,7 +348,7 @@ class Engine:
         # the constructor, not dataclasses.replace: this runs on every call
         return ToolResult(
             output, result.data, result.citations, result.warnings, result.error, result.spill,
-            labels,
+            labels, result.parts,
         ), recording
 
     async def _hooked(self, call: ToolCall, first: Next | None) -> ToolResult:
