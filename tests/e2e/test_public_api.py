@@ -31,7 +31,7 @@ EXPECTED = {
     "Toolset",
     "Trust", "UsageError",
     # content parts of a result (contract/_parts.py)
-    "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text",
+    "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text", "part_for",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",
