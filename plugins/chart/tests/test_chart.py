@@ -122,3 +122,14 @@ def test_charts_drawn_in_threads_side_by_side_are_whole(registry: toolplug.Regis
     pictures = {r.parts[0] for r in results if r.ok}
     assert len(pictures) == 1  # the same table draws the same picture every time
     _decoded(next(iter(pictures)).data)  # type: ignore[attr-defined]
+
+
+def test_text_the_font_cannot_draw_or_mathtext_does_not_break_the_chart(
+    registry: toolplug.Registry,
+) -> None:
+    # a control character, a character DejaVu Sans has no glyph for, and a mathtext '$'
+    table = {"labels": ["a\x02b", "\U0001f600", "$x^$"], "title": "costs in $ and $",
+             "series": [{"name": "\x07n", "values": [1, 2, 3]}]}
+    result = registry.call("chart", table)
+    assert result.ok, result.error
+    _decoded(result.parts[0].data)  # type: ignore[attr-defined]

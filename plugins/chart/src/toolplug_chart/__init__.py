@@ -211,12 +211,26 @@ def _draw(
     kind: str, labels: list[str], series: list[tuple[str, list[float]]], arguments: dict[str, Any]
 ) -> bytes:
     try:
+        from matplotlib import font_manager
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise ToolFailure(
             "UnavailableError", "matplotlib is not installed: pip install toolplug-chart"
         ) from None
+    font = font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
+
+    def shown(text: Any) -> str:
+        """The text as drawn: characters the font has no glyph for become '?' (matplotlib
+        would warn and draw a box), control characters go, and a '$' is a dollar sign,
+        not the start of mathtext."""
+        kept = (
+            c if font.get_char_index(ord(c)) else "?" for c in str(text) if c.isprintable()
+        )
+        return "".join(kept).replace("$", r"\$")
+
+    labels = [shown(label) for label in labels]
+    series = [(shown(name), values) for name, values in series]
     figure = Figure(figsize=(WIDTH_PX / _DPI, HEIGHT_PX / _DPI), dpi=_DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
@@ -231,11 +245,11 @@ def _draw(
             axes.plot(positions, values, marker="o", label=name)
     axes.set_xticks(positions, labels, rotation=45 if len(labels) > 8 else 0)
     if arguments.get("title"):
-        axes.set_title(str(arguments["title"]))
+        axes.set_title(shown(arguments["title"]))
     if arguments.get("x_label"):
-        axes.set_xlabel(str(arguments["x_label"]))
+        axes.set_xlabel(shown(arguments["x_label"]))
     if arguments.get("y_label"):
-        axes.set_ylabel(str(arguments["y_label"]))
+        axes.set_ylabel(shown(arguments["y_label"]))
     if len(series) > 1:
         axes.legend()
     axes.grid(axis="y", alpha=0.3)
