@@ -31,7 +31,7 @@ EXPECTED = {
     "Toolset",
     "Trust", "UsageError",
     # content parts of a result (contract/_parts.py)
-    "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text",
+    "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text", "part_for",
     # a call's result in a provider's own form (render/_results.py)
     "ResultLoss", "explain_result", "export_result",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from toolplug.contract._parts import Part
     from toolplug.contract._parts import ResourceLink
     from toolplug.contract._parts import Text
+    from toolplug.contract._parts import part_for
     from toolplug.contract._settings import ToolSettings
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
@@ -160,6 +161,7 @@ __all__ = [
     "load_config",
     "optional_tools_section",
     "parse_plan",
+    "part_for",
     "provides",
     "run_plan",
     "tool_reference",
@@ -175,7 +177,7 @@ _HOME = {
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
-    "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text",
+    "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text part_for",
     "contract._settings": "ToolSettings",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
