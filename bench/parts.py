@@ -176,7 +176,9 @@ async def over_http(command: list[str], env: dict[str, str], data: bytes, calls:
                     raise RuntimeError(f"{command} did not start") from None
                 await anyio.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
-        async with streamable_http_client(url) as streams, ClientSession(
+        # the SDK client refuses an SSE event over 1 MB by default: this bench lifts that
+        # for both servers (a 5 MB image is one event)
+        async with streamable_http_client(url, max_sse_event_size=None) as streams, ClientSession(
             streams[0], streams[1]
         ) as session:
             return await per_call(session, data, calls)

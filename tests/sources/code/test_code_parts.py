@@ -12,7 +12,15 @@ import pytest
 
 import toolplug
 from tests.helpers.media import pdf, png
-from toolplug import Annotations, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl
+from toolplug import (
+    Annotations,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    Trust,
+    hookimpl,
+)
 
 OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
 RECEIVED: list[dict[str, Any]] = []
@@ -25,6 +33,8 @@ class Chart(Tool):
         returns={"type": "object", "properties": {"month": {"type": "string"}}},
         parts=("image", "text", "file", "resource_link"),
         annotations=Annotations(read_only=True, open_world=False),
+        # the chart is drawn here: its text parts are trusted, so passing one on is no flow
+        trust=Trust(output="trusted"),
     )
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
