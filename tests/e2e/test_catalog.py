@@ -44,6 +44,8 @@ LABELS = {
     "static_links": ("trusted", False, ()),
     # scores computed here
     "readability": ("trusted", False, ()),
+    # a picture of the numbers it was given
+    "chart": ("trusted", False, ()),
     # the account's own status; text and ids publish, answer or delete
     "mastodon": ("trusted", False, ("text", "content_warning", "in_reply_to_id", "status_id")),
     # prints what the tools it called returned; each call is checked on its own

@@ -347,7 +347,7 @@ def test_the_secrets_really_reach_the_tools(registry: toolplug.Registry, echo: H
 
 
 def test_every_catalog_tool_is_fuzzed() -> None:
-    assert len(catalog_tools()) == 12
+    assert len(catalog_tools()) == 13
     assert sum(CALLS_PER_TOOL.values()) * len(catalog_tools()) >= 3_500
 
 

@@ -30,6 +30,10 @@ EXPECTED = {
     "ToolMetadata", "ToolResult", "ToolSearch", "ToolSettings", "ToolSource", "ToolplugError",
     "Toolset",
     "Trust", "UsageError",
+    # content parts of a result (contract/_parts.py)
+    "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text", "part_for",
+    # a call's result in a provider's own form (render/_results.py)
+    "ResultLoss", "explain_result", "export_result",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",
     "load_config", "optional_tools_section",
     "parse_plan", "provides", "run_plan", "tool_reference", "tool_stubs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 import toolplug
+from tests.helpers.media import pdf, png
 from toolplug import PlanError, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl, parse_plan
 
 OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
@@ -113,7 +115,7 @@ def test_a_missing_field_fails_that_step(registry: toolplug.Registry) -> None:
     assert error is not None
     assert error.message == (
         "$step1.nope: the result has no 'nope' (a result has output, data, citations, "
-        "warnings, spill; any other first name is looked up in its data)"
+        "warnings, spill, parts; any other first name is looked up in its data)"
     )
 
 
@@ -244,3 +246,81 @@ def test_cli_run_and_call(cli: Callable[..., Any]) -> None:
     bad = cli("run", "missing.json", cwd=Path.cwd())
     assert bad.code == 2
     assert bad.err.startswith("toolplug: error: cannot read missing.json")
+
+
+class Chart(Tool):
+    metadata = ToolMetadata(name="draw_chart", description="Draw a chart.", category="utility",
+                            parameters=OBJECT, parts=("image", "text", "file", "resource_link"))
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("drawn", parts=[
+            toolplug.Image(png(3, 2)), toolplug.Text("the legend"),
+            toolplug.File(pdf("March"), "application/pdf", name="march.pdf"),
+            toolplug.ResourceLink("https://charts.example/march", "march"),
+        ])
+
+
+class WithChart:
+    @hookimpl
+    def register_tools(self, register: Callable[[Any], None]) -> None:
+        register(Chart)
+        register(Email)
+
+
+def test_a_part_passes_on_as_its_text_its_uri_or_a_data_url_of_its_bytes() -> None:
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("c", WithChart())])
+    plan = [
+        {"id": 1, "action": "draw_chart"},
+        {"id": 2, "action": "compose_email", "dependencies": [1], "parameters": {
+            "picture": "$step1.parts.0",  # bytes: a data URL of the part's MIME type
+            "legend": "$step1.parts.1",  # a text part: its text
+            "report": "$step1.parts.2",
+            "link": "$step1.parts.3",  # a resource link: its URI
+            "kind": "$step1.parts.2.kind",  # a field of the part's JSON form
+            "mime": "$step1.parts.0.mime_type",
+            "name": "$step1.parts.2.name",
+            "size": "$step1.parts.2.size",
+            "every": ["$step1.parts"],  # all of them, flattened into the list
+        }},
+    ]
+    result = asyncio.run(toolplug.run_plan(registry, plan))
+    assert result.ok, result.to_dict()
+    got = result.steps[1].result.data["received"]  # type: ignore[union-attr]
+    head, _, body = got["picture"].partition(",")
+    assert head == "data:image/png;base64"
+    assert base64.b64decode(body) == png(3, 2)  # the very bytes
+    head, _, body = got["report"].partition(",")
+    assert head == "data:application/pdf;base64"
+    assert base64.b64decode(body) == pdf("March")
+    assert got["legend"] == "the legend"
+    assert got["link"] == "https://charts.example/march"
+    assert (got["kind"], got["mime"], got["name"]) == ("file", "image/png", "march.pdf")
+    assert got["size"] == len(pdf("March"))
+    assert got["every"] == [got["picture"], "the legend", got["report"], got["link"]]
+
+
+@pytest.mark.parametrize(
+    ("reference", "problem"),
+    [
+        # one part too far: how many there are, and how to write one
+        ("$step1.parts.4", "$step1.parts.4: step 1's result holds 4 parts; write "
+         "$step1.parts.K with K a number below that"),
+        ("$step1.parts.first", "step 1's result holds 4 parts"),
+        # a field a part does not have: those it has
+        ("$step1.parts.0.width", "$step1.parts.0.width: part 0 of step 1 (image) has data, "
+         "kind, mime_type, size; $step1.parts.0 alone passes the part itself"),
+    ],
+)
+def test_a_part_reference_that_reaches_nothing_fails_its_step(reference: str, problem: str) -> None:
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("c", WithChart())])
+    plan = [
+        {"id": 1, "action": "draw_chart"},
+        {"id": 2, "action": "compose_email", "dependencies": [1], "parameters": {"a": reference}},
+    ]
+    result = asyncio.run(toolplug.run_plan(registry, plan))
+    step = result.steps[1]
+    assert step.status == "failed"
+    assert step.result is not None
+    assert step.result.error is not None
+    assert step.result.error.type == "ValidationError"
+    assert problem in step.result.error.message

@@ -360,3 +360,51 @@ class MailTools:
 
 
 MAIL = ("mail-tools", MailTools())
+
+
+# -- parts: a screenshot tool whose result is pictures and text parts -----------------------
+
+
+class Screenshot(Tool):
+    """A page as a picture (untrusted: anyone could have drawn it), with its text as a
+    text part, an embedded resource or a link, as ``as`` asks; its output text is empty."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="screenshot",
+        description="Take a screenshot of a web page.",
+        category="research",
+        parameters={
+            "type": "object",
+            "properties": {"url": {"type": "string"}, "as": {"type": "string"}},
+            "required": ["url"],
+        },
+        annotations=Annotations(read_only=True, open_world=True),
+        trust=Trust(output="untrusted", sinks=("url",)),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        from tests.helpers.parts import png
+        from toolplug import EmbeddedResource, Image, ResourceLink, Text
+
+        text = PAGES.get(arguments["url"], "404")
+        parts: list[Any] = [Image(png(4, 4))]
+        kind = arguments.get("as")
+        if kind == "text":
+            parts.append(Text(text))
+        elif kind == "resource":
+            parts.append(EmbeddedResource(arguments["url"], text=text, mime_type="text/html"))
+        elif kind == "link":
+            parts.append(ResourceLink("https://collect.evil.example/drop?k=1", "more"))
+        return ToolResult.success("", parts=parts)
+
+
+class PartTools:
+    """The guard's test tools and the screenshot tool."""
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        for tool in (ReadPage, ReadInbox, Post, Screenshot):
+            register(tool)
+
+
+PARTS_PLUGIN = ("guard-parts", PartTools())

@@ -9,7 +9,8 @@ the description of ``add`` (``--changed-if PATH``: when PATH exists as it starts
 ``--rug-pull`` changes the description and input schema of ``add`` and has ``erase`` claim to be
 read-only, ``--poison`` adds tools whose definitions carry hidden characters, instructions
 to the model and shadowing names (``POISONED``). ``config`` writes the
-``[mcp_servers.NAME]`` table that starts it.
+``[mcp_servers.NAME]`` table that starts it. ``MEDIA`` is a server whose results hold
+pictures, sound and resources.
 """
 
 from __future__ import annotations
@@ -249,4 +250,69 @@ def write_hanging_server(directory: Path) -> Path:
     child that does too); ``[script, PIDFILE]`` records their process ids in PIDFILE."""
     path = directory / "hanging_server.py"
     path.write_text(HANGING, encoding="utf-8")
+    return path
+
+
+MEDIA = r'''
+import base64
+import sys
+from pathlib import Path
+
+from mcp import types
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+folder = Path(sys.argv[1])
+app = MCPServer("media", version="1.0")
+READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+
+
+def encoded(name: str) -> str:
+    return base64.b64encode((folder / name).read_bytes()).decode("ascii")
+
+
+@app.tool(annotations=READ)
+def album() -> list[types.ContentBlock]:
+    """A picture, a recording and resources."""
+    return [
+        types.TextContent(type="text", text="The album of March."),
+        types.ImageContent(type="image", data=encoded("red.png"), mime_type="image/png"),
+        types.AudioContent(type="audio", data=encoded("quiet.wav"), mime_type="audio/wav"),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="memo://march/report.pdf", mime_type="application/pdf",
+                blob=encoded("report.pdf"),
+            ),
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(
+                uri="memo://march/notes", mime_type="text/plain", text="Notes of March.",
+            ),
+        ),
+        types.ResourceLink(
+            type="resource_link", uri="https://example.com/march", name="march",
+            mime_type="text/html", size=1234, description="The album online",
+        ),
+        types.TextContent(type="text", text="Played in order."),
+    ]
+
+
+@app.tool(annotations=READ)
+def garbled() -> list[types.ContentBlock]:
+    """An image whose data is not base64."""
+    return [types.ImageContent(type="image", data="not base64!", mime_type="image/png")]
+
+
+app.run()
+'''
+
+
+def write_media_server(directory: Path) -> Path:
+    """A server whose ``album`` returns ``red.png``, ``quiet.wav`` and ``report.pdf`` from
+    the folder its one argument names as image, audio and embedded blocks, a text resource,
+    a resource link and text; its ``garbled`` sends an image that is not base64."""
+    path = directory / "mcp_media_server.py"
+    path.write_text(MEDIA, encoding="utf-8")
     return path

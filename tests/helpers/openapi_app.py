@@ -1,6 +1,8 @@
 """A real FastAPI application for the OpenAPI tests: notes with path, query, header and
 body parameters, file uploads, pagination (a ``Link`` header), authentication, a model that
-refers to itself, and error responses (404, 422, 429 with ``Retry-After``, 500).
+refers to itself, error responses (404, 422, 429 with ``Retry-After``, 500), and answers
+that are not text: a PNG, a WAV, a PDF and ``application/octet-stream`` bytes (real ones,
+written here as their formats say).
 
 Run by ``tests.helpers.openapi.fastapi_server`` under uvicorn on 127.0.0.1; FastAPI serves
 its own description at ``/openapi.json``.
@@ -9,6 +11,10 @@ its own description at ``/openapi.json``.
 from __future__ import annotations
 
 import hashlib
+import io
+import struct
+import wave
+import zlib
 from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, Header, HTTPException, Query, Response, UploadFile
@@ -144,3 +150,99 @@ def broken() -> Response:
 def big(count: int = 2000) -> list[dict[str, Any]]:
     """Returns ``count`` items (a long output)."""
     return [{"index": i, "text": f"item number {i} of the long list"} for i in range(count)]
+
+
+def png(width: int, height: int) -> bytes:
+    """A real PNG of ``width`` x ``height`` blue pixels."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\x20\x40\xc0" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def wav(frames: int) -> bytes:
+    """A real WAV: ``frames`` samples of 16-bit mono silence at 8 kHz."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(b"\x00\x00" * frames)
+    return out.getvalue()
+
+
+def pdf(text: str) -> bytes:
+    """A real one-page PDF showing ``text`` (its cross-reference table counted here)."""
+    stream = f"BT /F1 12 Tf 20 20 Td ({text}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 60] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    body = b"%PDF-1.4\n"
+    offsets = []
+    for number, content in enumerate(objects, start=1):
+        offsets.append(len(body))
+        body += b"%d 0 obj\n" % number + content + b"\nendobj\n"
+    start = len(body)
+    body += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    body += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    body += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, start)
+    return body
+
+
+def _media(kind: str) -> dict[int | str, dict[str, Any]]:
+    return {200: {"description": f"the {kind}", "content": {kind: {}}}}
+
+
+@app.get(
+    "/pictures/{note_id}", operation_id="notePicture", tags=["media"],
+    summary="A note's picture", response_class=Response, responses=_media("image/png"),
+)
+def note_picture(note_id: int, width: int = 4) -> Response:
+    """A PNG ``width`` pixels wide and three high."""
+    return Response(png(width, 3), media_type="image/png")
+
+
+@app.get(
+    "/documents/{note_id}", operation_id="notePdf", tags=["media"],
+    summary="A note as a PDF", response_class=Response, responses=_media("application/pdf"),
+)
+def note_pdf(note_id: int) -> Response:
+    """The note as a one-page PDF, named in Content-Disposition."""
+    return Response(
+        pdf(f"note {note_id}"), media_type="application/pdf",
+        headers={"Content-Disposition": f'attachment; filename="note-{note_id}.pdf"'},
+    )
+
+
+@app.get(
+    "/chime", operation_id="chime", tags=["media"], summary="A short sound",
+    response_class=Response, responses=_media("audio/wav"),
+)
+def chime() -> Response:
+    """A tenth of a second of WAV."""
+    return Response(wav(800), media_type="audio/wav")
+
+
+@app.get(
+    "/blob", operation_id="blob", tags=["media"], summary="Some bytes",
+    response_class=Response, responses=_media("application/octet-stream"),
+)
+def blob(size: int = 64, picture: bool = False) -> Response:
+    """``size`` bytes of octet-stream, or a PNG sent as octet-stream (``picture``), named
+    in Content-Disposition's ``filename*``."""
+    data = png(2, 2) if picture else bytes(i % 256 for i in range(size))
+    return Response(
+        data, media_type="application/octet-stream",
+        headers={"Content-Disposition": "attachment; filename*=UTF-8''caf%C3%A9%20data.bin"},
+    )

@@ -1,6 +1,7 @@
 """Fixtures of the integration tests: the tools of ``tests.helpers.integrations``, and the
 catalog's url_fetch beside the guard's test tools, reading a page from a real server on
-127.0.0.1 (the walk-through of docs/security.md through each framework's own loop)."""
+127.0.0.1 (the walk-through of docs/security.md through each framework's own loop), and
+``chart``, a tool whose result carries a real PNG, WAV and PDF as its parts."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pytest_httpserver import HTTPServer
 
 import toolplug
 from tests.helpers.guard import PAGES, PLUGIN, POSTED
-from tests.helpers.integrations import Seen, load
+from tests.helpers.integrations import Chart, Seen, load, load_chart
 from toolplug import Registry
 
 NEWS = "https://news.example/today"
@@ -68,3 +69,13 @@ def fetching(tmp_path: Path) -> Iterator[Registry]:
     )
     yield loaded
     loaded.close()
+
+
+
+@pytest.fixture
+def chart() -> Iterator[Chart]:
+    """A registry of one tool, ``chart``, whose result has a PNG, a WAV, a PDF, a text part
+    and a link, in that order."""
+    made = load_chart()
+    yield made
+    made.registry.close()

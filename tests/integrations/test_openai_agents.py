@@ -8,7 +8,9 @@ maps as key/value lists), and reads what it was given (tools, instructions, outp
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunState
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import toolplug
-from tests.helpers.integrations import Seen, load
+from tests.helpers.integrations import Chart, Seen, load
 from toolplug import Registry
 from toolplug.integrations.openai_agents import function_tools, instructions
 from toolplug.schema import strict_arguments
@@ -267,3 +269,33 @@ def test_cancelling_the_run_cancels_the_tool(registry: Registry, seen: Seen) -> 
 
     asyncio.run(main())
     assert seen.hang_cancelled
+
+
+def test_a_result_s_parts_reach_the_model_in_the_sdk_s_own_types(
+    chart: Chart, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent, model = agent_with(chart.registry, call("chart", {}))
+    with caplog.at_level(logging.WARNING, logger="toolplug.integrations"):
+        assert run(agent, "draw it").final_output == "done"
+    # what the model was sent on its next turn: the Responses items of the tool's output
+    [output] = [
+        item["output"] for recorded in model.calls if isinstance(recorded.input, list)
+        for item in recorded.input
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    body, picture, recording, report, text, link = output
+    assert body["type"] == "input_text"
+    assert json.loads(body["text"]) == {"output": "The chart of March.", "data": {"month": "March"}}
+    assert picture["type"] == "input_image"
+    head, encoded = picture["image_url"].split(",", 1)
+    assert head == "data:image/png;base64"
+    assert base64.b64decode(encoded) == chart.png
+    assert report["type"] == "input_file"
+    assert report["filename"] == "march.pdf"
+    assert base64.b64decode(report["file_data"].split(",", 1)[1]) == chart.pdf
+    assert text == {"type": "input_text", "text": "Sales rose 4%."}
+    assert link["text"] == "[resource: march.csv at file:///reports/march.csv, text/csv]"
+    # the SDK has no audio type: the model reads what the recording was, and the host is told
+    assert recording == {"type": "input_text", "text": "[audio: audio/wav, 1.6 KB]"}
+    [warned] = caplog.records
+    assert "cannot carry the audio part 1 of chart's result" in warned.getMessage()

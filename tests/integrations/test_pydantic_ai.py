@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic_ai import (
     Agent,
+    BinaryContent,
     CallDeferred,
     DeferredToolRequests,
     DeferredToolResults,
@@ -31,7 +32,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 import toolplug
-from tests.helpers.integrations import Seen, load
+from tests.helpers.integrations import Chart, Seen, load
 from toolplug import Registry, ToolCall, ToolResult, hookimpl
 from toolplug.integrations.pydantic_ai import ToolplugToolset
 
@@ -322,3 +323,35 @@ def test_the_framework_test_model_calls_every_tool(seen: Seen, sandbox: Path) ->
         assert seen.notes
     finally:
         registry.close()
+
+
+def test_a_result_s_parts_reach_the_model_in_pydantic_ai_s_own_types(chart: Chart) -> None:
+    given: list[list[ModelMessage]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        given.append(list(messages))
+        if len(given) == 1:
+            return ModelResponse(parts=[ToolCallPart("chart", {}, tool_call_id="call-0")])
+        return ModelResponse(parts=[TextPart("a red square")])
+
+    result = run(Agent(FunctionModel(respond), toolsets=[ToolplugToolset(chart.registry)]), "go")
+    assert result.output == "a red square"
+    # what the model was sent on its next turn: the tool's return, the files in it as is
+    [returned] = _parts(given[1], ToolReturnPart)
+    picture, recording, report = returned.files
+    assert isinstance(picture, BinaryContent)
+    assert picture.is_image
+    assert (picture.data, picture.media_type) == (chart.png, "image/png")
+    assert (recording.data, recording.media_type) == (chart.wav, "audio/wav")
+    assert (report.data, report.media_type, report.identifier) == (
+        chart.pdf, "application/pdf", "march.pdf"
+    )
+    body, *_, text, link = returned.content
+    assert body == {"output": "The chart of March.", "data": {"month": "March"}}
+    assert text == "Sales rose 4%."
+    # a file:// link is nothing a provider can fetch: the model reads where it is
+    assert link == "[resource: march.csv at file:///reports/march.csv, text/csv]"
+    # a history kept as JSON brings the picture back, byte for byte
+    saved = ModelMessagesTypeAdapter.dump_json(result.all_messages())
+    [reloaded] = _parts(ModelMessagesTypeAdapter.validate_json(saved), ToolReturnPart)
+    assert reloaded.files[0].data == chart.png

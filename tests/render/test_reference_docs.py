@@ -501,6 +501,20 @@ def test_returns_table_and_variants() -> None:
     assert "`data` is `string`. The text." in render_page(scalar)
 
 
+def test_parts_are_shown_only_when_a_tool_declares_them() -> None:
+    meta = ToolMetadata(name="chart", description="Draw a chart.", category="utility",
+                        returns={"type": "object", "properties": {"month": {"type": "string"}}})
+    assert "content parts" not in render_page(meta)
+    drawn = section(render_page(meta.model_copy(update={"parts": ("image", "file")})), "Returns")
+    assert "| `month` | `string` | no | — |" in drawn  # the data as before
+    assert drawn.rstrip().endswith(
+        "Besides its text, a success may carry content parts (`parts`): `image` (a picture), "
+        "`file` (a document or other file)."
+    )
+    undeclared = meta.model_copy(update={"returns": None, "parts": ("audio",)})
+    assert "`audio` (a recording)" in render_page(undeclared)  # with no data shape too
+
+
 def test_availability_is_shown_only_when_given(registry: toolplug.Registry) -> None:
     meta = registry.get("measure").metadata
     assert "Availability here" not in render_page(meta)

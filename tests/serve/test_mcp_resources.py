@@ -169,3 +169,54 @@ def test_spilled_data_read_over_mcp_holds_no_configured_secret(tmp_path: Path) -
     assert '"auth": "***"' in data.replace('":"', '": "')
     assert SECRET not in data
     assert SECRET not in reply.model_dump_json()
+
+
+def test_a_cut_part_is_read_as_a_blob_in_its_own_type() -> None:
+    # the budget left the recording out: the client finds it listed, reads it whole as a
+    # blob of audio/wav, and reads a range of its bytes
+    import base64
+
+    import toolplug
+    from tests.helpers.parts import Returns, ReturnsPlugin, png, wav
+    from toolplug.serve import build_server
+
+    image, clip = toolplug.Image(png(8, 8)), toolplug.Audio(wav(50_000))
+    Returns.RESULT = toolplug.ToolResult.success("a picture and a clip", parts=[image, clip])
+    registry = toolplug.load(
+        {"calls": {"max_result_bytes": image.size + 100}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+
+    async def session() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        with anyio.fail_after(TIMEOUT):
+            async with Client(build_server(registry)) as client:
+                seen["reply"] = await client.call_tool("returns", {})
+                listed = (await client.list_resources()).resources
+                [resource] = [r for r in listed if str(r.uri).endswith("/parts/1")]
+                seen["resource"] = resource
+                seen["whole"] = (await client.read_resource(str(resource.uri))).contents[0]
+                seen["range"] = (
+                    await client.read_resource(f"{resource.uri}?offset=44&length=100")
+                ).contents[0]
+        return seen
+
+    try:
+        seen = anyio.run(session)
+    finally:
+        registry.close()
+    assert not seen["reply"].is_error
+    resource = seen["resource"]
+    assert resource.mime_type == "audio/wav"
+    assert resource.size == clip.size
+    whole = seen["whole"]
+    assert isinstance(whole, types.BlobResourceContents)
+    assert whole.mime_type == "audio/wav"
+    assert base64.b64decode(whole.blob) == clip.data
+    assert whole.meta is not None
+    assert whole.meta["toolplug/total"] == clip.size
+    ranged = seen["range"]
+    assert isinstance(ranged, types.BlobResourceContents)
+    assert base64.b64decode(ranged.blob) == clip.data[44:144]
+    assert ranged.meta is not None
+    assert ranged.meta["toolplug/next_offset"] == 144

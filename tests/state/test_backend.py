@@ -129,6 +129,29 @@ def test_long_texts_are_read_by_range(redis_url: str) -> None:
     asyncio.run(scenario())
 
 
+def test_bytes_are_kept_whole_and_read_by_range(redis_url: str) -> None:
+    # every byte value, so a decoding anywhere on the way would show
+    data = bytes(range(256)) * 4_000 + b"\x00\xff"
+
+    async def scenario() -> None:
+        async for backend in _each(redis_url):
+            assert await backend.write_bytes("b", data, 60)
+            whole = await backend.read_bytes("b")
+            assert whole == data
+            if isinstance(backend, MemoryBackend):
+                assert whole is data  # the object itself: no copy
+            assert await backend.read_bytes("b", 255, 258) == b"\xff\x00\x01"
+            assert await backend.read_bytes("b", len(data) - 2) == b"\x00\xff"
+            assert await backend.read_bytes("b", 10, 10) == b""
+            assert await backend.read_bytes("gone") is None
+            assert await backend.read_bytes("gone", 3, 9) is None
+            await backend.write_text("t", "text", 60)
+            assert await backend.read_text("t", 0, 4) == "text"
+            await backend.delete("b")
+
+    asyncio.run(scenario())
+
+
 def test_memory_is_bounded_per_part() -> None:
     async def scenario() -> None:
         backend = MemoryBackend(1000)
@@ -142,6 +165,12 @@ def test_memory_is_bounded_per_part() -> None:
         await texts.write_text("c", "z" * 10, 60)  # over 25 characters: the oldest goes
         assert await texts.read_text("a", 0, 10) is None
         assert await texts.read_text("c", 0, 3) == "zzz"
+        # bytes count against the same bound as texts
+        assert await texts.write_bytes("d", b"\x01" * 20, 60)
+        assert await texts.read_text("b", 0, 10) is None
+        assert await texts.read_text("c", 0, 3) is None
+        assert await texts.read_bytes("d") == b"\x01" * 20
+        assert not await texts.write_bytes("e", b"\x02" * 30, 60)  # larger than it holds
 
     asyncio.run(scenario())
 
@@ -168,6 +197,8 @@ def test_redis_unreachable_raises_and_the_shared_backend_falls_back(tmp_path: Pa
             spills = backend.part("spill:", entries=10, chars=100)
             assert not await spills.write_text("t", "text", 60)  # kept here only
             assert await spills.read_text("t", 0, 4) == "text"
+            assert not await spills.write_bytes("p", b"\x89PNG", 60)  # likewise
+            assert await spills.read_bytes("p", 1) == b"PNG"
         finally:
             await backend.aclose()
 

@@ -240,3 +240,69 @@ def test_large_data_is_measured_cut_and_kept_off_the_loop(
     stepped = _bridge._stepped(engine._bounded(engine.prepare("many", {}, None, None), whole))
     assert where == [("cut", threading.current_thread().name)]
     assert stepped.data == result.data
+
+
+def _parts_registry(store: str = "memory") -> toolplug.Registry:
+    from tests.helpers.parts import ReturnsPlugin
+
+    return toolplug.load(
+        {"calls": {"store": store, "max_result_bytes": 1_000, "max_output_chars": 2_000}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+
+
+def test_two_replicas_share_cut_parts_through_redis(tmp_path: Path) -> None:
+    from tests.helpers.parts import Returns, png, wav
+
+    clip, image, text = toolplug.Audio(wav(100_000)), toolplug.Image(png(2)), "t" * 9_000
+    Returns.RESULT = ToolResult.success(
+        "o",
+        parts=[image, clip, toolplug.Text(text), toolplug.ResourceLink("https://a.example/", "a")],
+    )
+    with redis_server(tmp_path) as url:
+        first, second = _parts_registry(url), _parts_registry(url)
+        try:
+            result = first.call("returns", {}, context={"client": "c1"})
+            assert result.spill is not None
+            assert [p.kind for p in result.parts] == ["image", "text", "resource_link"]
+            audio = second.read(f"{result.spill}/parts/1", owner="c1")
+            assert audio is not None
+            assert audio.data == clip.data
+            assert audio.mime_type == "audio/wav"
+            tail = second.read(f"{result.spill}/parts/1", owner="c1", offset=clip.size - 5)
+            assert tail is not None
+            assert tail.data == clip.data[-5:]
+            assert tail.next_offset is None
+            whole = second.read(f"{result.spill}/parts/2", owner="c1", offset=8_990)
+            assert whole is not None
+            assert whole.text == "t" * 10
+            assert second.read(f"{result.spill}/parts/1", owner="c2") is None
+            assert second.read(f"{result.spill}/parts/3", owner="c1") is None  # not cut
+            assert second.read(f"{result.spill}/parts/01", owner="c1") is None
+            [entry] = asyncio.run(second.aspills(owner="c1"))
+            assert entry.types == {"parts/1": "audio/wav", "parts/2": "text/plain"}
+            assert entry.sizes["parts/1"] == clip.size
+        finally:
+            first.close()
+            second.close()
+
+
+def test_parts_too_large_to_keep_are_left_out_and_say_to_ask_for_less() -> None:
+    from tests.helpers.parts import Returns, ReturnsPlugin, wav
+
+    clip = toolplug.Audio(wav(100_000))
+    Returns.RESULT = ToolResult.success("o", parts=[clip])
+    registry = toolplug.load(
+        {"calls": {"max_result_bytes": 1_000, "spill_max_mb": 0.1}},  # 100,000: too small
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+    try:
+        result = registry.call("returns", {})
+        assert result.parts == ()
+        assert result.spill is None
+        assert any(
+            "left out parts[0] (audio/wav, 0.2 MB)" in w and "ask for less" in w
+            for w in result.warnings
+        )
+    finally:
+        registry.close()

@@ -446,3 +446,94 @@ def test_a_store_outage_falls_back_per_process_and_recovers(
     # Back: one limit for both replicas again, and no result claims a fallback.
     assert not any(fell for _, fell in after)
     assert shared(recovering) + shared(after) == FAULT_LIMIT, (recovering, after)
+
+
+# -- results with parts ---------------------------------------------------------------
+
+
+def _with_parts() -> ToolResult:
+    from tests.helpers.parts import png, wav
+
+    return ToolResult.success(
+        "a chart, a clip, a file and some links",
+        {"rows": 2},
+        parts=[
+            toolplug.Image(png(30, 30)),
+            toolplug.Text("between the pictures"),
+            toolplug.Audio(wav()),
+            toolplug.File(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n" + bytes(range(256)), "application/pdf",
+                          name="march.pdf"),
+            toolplug.ResourceLink("https://a.example/r/1", "r1", "text/csv", 120, "the rows"),
+            toolplug.EmbeddedResource("file:///notes.txt", text="notes", mime_type="text/plain"),
+            toolplug.EmbeddedResource("file:///logo.png", data=png(), mime_type="image/png"),
+        ],
+    )
+
+
+def _cached_twice(store: str) -> tuple[ToolResult, ToolResult, toolplug.Registry]:
+    from tests.helpers.parts import Returns, ReturnsPlugin
+
+    Returns.RESULT, Returns.CALLS[:] = _with_parts(), []
+    registry = toolplug.load(
+        {"calls": {"store": store}, "tools": {"returns": {"cache_ttl_seconds": 60}}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+    OPEN.append(registry)
+    first, second = registry.call("returns", {}), registry.call("returns", {})
+    assert len(Returns.CALLS) == 1  # the second came from the cache
+    return first, second, registry
+
+
+def test_a_cached_result_keeps_its_parts_in_memory_without_base64() -> None:
+    first, second, registry = _cached_twice("memory")
+    assert second.parts == first.parts == _with_parts().parts
+    assert second.output == first.output
+    assert second.data == first.data
+    for kept, made in zip(second.parts, first.parts, strict=True):
+        data = getattr(made, "data", None)
+        if isinstance(data, bytes):
+            assert getattr(kept, "data", None) is data  # the very bytes: no copy was made
+    # what the cache holds beside the bytes is JSON naming them, with no base64 in it
+    cache: Any = registry._engine.store._cache  # type: ignore[attr-defined]
+    [key] = list(cache._values._items)
+    raw = cache._values._items[key][1]
+    assert '"blob":' in raw
+    image = first.parts[0]
+    assert isinstance(image, toolplug.Image)
+    assert image.base64()[:40] not in raw
+
+
+def test_a_cached_result_keeps_its_parts_in_redis(redis_url: str) -> None:
+    first, second, _registry = _cached_twice(redis_url)
+    assert second.parts == first.parts == _with_parts().parts
+    # a second process reads the same bytes from the server
+    from tests.helpers.parts import Returns, ReturnsPlugin
+
+    other = toolplug.load(
+        {"calls": {"store": redis_url}, "tools": {"returns": {"cache_ttl_seconds": 60}}},
+        env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())],
+    )
+    OPEN.append(other)
+    Returns.RESULT = ToolResult.success("not this one")
+    third = other.call("returns", {})
+    assert third.parts == first.parts
+    assert len(Returns.CALLS) == 1
+
+
+def test_a_result_whose_part_bytes_expired_is_a_miss(redis_url: str) -> None:
+    import redis as sync_redis
+
+    first, _second, registry = _cached_twice(redis_url)
+    client = sync_redis.Redis.from_url(redis_url)
+    try:
+        names = client.keys("toolplug:cache:*:part:*")
+        assert len(names) == 4  # the image, the clip, the file, the embedded logo
+        assert client.get(names[0]) in [getattr(p, "data", None) for p in first.parts]
+        client.delete(names[0])
+    finally:
+        client.close()
+    from tests.helpers.parts import Returns
+
+    again = registry.call("returns", {})  # a part gone: made again, not half a result
+    assert again.parts == first.parts
+    assert len(Returns.CALLS) == 2

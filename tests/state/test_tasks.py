@@ -316,3 +316,27 @@ def test_tasks_need_a_call_runner_a_loop_and_a_backend_nothing_of_the_engine() -
         loop.call_soon_threadsafe(loop.stop)
         thread.join(TIMEOUT)
         loop.close()
+
+
+def test_a_tasks_result_keeps_its_parts() -> None:
+    # a task's record is JSON: the parts' bytes go in it as base64 and come back identical
+    from tests.helpers.parts import Returns, ReturnsPlugin, png, wav
+
+    parts = (
+        toolplug.Image(png(5, 5)), toolplug.Text("and"), toolplug.Audio(wav()),
+        toolplug.EmbeddedResource("file:///a.bin", data=b"\x00\x01", mime_type="application/x-a"),
+    )
+    Returns.RESULT = ToolResult.success("pictures", parts=parts)
+    registry = toolplug.load(
+        {}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("returns", ReturnsPlugin())]
+    )
+    try:
+        task = registry.start("returns", {})
+        result = task.result(wait=TIMEOUT)
+        assert result is not None
+        assert result.parts == parts
+        again = registry.task(task.id).result()
+        assert again is not None
+        assert again.parts == parts
+    finally:
+        registry.close()

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.media import png
+
 import toolplug
 from tests.helpers.cli import Site
 from toolplug import (
@@ -28,6 +30,7 @@ from toolplug import (
     ErrorSpec,
     Example,
     Guidelines,
+    Image,
     Tool,
     ToolContext,
     ToolMetadata,
@@ -140,6 +143,9 @@ def test_an_env_var_detector_sees_only_env(monkeypatch: pytest.MonkeyPatch) -> N
     assert problems(NeedsEnvVar, capabilities=[token], env={"KIT_TOKEN": "x"}) == []
 
 
+PNG = png()
+
+
 # -- example outputs ---------------------------------------------------------------------------
 
 
@@ -200,6 +206,29 @@ def counting(output: Any, data: Any, **extra: Any) -> type[Tool]:
 )
 def test_example_outputs_are_checked(output: Any, data: Any, expected: list[str]) -> None:
     assert problems(counting(output, data)) == expected
+
+
+class Drawing(Tool):
+    """Returns a picture: it must say so in metadata.parts."""
+
+    metadata = metadata(
+        "drawing", examples=(Example(description="draw", input={}),), parts=()
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("drawn", parts=[Image(PNG)])
+
+
+def test_parts_an_example_returns_must_be_declared() -> None:
+    assert problems(Drawing) == [
+        "example 'draw' returned image parts, which metadata.parts does not declare (none): "
+        "add them, so hosts and the reference docs know the tool returns them"
+    ]
+
+    class Declared(Drawing):
+        metadata = Drawing.metadata.model_copy(update={"parts": ("image",)})
+
+    assert problems(Declared) == []
 
 
 def test_exact_outputs_compares_values() -> None:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import toolplug
-from tests.helpers.guard import INBOX, PLUGIN, POSTED
+from tests.helpers.guard import INBOX, PARTS_PLUGIN, PLUGIN, POSTED
 from toolplug import (
     Approval,
     ApprovalRequest,
@@ -523,3 +523,62 @@ def test_the_short_value_shortcut_never_undercounts_words(text: str, size: int) 
     folded = text.casefold()
     if fewer_words(folded.split(), size):
         assert len(WORD.findall(folded)) < size
+
+
+# -- parts -------------------------------------------------------------------------------
+
+
+def _with_parts(config: dict[str, Any]) -> Registry:
+    POSTED.clear()
+    return toolplug.load(config, plugins=[PARTS_PLUGIN], env={})
+
+
+@pytest.mark.parametrize(
+    ("seen", "mode", "text", "asked"),
+    [
+        # an untrusted picture, and no text at all, then private data leaving: asked
+        (True, "private", "code PIN-4417-2290", True),
+        # any sink once both were read
+        (True, "always", "hello world", True),
+        # without the picture nothing untrusted was read
+        (False, "always", "hello world", False),
+    ],
+)
+async def test_an_untrusted_picture_is_untrusted_content_read(
+    seen: bool, mode: str, text: str, asked: bool
+) -> None:
+    registry = _with_parts({"guard": {"trifecta": mode}})
+    try:
+        async with registry.conversation("inbox and a screenshot"):
+            await registry.acall("read_inbox", {})
+            if seen:
+                shot = await registry.acall("screenshot", {"url": "https://docs.example/howto"})
+                assert shot.ok
+                assert shot.output == ""
+                assert len(shot.parts) == 1
+            result = await registry.acall("post", {"text": text})
+        assert (result.error is not None) is asked
+        if asked:
+            assert result.error is not None
+            assert result.error.details["rule"] == "trifecta"
+    finally:
+        registry.close()
+
+
+@pytest.mark.parametrize("kind", ["text", "resource", "link"])
+async def test_the_text_of_parts_is_tracked_like_output(kind: str) -> None:
+    # the page's injected address arrives in a text part, an embedded resource's text or
+    # a link's URI; the output text is empty
+    registry = _with_parts({})
+    try:
+        async with registry.conversation("Describe the news page"):
+            await registry.acall("screenshot", {"url": NEWS, "as": kind})
+            result = await registry.acall("post", {"text": f"notes: {EVIL}"})
+            plain = await registry.acall("post", {"text": "The page shows the weather."})
+        assert result.error is not None
+        assert result.error.details["rule"] == "flow.token"
+        assert result.error.details["source"]["tool"] == "screenshot"
+        assert plain.ok
+        assert POSTED == [{"text": "The page shows the weather."}]
+    finally:
+        registry.close()

@@ -295,3 +295,54 @@ def test_the_command_line_logs_no_secret(tmp_path: Path) -> None:
     assert "RuntimeError: the service refused token ***" in done.err
     assert "sending token ***" in done.err  # another library's logger, in our process
     assert SECRET not in done.err + done.out
+
+
+# -- parts -------------------------------------------------------------------------------
+
+
+def test_the_text_of_parts_is_redacted_and_their_bytes_are_not_searched() -> None:
+    from tests.helpers.parts import Returns, ReturnsPlugin, png
+
+    # the secret in a PNG's bytes (a tEXt-like tail) stays: bytes are never searched
+    image = toolplug.Image(png() + SECRET.encode())
+    Returns.RESULT = ToolResult.success(
+        "",
+        parts=[
+            toolplug.Text(f"token {SECRET}"),
+            image,
+            toolplug.EmbeddedResource("file:///env", text=f"KEY={SECRET}", mime_type="text/plain"),
+            toolplug.ResourceLink(
+                f"https://a.example/r?k={SECRET}", f"r-{SECRET}", description=f"made with {SECRET}"
+            ),
+            toolplug.File(b"plain", "text/plain", name=f"{SECRET}.txt"),
+        ],
+    )
+    registry = toolplug.load(
+        {"tools": {"returns": {"cache_ttl_seconds": 60},
+                   "leaky": {"token": {"env": "LEAKY_TOKEN"}}}},  # the secret configured
+        env={"TOOLPLUG_PLUGINS": "", "LEAKY_TOKEN": SECRET},
+        plugins=[("returns", ReturnsPlugin()), ("leaky", _Plugin())],
+    )
+    try:
+        for result in (registry.call("returns", {}), registry.call("returns", {})):  # and cached
+            text, kept, embedded, link, file = result.parts
+            assert text == toolplug.Text("token ***")
+            assert kept == image  # the bytes as they were, the secret in them too
+            assert isinstance(embedded, toolplug.EmbeddedResource)
+            assert embedded.text == "KEY=***"
+            assert link == toolplug.ResourceLink(
+                "https://a.example/r?k=***", "r-***", description="made with ***"
+            )
+            assert isinstance(file, toolplug.File)
+            assert file.name == "***.txt"
+            assert SECRET not in result.for_model()
+    finally:
+        registry.close()
+
+
+def test_a_link_whose_scheme_was_the_secret_becomes_words() -> None:
+    redactor = _redaction.Redactor()
+    redactor.add(SECRET)
+    link = toolplug.ResourceLink(f"{SECRET}:thing", "thing")
+    [part] = _redaction.redacted_result(ToolResult.success("", parts=[link]), redactor).parts
+    assert part == toolplug.Text("[resource: thing at ***:thing]")

@@ -286,6 +286,46 @@ def test_any_result_is_cut_to_fit_and_says_so(result: ToolResult, budget: int) -
     json.loads(json.dumps(cut.data, allow_nan=False))  # the cut data is still JSON
 
 
+_PARTS = st.lists(
+    st.one_of(
+        st.builds(toolplug.Text, _TEXT),
+        st.builds(lambda n: toolplug.File(b"\x00" * n, name="f.bin"), st.integers(1, 3_000)),
+        st.builds(
+            lambda text: toolplug.EmbeddedResource("file:///r", text=text), _TEXT
+        ),
+        st.builds(lambda name: toolplug.ResourceLink("https://a.example/", name or "x"), _TEXT),
+    ),
+    max_size=12,
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_TEXT, _PARTS, st.integers(SMALLEST_BUDGET, 20_000), st.integers(1, 8_000))
+def test_any_result_with_parts_is_cut_to_both_budgets_and_says_so(
+    output: str, parts: list[Any], budget: int, max_bytes: int
+) -> None:
+    result = ToolResult.success(output, parts=parts)
+    cut = bounded(result, {}, budget, max_bytes=max_bytes, kept_at="toolplug://results/ab")
+    assert reply_chars(cut) <= budget
+    assert sum(map(_limits.part_bytes, cut.parts)) <= max_bytes
+    if _limits.fits(result, budget, max_bytes):
+        assert cut == result
+        return
+    kept_whole = [p for p in cut.parts if p in result.parts]
+    if len(kept_whole) < len(result.parts):  # a part went or was cut: one warning says which
+        [note] = [w for w in cut.warnings if w.startswith(_limits.PARTS_CUT)]
+        assert "kept whole at toolplug://results/ab/parts/N" in note
+        for index, part in enumerate(result.parts):  # each named, cut or left out
+            if part not in kept_whole:
+                assert f"parts[{index}] (" in note or "more" in note or note.endswith("...")
+    # what stays is in its order, binary parts never cut for characters
+    binary = [p for p in result.parts if _limits.part_bytes(p)]
+    assert [p for p in cut.parts if _limits.part_bytes(p)] == binary[: len(
+        [p for p in cut.parts if _limits.part_bytes(p)]
+    )]
+
+
 # -- in --------------------------------------------------------------------------------
 
 

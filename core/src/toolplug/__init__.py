@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata
     from toolplug.contract._metadata import Trust
     from toolplug.contract._network import NetworkPolicy
+    from toolplug.contract._parts import Audio
+    from toolplug.contract._parts import EmbeddedResource
+    from toolplug.contract._parts import File
+    from toolplug.contract._parts import Image
+    from toolplug.contract._parts import Part
+    from toolplug.contract._parts import ResourceLink
+    from toolplug.contract._parts import Text
+    from toolplug.contract._parts import part_for
     from toolplug.contract._settings import ToolSettings
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
@@ -62,6 +70,9 @@ if TYPE_CHECKING:
     from toolplug.render._export import explain_export
     from toolplug.render._export import export_tool
     from toolplug.render._export import export_tools
+    from toolplug.render._results import ResultLoss
+    from toolplug.render._results import explain_result
+    from toolplug.render._results import export_result
     from toolplug.render._prompt import optional_tools_section
     from toolplug.render._search import ToolSearch
     from toolplug.render._stubs import tool_stubs
@@ -83,6 +94,7 @@ __all__ = [
     "Annotations",
     "Approval",
     "ApprovalRequest",
+    "Audio",
     "Availability",
     "Capability",
     "CapabilityChecker",
@@ -96,17 +108,21 @@ __all__ = [
     "ConfigKey",
     "Conversation",
     "DetectContext",
+    "EmbeddedResource",
     "Entry",
     "EnvVar",
     "ErrorSpec",
     "ErrorType",
     "Example",
+    "File",
     "Guidelines",
+    "Image",
     "LoadProblem",
     "MetadataError",
     "NetworkPolicy",
     "Package",
     "Page",
+    "Part",
     "Plan",
     "PlanError",
     "PlanResult",
@@ -114,9 +130,12 @@ __all__ = [
     "PluginInfo",
     "RegisteredTool",
     "Registry",
+    "ResourceLink",
+    "ResultLoss",
     "Selection",
     "Task",
     "TaskStatus",
+    "Text",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -133,6 +152,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "explain_export",
+    "explain_result",
+    "export_result",
     "export_tool",
     "export_tools",
     "hookimpl",
@@ -140,6 +161,7 @@ __all__ = [
     "load_config",
     "optional_tools_section",
     "parse_plan",
+    "part_for",
     "provides",
     "run_plan",
     "tool_reference",
@@ -155,6 +177,7 @@ _HOME = {
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
+    "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text part_for",
     "contract._settings": "ToolSettings",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
@@ -170,6 +193,7 @@ _HOME = {
     "state._tasks": "Task TaskStatus",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
+    "render._results": "ResultLoss explain_result export_result",
     "render._prompt": "optional_tools_section",
     "render._search": "ToolSearch",
     "render._stubs": "tool_stubs",

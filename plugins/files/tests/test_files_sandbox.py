@@ -105,17 +105,20 @@ def test_read_what_is_not_a_file(
     refused(use("read_file", {"path": path}), "NotFoundError", expected)
 
 
-def test_a_binary_file_is_described_not_dumped(load: Load, call: Call, roots: Roots) -> None:
+def test_a_binary_file_over_max_bytes_is_described_not_dumped(
+    load: Load, call: Call, roots: Roots
+) -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
     (roots["cache"] / "logo.png").write_bytes(png)
-    result = call(load(), "read_file", {"path": "logo.png"})
+    result = call(load(read={"max_bytes": 1000}), "read_file", {"path": "logo.png"})
     data = ok(result)
     assert data["binary"] is True
     assert data["content"] is None
     assert data["size_bytes"] == len(png)
+    assert result.parts == ()  # a cut picture is no picture
     assert result.output == (
-        f"file_cache_dir/logo.png is a binary file ({len(png)} bytes, PNG image); "
-        "its bytes are not shown."
+        f"file_cache_dir/logo.png is a binary file ({len(png)} bytes, PNG image), over "
+        "read_file max_bytes (1000); its bytes are not shown: a cut file is no file"
     )
 
 

@@ -9,10 +9,12 @@ reads back (text, data as the artifact, errors it can act on), approvals through
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain.agents import create_agent
@@ -26,6 +28,7 @@ from langgraph.types import Command
 
 import toolplug
 from tests.helpers.agent_tools import NOTE_PARAMETERS, TestTools, Watch
+from tests.helpers.integrations import Chart
 from toolplug import Approval, ApprovalRequest, optional_tools_section
 from toolplug.integrations.langchain import ToolplugToolkit, system_prompt
 
@@ -370,3 +373,35 @@ def test_without_langchain_the_import_says_what_to_install(
     monkeypatch.setitem(sys.modules, "langchain_core.tools", None)  # as if not installed
     with pytest.raises(ImportError, match=r'pip install "toolplug\[langchain\]"'):
         importlib.import_module("toolplug.integrations.langchain")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_result_s_parts_reach_the_model_as_standard_content_blocks(
+    chart: Chart, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    ask = AIMessage("", tool_calls=[{"name": "chart", "args": {}, "id": "call-9"}])
+    model = scripted(ask, DONE)
+    model.seen.clear()
+    agent = create_agent(model, ToolplugToolkit(chart.registry).get_tools())
+    with caplog.at_level(logging.WARNING, logger="toolplug.integrations"):
+        state = run(agent, USER, None, mode)
+    assert state["messages"][-1].content == "done"
+    # what the model was given on its next turn: the tool message and its blocks
+    [message] = [m for m in model.seen[1] if isinstance(m, ToolMessage)]
+    assert message.artifact == {"month": "March"}  # the data stays the artifact
+    blocks = message.content
+    assert isinstance(blocks, list)
+    text, picture, recording, report, more, link = (cast(dict[str, Any], b) for b in blocks)
+    assert text == {"type": "text", "text": "The chart of March."}
+    assert picture["type"] == "image"
+    assert picture["mime_type"] == "image/png"
+    assert base64.b64decode(picture["base64"]) == chart.png
+    assert report["type"] == "file"
+    assert (report["mime_type"], report["filename"]) == ("application/pdf", "march.pdf")
+    assert base64.b64decode(report["base64"]) == chart.pdf
+    assert more == {"type": "text", "text": "Sales rose 4%."}
+    assert link["text"] == "[resource: march.csv at file:///reports/march.csv, text/csv]"
+    # a tool message takes no audio block: the model reads what it was, the host is told
+    assert recording == {"type": "text", "text": "[audio: audio/wav, 1.6 KB]"}
+    [warned] = caplog.records
+    assert "LangChain cannot carry the audio part 1" in warned.getMessage()

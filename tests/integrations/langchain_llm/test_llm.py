@@ -10,6 +10,7 @@ cancellation.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import json
 import os
@@ -27,6 +28,7 @@ import pytest
 import toolplug
 import toolplug.integrations.llm as integration
 from tests.helpers.agent_tools import NOTE_PARAMETERS, Watch
+from tests.helpers.integrations import Chart
 from toolplug import Approval, ApprovalRequest, optional_tools_section
 from toolplug.integrations.llm import (
     Toolplug,
@@ -432,3 +434,33 @@ def test_llm_starts_without_loading_toolplugs_engine() -> None:
     assert hooks == ["register_fragment_loaders", "register_tools"]
     assert registered
     assert engine == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_result_s_parts_reach_the_model_as_attachments(chart: Chart, mode: str) -> None:
+    prompt = calls(("chart", {}))
+    if mode == "async":
+
+        async def chained() -> Any:
+            chain = llm.get_async_model("echo").chain(prompt, tools=[toolbox(chart.registry)])
+            return [response async for response in chain.responses()][-1]
+
+        last = asyncio.run(chained())
+        reply = json.loads(asyncio.run(last.text()))
+    else:
+        chain = llm.get_model("echo").chain(prompt, tools=[toolbox(chart.registry)])
+        *_, last = chain.responses()
+        reply = json.loads(last.text())
+    [result] = reply["tool_results"]
+    assert result["output"] == (
+        "The chart of March.\n\nSales rose 4%.\n\n"
+        "[resource: march.csv at file:///reports/march.csv, text/csv]"
+    )
+    # what the echo model was given with the results: the three files, as attachments
+    given = [(a.type, a.content) for a in last.prompt.attachments]
+    assert given == [
+        ("image/png", chart.png), ("audio/wav", chart.wav), ("application/pdf", chart.pdf)
+    ]
+    assert [a["id"] for a in reply["attachments"]] == [
+        hashlib.sha256(data).hexdigest() for data in (chart.png, chart.wav, chart.pdf)
+    ]

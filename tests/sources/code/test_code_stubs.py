@@ -174,6 +174,27 @@ def test_objects_become_typed_dicts_and_odd_names_a_functional_one() -> None:
     assert "class_: (the property 'class')" in text
 
 
+def test_a_tool_that_returns_parts_returns_a_result_and_the_classes_come_once() -> None:
+    empty = {"type": "object", "properties": {}}
+    returns = {"type": "object", "properties": {"pages": {"type": "integer"}},
+               "description": "How long it is"}
+    tools = [
+        StubTool("render_page", "Render a page.", empty, returns, parts=("image",)),
+        StubTool("scan", "Scan a document.", empty, parts=("file", "text")),
+        StubTool("count", "Count.", empty),
+    ]
+    text = python_stubs(tools)
+    check(tools)  # still valid Python, every function documented
+    assert text.count("class Part:") == text.count("class Result:") == 1
+    assert text.index("class Part:") < text.index("class RenderPageResult(TypedDict):")
+    assert "async def render_page() -> Result:" in text
+    assert "A Result: its parts (image) and its data (RenderPageResult): How long it is" in text
+    assert "async def scan() -> Result:" in text
+    assert "its parts (file, text) and its data (Any)" in text
+    assert "async def count() -> Any:" in text
+    assert "class Part:" not in python_stubs(tools[2:])  # no tool returns parts: as before
+
+
 def test_the_cli_prints_the_stubs(cli: Any) -> None:
     first = cli("stubs", "--all")
     assert first.code == 0, first.err

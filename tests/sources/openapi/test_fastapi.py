@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
+import struct
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,8 @@ import pytest
 
 import toolplug
 from tests.helpers.openapi import fastapi_server
-from toolplug import ConfigError
+from tests.helpers.openapi_app import png
+from toolplug import Audio, ConfigError, File, Image
 from toolplug.sources.openapi import described, report
 
 
@@ -49,9 +53,10 @@ def test_each_operation_becomes_a_tool_named_from_its_operation_id(
     registry: toolplug.Registry,
 ) -> None:
     assert _notes(registry) == [
-        "notes_big_list", "notes_broken", "notes_count_tree", "notes_create_note",
-        "notes_delete_note", "notes_get_note", "notes_limited", "notes_list_notes",
-        "notes_upload_file", "notes_who_am_i",
+        "notes_big_list", "notes_blob", "notes_broken", "notes_chime", "notes_count_tree",
+        "notes_create_note", "notes_delete_note", "notes_get_note", "notes_limited",
+        "notes_list_notes", "notes_note_pdf", "notes_note_picture", "notes_upload_file",
+        "notes_who_am_i",
     ]
     assert all(registry.availability(n).available for n in _notes(registry))
     meta = registry.get("notes_get_note").metadata
@@ -327,13 +332,13 @@ def test_the_parsed_description_is_cached_and_used_when_the_api_is_down(
         api = described(first)
         assert api is not None
         assert not api.apis["notes"].from_cache
-        assert len(_notes(first)) == 10
+        assert len(_notes(first)) == 14
     # the server is gone: listing still works from the cache, within spec_ttl_seconds
     again = toolplug.load(config)
     api = described(again)
     assert api is not None
     assert api.apis["notes"].from_cache
-    assert len(_notes(again)) == 10
+    assert len(_notes(again)) == 14
     # refresh (what doctor does) reads it again: the last known tools stay, with the reason
     refreshed = toolplug.load(config, refresh=True)
     (reason,) = refreshed.availability("notes_get_note").reasons
@@ -390,7 +395,7 @@ def test_checked_schemas_are_vouched_for_and_a_changed_one_is_checked_again(
     toolplug.load(config)  # the operations offered now are recorded too
     stored = read_parsed(cache, "notes")
     assert stored is not None
-    assert len(stored.checked_ids) == 10
+    assert len(stored.checked_ids) == 14
     assert len(stored.checked) >= 10  # the parameters and returns that passed
     # a definition edited in the cache (not by the converter) is not vouched for
     for op in stored.operations:
@@ -432,7 +437,7 @@ def test_a_cached_load_checks_nothing_the_cache_vouches_for_and_builds_the_same_
     monkeypatch.setattr(ToolMetadata, "model_validate", classmethod(model_validate))
     again = toolplug.load(config)
     names = _notes(again)
-    assert len(names) == 10
+    assert len(names) == 14
     mine = {id(again.get(n).metadata.parameters) for n in names}
     assert not [s for s in checked if id(s) in mine]
     assert not [v for v in validated if isinstance(v, dict) and v.get("name") in names]
@@ -499,3 +504,94 @@ def test_an_apis_refs_and_destinations_apply_where_the_argument_is_a_sink(
     with pytest.raises(toolplug.ConfigError) as caught:
         toolplug.load(_config(api_url, tmp_path, trust={"refs": "tag"}))
     assert "trust.refs" in str(caught.value)
+
+
+def test_operations_that_answer_images_audio_or_files_declare_their_parts(
+    registry: toolplug.Registry,
+) -> None:
+    declared = {n: registry.get(n).metadata.parts for n in _notes(registry)}
+    assert declared["notes_note_picture"] == ("image",)
+    assert declared["notes_chime"] == ("audio",)
+    assert declared["notes_note_pdf"] == ("file",)
+    assert declared["notes_blob"] == ("file",)
+    # JSON answers are text and data, no parts
+    assert declared["notes_get_note"] == ()
+
+
+def test_an_image_answer_is_an_image_part_and_a_line_saying_so(
+    registry: toolplug.Registry,
+) -> None:
+    result = registry.call("notes_note_picture", {"note_id": 1, "width": 5})
+    assert result.ok, result.error
+    assert result.output == (
+        f"GET /pictures/{{note_id}} answered HTTP 200 with an image "
+        f"(image/png, {len(png(5, 3))} bytes)"
+    )
+    assert "\ufffd" not in result.for_model()  # no bytes read as text
+    [part] = result.parts
+    assert isinstance(part, Image)
+    assert part.mime_type == "image/png"
+    assert part.data == png(5, 3)
+    assert struct.unpack(">II", part.data[16:24]) == (5, 3)  # IHDR's width and height
+    assert result.data is None
+    assert result.to_dict()["parts"][0]["data"] == base64.b64encode(part.data).decode()
+
+
+def test_audio_and_pdf_answers_are_parts_named_from_content_disposition(
+    registry: toolplug.Registry,
+) -> None:
+    sound = registry.call("notes_chime", {})
+    assert sound.ok, sound.error
+    [audio] = sound.parts
+    assert isinstance(audio, Audio)
+    assert audio.mime_type == "audio/wav"
+    with wave.open(io.BytesIO(audio.data)) as reader:
+        assert reader.getnframes() == 800
+    document = registry.call("notes_note_pdf", {"note_id": 2})
+    assert document.ok, document.error
+    [pdf] = document.parts
+    assert isinstance(pdf, File)
+    assert (pdf.name, pdf.mime_type) == ("note-2.pdf", "application/pdf")
+    assert pdf.data.startswith(b"%PDF-1.4")
+    assert pdf.data.rstrip().endswith(b"%%EOF")
+    assert b"(note 2) Tj" in pdf.data
+    assert document.output.startswith("GET /documents/{note_id} answered HTTP 200 with a file "
+                                      "note-2.pdf (application/pdf, ")
+
+
+def test_octet_stream_is_a_file_unless_its_bytes_say_what_they_are(
+    registry: toolplug.Registry,
+) -> None:
+    raw = registry.call("notes_blob", {"size": 300})
+    assert raw.ok, raw.error
+    [blob] = raw.parts
+    assert isinstance(blob, File)
+    # filename* (RFC 5987) decoded
+    assert (blob.name, blob.mime_type) == ("caf\u00e9 data.bin", "application/octet-stream")
+    assert blob.data == bytes(i % 256 for i in range(300))
+    assert raw.output.endswith("(application/octet-stream, 300 bytes)")
+    # a PNG sent as octet-stream is shown as the picture it is
+    picture = registry.call("notes_blob", {"picture": True})
+    assert picture.ok, picture.error
+    assert [type(p) for p in picture.parts] == [Image]
+    assert picture.parts[0] == Image(png(2, 2), "image/png")
+
+
+def test_a_binary_answer_over_max_bytes_is_an_error_not_a_cut_file(
+    api_url: str, tmp_path: Path
+) -> None:
+    config = _config(api_url, tmp_path)
+    config["network"]["max_bytes"] = 200
+    registry = toolplug.load(config)
+    try:
+        small = registry.call("notes_blob", {"size": 200})
+        assert small.ok, small.error
+        assert [p.size for p in small.parts] == [200]
+        big = registry.call("notes_blob", {"size": 201})
+        assert big.error is not None
+        assert big.error.type == "ExecutionError"
+        assert "longer than [network] max_bytes" in big.error.message
+        assert "raise [network] max_bytes" in big.error.message
+        assert big.parts == ()
+    finally:
+        registry.close()

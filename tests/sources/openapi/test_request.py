@@ -189,3 +189,44 @@ def test_a_script_that_calls_an_api_and_closes_the_registry_exits_without_a_trac
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
     assert seen == ["/items/one"]
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        ('attachment; filename="report.pdf"', "report.pdf"),
+        # filename* (RFC 5987) wins over filename
+        ("attachment; filename=plain.bin; filename*=UTF-8''na%C3%AFve.bin", "na\u00efve.bin"),
+        # a directory in the name is dropped: a name, never a path
+        ('attachment; filename="../../etc/passwd"', "passwd"),
+        ('attachment; filename="C:\\temp\\x.png"', "x.png"),
+        # no name, or one that is only dots
+        ("inline", None),
+        ('attachment; filename=".."', None),
+        (None, None),
+    ],
+)
+def test_the_file_name_of_content_disposition(header: str | None, name: str | None) -> None:
+    from toolplug.sources.openapi._request import _disposition_name
+
+    assert _disposition_name(header) == name
+
+
+@pytest.mark.parametrize(
+    ("media", "kind"),
+    [
+        ("image/png", "image"),
+        ("image/svg+xml; charset=utf-8", "image"),
+        ("audio/mpeg", "audio"),
+        ("application/pdf", "file"),
+        ("Application/Octet-Stream", "file"),
+        # text and JSON stay text
+        ("application/json", None),
+        ("text/csv", None),
+        (None, None),
+    ],
+)
+def test_which_media_types_become_parts(media: str | None, kind: str | None) -> None:
+    from toolplug.sources.openapi._request import part_kind
+
+    assert part_kind(media) == kind

@@ -40,6 +40,7 @@ from toolplug.contract._settings import SINK_KINDS
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
+    from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
 
 __all__ = ["RecordingEnv", "build_parser", "run"]
@@ -220,6 +221,8 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
     out.append(f"  category      {meta.category} ({meta.optionality})")
     made = " ".join(str(part) for part in (tool.distribution, tool.version) if part)
     out.append(f"  plugin        {made} ({tool.plugin})")
+    if meta.parts:  # what toolplug call writes to files, besides the text
+        out.append("  parts         " + ", ".join(meta.parts))
     if meta.requires_capabilities:
         states = [registry.checker.state(c) for c in meta.requires_capabilities]
         out.append(
@@ -697,10 +700,18 @@ def _cmd_call(args: argparse.Namespace) -> int:
         )
     finally:
         registry.close()
+    paths = _saved_parts(result, args)
     if args.result == "json":
-        _emit(registry, _dumps(result.to_dict()))
+        body = result.to_dict()
+        for index, path in paths.items():
+            body["parts"][index]["path"] = str(path)
+        _emit(registry, _dumps(body))
     elif result.ok:
-        _emit(registry, result.for_model())
+        from toolplug.cli._saved import shown
+        from toolplug.contract._parts import Text
+
+        lines = tuple(Text(shown(p, paths.get(i))) for i, p in enumerate(result.parts))
+        _emit(registry, dataclasses.replace(result, parts=lines).for_model())
     if result.spill:
         ttl = registry.config.calls.spill_ttl_seconds
         print(
@@ -719,6 +730,25 @@ def _cmd_call(args: argparse.Namespace) -> int:
             print(registry.redact(f"toolplug: to approve it{why}: {advice}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _saved_parts(result: ToolResult, args: argparse.Namespace) -> dict[int, Path]:
+    """Write the result's images, audio and files where ``--parts-dir`` says (text output:
+    always, to a new temporary directory by default; JSON carries them in base64, and
+    writes them too only when ``--parts-dir`` is given)."""
+    if not result.ok or not result.parts or (args.result == "json" and args.parts_dir is None):
+        return {}
+    from toolplug.cli._saved import save_parts
+
+    try:
+        return save_parts(result.parts, args.parts_dir)
+    except OSError as exc:
+        where = args.parts_dir or "a temporary directory"
+        raise _Exit(
+            EXIT_USAGE,
+            f"cannot write the result's parts to {where}: {exc.strerror or exc}; choose a "
+            "directory you can write to with --parts-dir DIR",
+        ) from None
 
 
 @_runs("read")

@@ -23,7 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings
 from toolplug.trust._settings import GuardSettings, PolicyRule
-from toolplug.utilities._limits import DEFAULT_OUTPUT_CHARS
+from toolplug.utilities._limits import (
+    DEFAULT_OUTPUT_CHARS,
+    DEFAULT_PART_BYTES,
+    DEFAULT_RESULT_BYTES,
+)
 
 __all__ = [
     "CALLS_KEYS",
@@ -76,6 +80,12 @@ class CallsSettings(BaseModel):
         default=10_000, ge=1, description="a whole number of cached results, 1 or more"
     )
     """The in-process result cache keeps at most this many results."""
+    cache_max_mb: float = Field(
+        default=256.0, gt=0, allow_inf_nan=False,
+        description="a positive number of MB of parts' bytes the in-process result cache holds",
+    )
+    """The most bytes of cached results' parts (images, files) this process holds, the
+    least recently used dropped first; a result whose parts are larger is not cached."""
     telemetry_content: bool = Field(
         default=False,
         description="a boolean: true records arguments and results in telemetry spans",
@@ -87,6 +97,20 @@ class CallsSettings(BaseModel):
         description="a whole number of characters a result may hand back, 1,000 or more",
     )
     """The output budget of a call whose tool sets none."""
+    max_part_bytes: int = Field(
+        default=DEFAULT_PART_BYTES, ge=1,
+        description="a whole number of bytes one image, recording or file of a result may hold",
+    )
+    """The most bytes one binary part of a result may carry (``ToolResult.parts``): a tool
+    that returns a larger one gets an ``ExecutionError`` naming the part, not a reply
+    no host would carry."""
+    max_result_bytes: int = Field(
+        default=DEFAULT_RESULT_BYTES, ge=1,
+        description="a whole number of bytes the binary parts of one result may hold together",
+    )
+    """The byte budget of a result's binary parts together: the parts beyond it are cut
+    and kept as spills, and the result's warning names them (as ``max_output_chars`` does
+    for text)."""
     spill_ttl_seconds: float = Field(
         default=3600.0, ge=0, allow_inf_nan=False,
         description="a number of seconds a cut output is kept whole, 0 to keep none",

@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolplug.contract._errors import MetadataError
+from toolplug.contract._parts import PartKind
 from toolplug.contract._settings import POLICY_KEYS, SINK_KINDS
 
 __all__ = [
@@ -212,6 +213,11 @@ class ToolMetadata(_Frozen):
     """JSON Schema (2020-12) of the arguments; its top level is an object."""
     returns: dict[str, Any] | None = None
     """JSON Schema of ``data`` in a successful result."""
+    parts: tuple[PartKind, ...] = ()
+    """The kinds of content part a successful result may hold besides its text (``image``,
+    ``audio``, ``file``, ``resource_link``, ``resource``, ``text``): shown by ``toolplug
+    info`` and the reference docs, and checked by the contract kit against what the
+    tool's examples return."""
     errors: tuple[ErrorSpec, ...] = ()
     examples: tuple[Example, ...] = ()
     config_fields: tuple[ConfigField, ...] = ()

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from toolplug.contract._metadata import Annotations, ToolMetadata, Trust
 from toolplug.contract._network import NetworkPolicy
+from toolplug.contract._parts import Part
 
 __all__ = [
     "Citation",
@@ -99,6 +100,11 @@ class ToolResult:
     by members of the organisation are trusted although the tool's label says a channel
     may hold outside text). An ``untrusted`` result's text could have been written by
     anyone outside."""
+    parts: tuple[Part, ...] = ()
+    """What the result holds besides its text, in the order a host should show it after
+    ``output``: images, audio, files, resource links, embedded resources, more text
+    (``toolplug.Image`` and its siblings). Last of the fields, so results built by
+    position before parts existed mean what they meant."""
 
     @property
     def ok(self) -> bool:
@@ -111,15 +117,23 @@ class ToolResult:
         output: str,
         data: Any = None,
         *,
+        parts: tuple[Part, ...] | list[Part] = (),
         citations: tuple[Citation, ...] | list[Citation] = (),
         warnings: tuple[str, ...] | list[str] = (),
         trust: Trust | None = None,
     ) -> ToolResult:
-        """A successful result; ``trust``: this result's own ``output`` and ``private``
-        labels, when they differ from the tool's (its sinks are the tool's)."""
+        """A successful result; ``parts``: images, audio, files and resources after the
+        text (``toolplug.Image`` ...); ``trust``: this result's own ``output`` and
+        ``private`` labels, when they differ from the tool's (its sinks are the tool's)."""
+        for index, part in enumerate(parts):
+            if not isinstance(part, Part):
+                raise TypeError(
+                    f"parts[{index}] is a {type(part).__name__}, not a part: use "
+                    "toolplug.Image, Audio, File, Text, ResourceLink or EmbeddedResource"
+                )
         return cls(
-            output=output, data=data, citations=tuple(citations), warnings=tuple(warnings),
-            trust=trust,
+            output=output, data=data, parts=tuple(parts), citations=tuple(citations),
+            warnings=tuple(warnings), trust=trust,
         )
 
     @classmethod
@@ -150,6 +164,8 @@ class ToolResult:
                 failure["details"] = dict(self.error.details)
             return failure
         body: dict[str, Any] = {"error": False, "output": self.output, "data": self.data}
+        if self.parts:
+            body["parts"] = [part.to_dict() for part in self.parts]
         if self.citations:
             body["citations"] = [c.to_dict() for c in self.citations]
         if self.warnings:
@@ -172,14 +188,20 @@ class ToolResult:
         return failure
 
     def for_model(self) -> str:
-        """What to hand back to the model: the output, or the error as JSON in the seeds'
-        shape (its ``details`` are for hosts, and left out)."""
+        """What to hand back to a model that reads text only: the output, then each part in
+        its place (a text part's text; for any other, what it is, such as ``[image:
+        image/png, 4.1 KB]``, so nothing is dropped without a word), or the error as JSON
+        in the seeds' shape (its ``details`` are for hosts, and left out)."""
         if self.error is not None:
             return json.dumps(self._failure(), ensure_ascii=False)
+        text = self.output
+        if self.parts:
+            text = "\n\n".join([text, *(p.describe() for p in self.parts)] if text else
+                               [p.describe() for p in self.parts])
         if self.warnings:
             notes = "\n".join(f"Warning: {w}" for w in self.warnings)
-            return f"{self.output}\n\n{notes}" if self.output else notes
-        return self.output
+            return f"{text}\n\n{notes}" if text else notes
+        return text
 
 
 class ToolFailure(Exception):

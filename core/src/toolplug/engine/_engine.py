@@ -48,6 +48,7 @@ from toolplug.utilities._limits import (
     in_slices,
     json_text,
     paging_argument,
+    spillable_parts,
 )
 from toolplug.utilities._validation import Validation, shown
 
@@ -89,12 +90,14 @@ class Engine:
         self.registry = registry
         settings = registry.config.calls
         self._budget = settings.max_output_chars
+        self._max_bytes = settings.max_result_bytes
         bridge = self._bridge = Bridge(settings.sync_workers)
         # A registry dropped without close() must not leave its threads behind.
         weakref.finalize(self, bridge.close)
         self._store: Store = open_store(
             settings.store,
             entries=settings.cache_entries,
+            part_bytes=int(settings.cache_max_mb * 1_000_000),
             home=lambda: bridge.thread().loop,
         )
         self._spills = (
@@ -348,7 +351,7 @@ class Engine:
         # the constructor, not dataclasses.replace: this runs on every call
         return ToolResult(
             output, result.data, result.citations, result.warnings, result.error, result.spill,
-            labels,
+            labels, result.parts,
         ), recording
 
     async def _hooked(self, call: ToolCall, first: Next | None) -> ToolResult:
@@ -374,7 +377,10 @@ class Engine:
             or (meta.max_output_chars if meta is not None else None)
             or self._budget
         )
-        plain = result.error is None and result.data is None and not result.citations
+        plain = (
+            result.error is None and result.data is None and not result.citations
+            and not result.parts
+        )
         if plain and _model_chars(result) <= budget:
             return result  # the common case, without a look at the arguments
         found = self.registry.tools.get(call.tool) if meta is not None else None
@@ -389,15 +395,19 @@ class Engine:
         )
         if spill:
             if offload:
-                over, data, data_text = await _offloaded(_measured, result, budget)
+                over, data, data_text = await _offloaded(
+                    _measured, result, budget, self._max_bytes
+                )
             else:
-                over, data, data_text = not fits(result, budget), result.data, None
+                over = not fits(result, budget, self._max_bytes)
+                data, data_text = result.data, None
             if not over:
                 return result  # as bounded would hand it back, measured once
             assert self._spills is not None
             owner = call.context.host.get("client") if call.context is not None else None
             kept = await self._spills.keep(
-                call.tool, result.output, data, owner, data_text=data_text
+                call.tool, result.output, data, owner, data_text=data_text,
+                parts=spillable_parts(result, self._max_bytes),
             )
             if kept is not None:
                 kept_at, local_only = kept
@@ -409,10 +419,13 @@ class Engine:
             return await _offloaded(
                 functools.partial(
                     bounded, result, call.arguments, budget, pages=pages or False,
-                    kept_at=kept_at,
+                    kept_at=kept_at, max_bytes=self._max_bytes,
                 )
             )
-        return bounded(result, call.arguments, budget, pages=pages or False, kept_at=kept_at)
+        return bounded(
+            result, call.arguments, budget, pages=pages or False, kept_at=kept_at,
+            max_bytes=self._max_bytes,
+        )
 
     async def read(
         self, uri: str, *, owner: str | None, offset: int = 0, length: int | None = None
@@ -504,10 +517,13 @@ async def _offloaded(work: Callable[..., _T], *arguments: Any) -> _T:
     )
 
 
-def _measured(result: ToolResult, budget: int) -> tuple[bool, Any, str | None]:
-    """In the worker, for large data: whether ``result`` is over ``budget``, and if so the
-    data to keep with its JSON text (no data when JSON cannot carry it)."""
-    if fits(result, budget):
+def _measured(
+    result: ToolResult, budget: int, max_bytes: int
+) -> tuple[bool, Any, str | None]:
+    """In the worker, for large data: whether ``result`` is over ``budget`` (or its parts
+    over ``max_bytes``), and if so the data to keep with its JSON text (no data when JSON
+    cannot carry it)."""
+    if fits(result, budget, max_bytes):
         return False, result.data, None
     try:
         return True, result.data, json_text(result.data)

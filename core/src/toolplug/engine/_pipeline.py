@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import logging
 import random
@@ -32,6 +33,7 @@ from toolplug.engine._slots import Slots
 from toolplug.state._store import Store, cache_key
 from toolplug.trust._guard import FlowGuard, Verdict
 from toolplug.utilities._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
+from toolplug.utilities._limits import malformed_part
 
 if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
@@ -53,6 +55,7 @@ class Pipeline:
         settings = registry.config.calls
         self.bridge = bridge
         self.workers = bridge.workers
+        self._max_part_bytes = settings.max_part_bytes
         self._all_slots = Slots(settings.max_concurrency) if settings.max_concurrency else None
         self._tool_slots: dict[str, tuple[Slots, ...]] = {}
         self._instances: dict[str, tuple[Tool, bool]] = {}
@@ -283,6 +286,13 @@ class Pipeline:
                 ErrorType.EXECUTION,
                 f"{call.tool} returned {type(outcome).__name__}, not a ToolResult",
             )
+        parts: Any = outcome.parts
+        if type(parts) is not tuple or parts:  # every part checked, before any cache
+            refused = malformed_part(outcome, call.tool, self._max_part_bytes)
+            if refused is not None:
+                return refused
+            if type(parts) is not tuple:
+                return dataclasses.replace(outcome, parts=tuple(parts))
         return outcome
 
     def _run(

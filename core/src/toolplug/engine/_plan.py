@@ -13,10 +13,12 @@ A plan is a list of steps (or ``{"steps": [...]}``)::
 A step's id is its ``id`` (a positive integer) or, without one, its position from 1. A
 parameter whose whole value is a reference to step N is replaced by that part of step N's
 result, as ``--result json`` shows it: ``$stepN.output`` (the text), ``$stepN.data.x``,
-``$stepN.citations.0.url``, ``$stepN.warnings``, ``$stepN.spill``. A first name that is not
-one of those fields is looked up in ``data`` (``$stepN.x`` is ``$stepN.data.x``, and
-``$stepN`` alone is the whole ``data``). Inside a list, a reference to a list is flattened
-into it. A step that references step N must list N in ``dependencies``.
+``$stepN.citations.0.url``, ``$stepN.warnings``, ``$stepN.spill``, ``$stepN.parts.0`` (a
+part: its text, a link's URI, or its bytes as a ``data:`` URL, as
+``contract._parts.as_argument`` says; ``$stepN.parts.0.mime_type`` one of its fields). A
+first name that is not one of those fields is looked up in ``data`` (``$stepN.x`` is
+``$stepN.data.x``, and ``$stepN`` alone is the whole ``data``). Inside a list, a reference
+to a list is flattened into it. A step that references step N must list N in ``dependencies``.
 
 A plan runs in a conversation of its own, inside the current one when there is one
 (``toolplug.trust._guard``): a sink argument passed by ``$stepN`` reference from a step
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.contract._errors import UsageError
+from toolplug.contract._parts import as_argument
 from toolplug.contract._tool import ToolResult
 from toolplug.trust._conversation import Conversation, Record, current, derived_from
 
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Plan", "PlanError", "PlanResult", "Step", "StepOutcome", "parse_plan", "run_plan"]
 
 _REFERENCE: Final = re.compile(r"^\$step(\d+)((?:\.[A-Za-z0-9_\-]+)*)$")
-RESULT_FIELDS: Final = ("output", "data", "citations", "warnings", "spill")
+RESULT_FIELDS: Final = ("output", "data", "citations", "warnings", "spill", "parts")
 """The fields of a result a reference may name first; any other first name is in ``data``."""
 
 
@@ -247,7 +250,37 @@ class _Unresolved(Exception):
     pass
 
 
+def _part_lookup(result: ToolResult, ref: int, path: tuple[str, ...]) -> Any:
+    """``$stepN.parts``: every part as an argument; ``.K``: one; ``.K.FIELD``: a field of
+    its JSON form (``kind``, ``mime_type``, ``name``, ``uri``, ``text``, ``data`` in
+    base64) or its ``size``."""
+    text = f"$step{ref}" + "".join("." + p for p in path)
+    if len(path) == 1:
+        return [as_argument(p) for p in result.parts]
+    index = path[1]
+    if not index.isdigit() or int(index) >= len(result.parts):
+        count = len(result.parts)
+        held = f"{count} part{'' if count == 1 else 's'}" if count else "no parts"
+        raise _Unresolved(
+            f"{text}: step {ref}'s result holds {held}; write $step{ref}.parts.K with K "
+            "a number below that"
+        )
+    part = result.parts[int(index)]
+    if len(path) == 2:
+        return as_argument(part)
+    fields = {**part.to_dict(), "size": part.size}
+    if len(path) > 3 or path[2] not in fields:
+        raise _Unresolved(
+            f"{text}: part {index} of step {ref} ({part.kind}) has "
+            f"{', '.join(sorted(fields))}; "
+            f"$step{ref}.parts.{index} alone passes the part itself"
+        )
+    return fields[path[2]]
+
+
 def _lookup(result: ToolResult, ref: int, path: tuple[str, ...]) -> Any:
+    if path and path[0] == "parts":
+        return _part_lookup(result, ref, path)
     node: Any = result.data
     if path and path[0] in RESULT_FIELDS:
         node = {

@@ -2,14 +2,22 @@
 
 Each tool keeps its JSON Schema as its ``args_schema`` (toolplug validates the call), answers
 with ``response_format="content_and_artifact"`` (the text for the model, the result's data
-as the artifact), and turns a failed call into a ``ToolException`` that LangChain hands the
-model as an error message. A call that needs a person's approval is asked in LangGraph's
-own way: through ``interrupt()`` inside the tool, or, for the tools named by
-``ToolplugToolkit.interrupt_on()``, by ``HumanInTheLoopMiddleware`` before the tool runs;
-a call the middleware let through is not asked again. The flow guard asks the same way:
+as the artifact; a result's pictures and files as LangChain's standard content blocks in
+the ``ToolMessage``'s content, after the text), and turns a failed call into a
+``ToolException`` that LangChain hands the model as an error message. A call that needs a
+person's approval is asked in LangGraph's own way: through ``interrupt()`` inside the tool,
+or, for the tools named by ``ToolplugToolkit.interrupt_on()``, by
+``HumanInTheLoopMiddleware`` before the tool runs; a call the middleware let through is
+not asked again. The flow guard asks the same way:
 open ``registry.conversation(prompt)`` around the agent's run (LangChain hands context
 variables on to the threads its tools run in), and a call whose sink carries untrusted
 text the prompt did not hold is asked about, with the source call named.
+
+A result's parts, in order after the text block: an ``image`` block (``base64`` and
+``mime_type``) for a picture, a ``file`` block (with its ``filename``) for any other file,
+a ``text`` block for text; an http(s) resource link with a MIME type as a block's ``url``,
+any other link as its text. LangChain's tool messages take no audio block (a list holding
+one would be sent as its JSON text): a recording is its description, and logged.
 
 Install with ``pip install "toolplug[langchain]"``; docs/integrations/langchain.md shows a
 whole agent run.
@@ -40,6 +48,14 @@ from toolplug.integrations._offer import (
     system_prompt,
     tool_description,
 )
+from toolplug.integrations._parts import (
+    binary,
+    carried,
+    file_name,
+    text_of,
+    web_link,
+    without_parts,
+)
 
 _interrupt: Callable[[Any], Any] | None
 try:  # LangGraph pauses a run to ask; langchain-core alone runs without it
@@ -56,7 +72,7 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
     from langchain.agents.middleware.human_in_the_loop import DecisionType
 
-    from toolplug import Selection, ToolMetadata, Toolset
+    from toolplug import Part, Selection, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolkit", "system_prompt"]
 
@@ -250,7 +266,7 @@ class ToolplugToolkit(BaseToolkit):
                 return None, False  # nobody will be asked: no context of its own to build
             return {"call_id": call_id}, self._reviewed_by_middleware(call_id)
 
-        def run(**arguments: Any) -> tuple[str, Any]:
+        def run(**arguments: Any) -> tuple[str | list[dict[str, Any]], Any]:
             call_id = _CALL_ID.get()
             reason = None if call_id is None else approval_reason(registry, name, arguments)
             context, approved = settings(call_id, reason)
@@ -258,9 +274,9 @@ class ToolplugToolkit(BaseToolkit):
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
             )
-            return _answer(result)
+            return _answer(name, result)
 
-        async def arun(**arguments: Any) -> tuple[str, Any]:
+        async def arun(**arguments: Any) -> tuple[str | list[dict[str, Any]], Any]:
             call_id = _CALL_ID.get()
             reason = (
                 None if call_id is None else await aapproval_reason(registry, name, arguments)
@@ -270,7 +286,7 @@ class ToolplugToolkit(BaseToolkit):
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
             )
-            return _answer(result)
+            return _answer(name, result)
 
         return _ToolplugTool(
             name=name,
@@ -284,8 +300,35 @@ class ToolplugToolkit(BaseToolkit):
         )
 
 
-def _answer(result: ToolResult) -> tuple[str, Any]:
-    """``content_and_artifact``: the text for the model and the data; a failure raised."""
+def _answer(name: str, result: ToolResult) -> tuple[str | list[dict[str, Any]], Any]:
+    """``content_and_artifact``: the text for the model (with the parts, content blocks
+    after it) and the data; a failure raised."""
     if result.error is not None:
         raise ToolException(result.for_model())
-    return result.for_model(), result.data
+    if not result.parts:
+        return result.for_model(), result.data
+    text = without_parts(result).for_model()
+    blocks = [{"type": "text", "text": text}] if text else []
+    for item in carried(result, "LangChain", name, _block):
+        blocks.append({"type": "text", "text": item} if isinstance(item, str) else item)
+    return blocks, result.data
+
+
+def _block(part: Part) -> dict[str, Any] | None:
+    """One part as a standard content block; None for a recording (no tool-message block)."""
+    text = text_of(part)
+    if text is not None:
+        return {"type": "text", "text": text}
+    held = binary(part)
+    if held is not None:
+        if held.kind == "audio":
+            return None
+        block = {"type": held.kind, "base64": held.base64(), "mime_type": held.mime_type}
+        if held.kind == "file":
+            block["filename"] = file_name(held)
+        return block
+    link = web_link(part)
+    if link is None or link.mime_type is None or link.mime_type.startswith("audio/"):
+        return None
+    kind = "image" if link.mime_type.startswith("image/") else "file"
+    return {"type": kind, "url": link.uri, "mime_type": link.mime_type}

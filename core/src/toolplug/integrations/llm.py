@@ -11,6 +11,12 @@ asked in llm's own ways: a ``before_call`` made by ``approve_calls`` (its yes is
 again, its no cancels the call), or an approver that raises ``llm.PauseChain`` to pause the
 chain until the person answers (``pause_until_decided``).
 
+A result's parts go with its text as an ``llm.ToolOutput``: a picture, recording or file
+(or an embedded resource's bytes) as an ``llm.Attachment`` of its bytes and MIME type, an
+http(s) resource link with a MIME type as an attachment of its URL; text, and any other
+link, is appended to the output text. llm hands the attachments to the model after the
+tool results; whether the model reads that type is its plugin's to say.
+
 Install with ``pip install "toolplug[llm]"``; docs/integrations/llm.md shows a whole chain.
 """
 
@@ -40,12 +46,14 @@ from toolplug.integrations._offer import (
     system_prompt,
     tool_description,
 )
+from toolplug.integrations._parts import binary, carried, text_of, web_link, without_parts
 
 if TYPE_CHECKING:
     from toolplug import (
         Approval,
         ApprovalRequest,
         Conversation,
+        Part,
         Registry,
         ToolMetadata,
         ToolResult,
@@ -268,7 +276,7 @@ class _Call:
 
     async def _acall(
         self, conversation: Conversation, call_id: str | None, arguments: Any
-    ) -> str:
+    ) -> str | llm.ToolOutput:
         registry = self.box._tools_registry
         with conversation:
             asks = call_id is not None and (
@@ -289,11 +297,33 @@ class _Call:
             "passthrough": _PAUSES,
         }
 
-    def _answer(self, call_id: str | None, result: ToolResult) -> str:
+    def _answer(self, call_id: str | None, result: ToolResult) -> str | llm.ToolOutput:
         self.box._keep(call_id, result)
         if result.error is not None:
             raise ToolplugCallError(result)
-        return result.for_model()
+        if not result.parts:
+            return result.for_model()
+        texts, attachments = [without_parts(result).for_model()], []
+        for item in carried(result, "llm", self.name, _attachment):
+            if isinstance(item, str):
+                texts.append(item)
+            else:
+                attachments.append(item)
+        text = "\n\n".join(t for t in texts if t)
+        return llm.ToolOutput(output=text, attachments=attachments) if attachments else text
+
+
+def _attachment(part: Part) -> llm.Attachment | None:
+    """A part of bytes, or a link a provider can fetch, as an attachment; None for text."""
+    if text_of(part) is not None:
+        return None
+    held = binary(part)
+    if held is not None:
+        return llm.Attachment(type=held.mime_type, content=held.data)
+    link = web_link(part)
+    if link is None:
+        return None
+    return llm.Attachment(type=link.mime_type, url=link.uri)
 
 
 def _signature(parameters: Mapping[str, Any]) -> inspect.Signature:

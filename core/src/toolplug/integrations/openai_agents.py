@@ -24,6 +24,13 @@ How toolplug's concepts map to the SDK's::
     an error                                  text the model reads: the error's type,
                                               message and retry_possible, as JSON
     a success                                 the text, data, citations and warnings, as JSON
+    its parts                                 after that JSON (a ToolOutputText), in order:
+                                              ToolOutputImage (a picture as a data URL, or
+                                              an http(s) image link), ToolOutputFileContent
+                                              (a file as a data URL with its name, or an
+                                              http(s) link), ToolOutputText (text, other
+                                              links); the SDK has no audio type: a
+                                              recording is its description, logged
     cancelling the run                        cancels the tool (Registry.acall)
 
 Install with ``pip install "toolplug[openai-agents]"``.
@@ -34,7 +41,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from toolplug import Conversation, export_tool
 from toolplug.integrations._offer import (
@@ -46,18 +53,29 @@ from toolplug.integrations._offer import (
     run,
     success_body,
 )
+from toolplug.integrations._parts import binary, carried, data_url, file_name, text_of, web_link
 from toolplug.schema import restore_strict_arguments
 
 try:
-    from agents import FunctionTool, RunContextWrapper, Tool
+    from agents import (
+        FunctionTool,
+        RunContextWrapper,
+        Tool,
+        ToolOutputFileContent,
+        ToolOutputImage,
+        ToolOutputText,
+    )
     from agents.tool_context import ToolContext
 except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process without the SDK
     raise missing("openai-agents", "openai-agents", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug import Registry, ToolMetadata, Toolset
+    from toolplug import Part, Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = ["function_tools", "instructions"]
+
+ToolOutput = ToolOutputText | ToolOutputImage | ToolOutputFileContent
+"""One item of a function tool's output, in the SDK's types."""
 
 _GRACE_SECONDS: Final = 1.0
 """How long past toolplug's own limit the SDK waits, so that toolplug's answer comes first."""
@@ -119,8 +137,8 @@ def instructions(
 
 def _invoker(
     registry: Registry, name: str, *, gated: bool
-) -> Callable[[ToolContext[Any], str], Awaitable[str]]:
-    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+) -> Callable[[ToolContext[Any], str], Awaitable[str | list[ToolOutput]]]:
+    async def invoke(context: ToolContext[Any], arguments: str) -> str | list[ToolOutput]:
         call_id = context.tool_call_id
         # Only a call the person approved in this run is run as approved: a tool whose
         # needs_approval was turned off by the host still meets toolplug's own gate.
@@ -129,9 +147,39 @@ def _invoker(
             result = await run(registry, name, arguments, approved=approved, call_id=call_id)
         if result.error is not None:
             return result.for_model()
-        return json.dumps(success_body(result), ensure_ascii=False)
+        text = json.dumps(success_body(result), ensure_ascii=False)
+        if not result.parts:
+            return text
+        return [ToolOutputText(text=text), *_outputs(name, result)]
 
     return invoke
+
+
+def _outputs(name: str, result: ToolResult) -> list[ToolOutput]:
+    """The result's parts in the SDK's types, each in its place (``carried``)."""
+    # mypy solves carried's type variable as the union's base, BaseModel: named back here
+    items = cast(list[ToolOutput | str], carried(result, "the OpenAI Agents SDK", name, _native))
+    return [ToolOutputText(text=item) if isinstance(item, str) else item for item in items]
+
+
+def _native(part: Part) -> ToolOutput | None:
+    """One part in the SDK's type; None for a recording, which it has no type for."""
+    text = text_of(part)
+    if text is not None:
+        return ToolOutputText(text=text)
+    held = binary(part)
+    if held is not None:
+        if held.kind == "image":
+            return ToolOutputImage(image_url=data_url(held))
+        if held.kind == "file":
+            return ToolOutputFileContent(file_data=data_url(held), filename=file_name(held))
+        return None
+    link = web_link(part)
+    if link is None or link.mime_type is None or link.mime_type.startswith("audio/"):
+        return None
+    if link.mime_type.startswith("image/"):
+        return ToolOutputImage(image_url=link.uri)
+    return ToolOutputFileContent(file_url=link.uri, filename=link.name)
 
 
 def _approval(

@@ -22,6 +22,13 @@ How toolplug's concepts map to pydantic-ai's::
     a success                                 ToolReturn: the model reads the text, data,
                                               citations and warnings; the ToolResult is the
                                               return's metadata
+    its parts                                 in the return value after that text, in order:
+                                              BinaryContent (pictures, recordings, files,
+                                              an embedded resource's bytes), ImageUrl,
+                                              AudioUrl, VideoUrl, DocumentUrl (an http(s)
+                                              resource link with a MIME type), str (text,
+                                              other links); pydantic-ai turns a file the
+                                              model cannot read into a note itself
     a hook deferring a call                   ApprovalRequired or CallDeferred raised by a
                                               tool_call hook passes through toolplug as is
     cancelling the run                        cancels the tool (Registry.acall)
@@ -45,11 +52,16 @@ from toolplug.integrations._offer import (
     run,
     success_body,
 )
+from toolplug.integrations._parts import binary, carried, text_of, web_link
 
 try:
     from pydantic_ai import (
         ApprovalRequired,
+        AudioUrl,
+        BinaryContent,
         CallDeferred,
+        DocumentUrl,
+        ImageUrl,
         InstructionPart,
         ModelRequest,
         ModelResponse,
@@ -59,7 +71,9 @@ try:
         ToolReturn,
         ToolReturnPart,
         UserPromptPart,
+        VideoUrl,
     )
+    from pydantic_ai.messages import FileUrl
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
@@ -67,7 +81,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug import Registry, ToolMetadata, Toolset
+    from toolplug import Part, Registry, ToolMetadata, Toolset
 
 __all__ = ["ToolplugToolset"]
 
@@ -189,7 +203,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
                 passthrough=_PAUSES,
             )
         if result.error is None:
-            return ToolReturn(return_value=success_body(result), metadata=result)
+            return _return(name, result)
         if result.error.retry_possible:
             raise ModelRetry(error_text(result))
         raise ToolFailed(error_text(result))
@@ -212,6 +226,35 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         while len(self._conversations) > _RUNS_KEPT:
             self._conversations.popitem(last=False)
         return conversation
+
+
+def _return(name: str, result: ToolResult) -> ToolReturn:
+    """A success as pydantic-ai returns it: the text's body, then the parts in its types."""
+    body = success_body(result)
+    if not result.parts:
+        return ToolReturn(return_value=body, metadata=result)
+    items = carried(result, "pydantic-ai", name, _native)
+    return ToolReturn(return_value=[body, *items], metadata=result)
+
+
+def _native(part: Part) -> BinaryContent | FileUrl | str | None:
+    """One part in pydantic-ai's type (``carried``)."""
+    text = text_of(part)
+    if text is not None:
+        return text
+    held = binary(part)
+    if held is not None:
+        name = getattr(held, "name", None)
+        if name:
+            return BinaryContent(held.data, media_type=held.mime_type, identifier=name)
+        return BinaryContent(held.data, media_type=held.mime_type)
+    link = web_link(part)
+    if link is None or link.mime_type is None:
+        return None
+    family = link.mime_type.split("/")[0]
+    url = {"image": ImageUrl, "audio": AudioUrl, "video": VideoUrl}.get(family, DocumentUrl)
+    made: FileUrl = url(link.uri, media_type=link.mime_type)
+    return made
 
 
 def _replay(conversation: Conversation, ctx: RunContext[Any]) -> None:

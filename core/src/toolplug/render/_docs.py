@@ -436,7 +436,24 @@ def _parameters_section(meta: ToolMetadata) -> list[str]:
     return lines
 
 
+_PART_WORDS: Final = {
+    "text": "more text", "image": "a picture", "audio": "a recording",
+    "file": "a document or other file", "resource_link": "where a resource can be read",
+    "resource": "a resource's contents",
+}
+
+
 def _returns_section(meta: ToolMetadata) -> list[str]:
+    lines = _data_lines(meta)
+    if meta.parts:
+        kinds = ", ".join(f"{_code(k)} ({_PART_WORDS.get(k, k)})" for k in meta.parts)
+        lines += [
+            f"Besides its text, a success may carry content parts (`parts`): {kinds}.", "",
+        ]
+    return lines
+
+
+def _data_lines(meta: ToolMetadata) -> list[str]:
     lines = ["## Returns", ""]
     schema = meta.returns
     if schema is None:

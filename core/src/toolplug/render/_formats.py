@@ -10,7 +10,9 @@ writer's module is imported when a tool is first written in its format.
 
 A new format is a row here, its writer (``render/_NAME.py``: a function of the metadata and
 the keyword options ``strict``, ``defer_loading`` and ``labels``), its section in
-docs/schemas.md and its cases in tests/render/test_export.py.
+docs/schemas.md and its cases in tests/render/test_export.py; and, when its provider takes
+tool results, the writer of those (``result``, see render/_results.py) and its cases in
+tests/render/test_results.py.
 """
 
 from __future__ import annotations
@@ -71,29 +73,41 @@ class Format:
     checked: bool = False
     """Its export may rewrite the parameters: ``doctor`` warns of what a provider would no
     longer enforce (strict mode on, when it has one)."""
+    result: str = ""
+    """The function of the same module that writes a call's result as the provider's
+    tool-result item (``toolplug.export_result``); "" when the format has none."""
+    result_needs: tuple[str, ...] = ()
+    """What that item must carry: ``call_id`` (the call it answers), ``name`` (the
+    function's)."""
 
 
 TABLE: Final[tuple[Format, ...]] = (
     Format(
         "openai", "Chat Completions functions", "_openai", "openai_tool",
-        strict=False, checked=True,
+        strict=False, checked=True, result="openai_result", result_needs=("call_id",),
     ),
     Format(
         "openai-responses", "Responses API functions", "_openai", "openai_responses_tool",
         strict=True, tool_search=True, allowed_callers=("direct", "programmatic"),
         code_tool={"type": "programmatic_tool_calling"}, checked=True,
+        result="openai_responses_result", result_needs=("call_id",),
     ),
     Format(
         "anthropic", "Anthropic tools", "_anthropic", "anthropic_tool",
         strict=False, tool_search=True,
         allowed_callers=("direct", "code_execution_20260521"),
         code_tool={"type": "code_execution_20260521", "name": "code_execution"},
-        dialect="anthropic", checked=True,
+        dialect="anthropic", checked=True, result="anthropic_result",
+        result_needs=("call_id",),
     ),
-    Format("gemini", "Gemini function declarations (JSON Schema)", "_gemini", "gemini_tool"),
+    Format(
+        "gemini", "Gemini function declarations (JSON Schema)", "_gemini", "gemini_tool",
+        result="gemini_result", result_needs=("name",),
+    ),
     Format(
         "gemini-openapi", "Gemini function declarations (the older OpenAPI subset)",
         "_gemini", "gemini_openapi_tool", rewritten=True, checked=True,
+        result="gemini_result", result_needs=("name",),
     ),
     Format("mcp", "MCP tool definitions", "_mcp", "mcp_tool"),
 )

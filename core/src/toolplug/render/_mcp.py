@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from toolplug.contract._metadata import ToolMetadata, Trust
 
 __all__ = [
+    "PARTS_META",
     "RESULT_EXTRAS",
     "TRUST_META",
     "mcp_output_schema",
@@ -19,6 +20,10 @@ __all__ = [
     "structured_content",
     "trust_meta",
 ]
+
+PARTS_META: Final = "toolplug/parts"
+"""The key of a tool's ``_meta`` that lists the kinds of part its results may hold
+(``ToolMetadata.parts``: ``image``, ``audio``, ``file``, ...); absent when it declares none."""
 
 TRUST_META: Final = "toolplug/trust"
 """The key of a tool's ``_meta`` that carries its trust labels."""
@@ -57,7 +62,8 @@ def mcp_tool(
     labels: Trust | None = None,
 ) -> dict[str, Any]:
     """An MCP ``Tool``: input schema, annotations, ``outputSchema`` from ``returns``, and
-    the trust labels in ``_meta`` (``labels``, the ones in force, else the tool's own)."""
+    the trust labels in ``_meta`` (``labels``, the ones in force, else the tool's own),
+    beside the kinds of part its results may hold (``PARTS_META``) when it declares any."""
     title = metadata.title or metadata.name
     description = metadata.description
     if metadata.usage_hint.strip():
@@ -81,6 +87,8 @@ def mcp_tool(
     if output is not None:
         tool["outputSchema"] = output
     tool["_meta"] = {TRUST_META: trust_meta(labels if labels is not None else metadata.labels)}
+    if metadata.parts:  # what a host may get besides text, as ToolMetadata.parts names it
+        tool["_meta"][PARTS_META] = list(metadata.parts)
     return tool
 
 

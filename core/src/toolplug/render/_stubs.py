@@ -52,7 +52,7 @@ def tool_stubs(
 def stub_tools(tools: list[ToolMetadata]) -> list[StubTool]:
     """What the stubs are made of, sorted by name, without the code-mode tool itself."""
     return [
-        StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint)
+        StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint, m.parts)
         for m in sorted(tools, key=lambda m: m.name)
         if m.name != CODE_TOOL
     ]

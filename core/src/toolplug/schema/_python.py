@@ -3,9 +3,12 @@
 A tool's ``parameters`` become the function's parameters: the required ones first (in the
 schema's order), then ``*`` and the optional ones, keyword-only, with their defaults (or
 ``None``). Objects with properties become ``TypedDict`` classes, enums and constants
-``Literal[...]``, ``returns`` the return type. Names that are not Python identifiers (or
-are keywords) get a safe spelling; ``parameter_names`` says which name stands for which
-property, so a call written against the stub maps back to the tool's arguments.
+``Literal[...]``, ``returns`` the return type (a tool that returns content parts returns a
+``Result`` holding them as ``Part`` objects, both classes written once, before the rest:
+``toolplug.sources._code_parts`` makes what a program receives). Names that are not
+Python identifiers (or are keywords) get a safe spelling; ``parameter_names`` says which
+name stands for which property, so a call written against the stub maps back to the tool's
+arguments.
 
 The same input gives the same text, byte for byte. Pure functions of JSON data.
 """
@@ -39,6 +42,30 @@ _SCALARS: Final = {
     "boolean": "bool",
     "null": "None",
 }
+_PARTS: Final = '''class Part:
+    """A picture, recording, file, link or text a tool returned: what it is, never its
+    bytes. Return it (alone, in a list or a dict) and run_code's result carries it; pass it
+    to a tool and the tool receives its text, its URI or its bytes as a data: URL."""
+    kind: Literal["text", "image", "audio", "file", "resource_link", "resource"]
+    mime_type: str | None
+    size: int | None
+    """Bytes (characters for text)."""
+    name: str | None
+    uri: str | None
+    text: str | None
+    id: int
+    """How the host finds the part again: leave it as it is."""
+
+class Result:
+    """What a tool that returns parts returns."""
+    output: str
+    """Its text."""
+    data: Any
+    """Its structured data, as its Returns says."""
+    parts: list[Part]
+    warnings: list[str]
+'''
+
 _CONSTRAINTS: Final = (
     "minimum",
     "maximum",
@@ -64,6 +91,9 @@ class StubTool:
     parameters: Mapping[str, Any]
     returns: Mapping[str, Any] | None = None
     usage_hint: str = ""
+    parts: tuple[str, ...] = ()
+    """The kinds of content part it returns (``ToolMetadata.parts``): it returns a
+    ``Result`` then."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +140,8 @@ def python_stubs(tools: Sequence[StubTool]) -> str:
     """The stubs of ``tools`` as one Python module: imports, TypedDicts, then functions."""
     namer = _Types()
     functions = [_function(tool, namer) for tool in tools]
-    parts = [_HEADER, *namer.classes, *functions]
+    held = [_PARTS] if any(tool.parts for tool in tools) else []
+    parts = [_HEADER, *held, *namer.classes, *functions]
     return "\n".join(part.rstrip("\n") + "\n" for part in parts)
 
 
@@ -248,13 +279,21 @@ def _function(tool: StubTool, namer: _Types) -> str:
     returns = "Any"
     if tool.returns:
         returns = namer.annotation(tool.returns, base + "Result", 0)
+    data = returns
+    if tool.parts:
+        returns = "Result"
     lines = [f"async def {python_identifier(tool.name)}({', '.join(signature)}) -> {returns}:"]
     doc = [tool.description.strip() or "No description."]
     if tool.usage_hint.strip():
         doc += ["", tool.usage_hint.strip()]
     if args_doc:
         doc += ["", "Args:", *(f"    {line}" for line in args_doc)]
-    if tool.returns and _describe(tool.returns):
+    if tool.parts:
+        kinds = ", ".join(tool.parts)
+        said = _describe(tool.returns) if tool.returns else ""
+        doc += ["", "Returns:", f"    A Result: its parts ({kinds}) and its data ({data})"
+                + (f": {said}" if said else "")]
+    elif tool.returns and _describe(tool.returns):
         doc += ["", "Returns:", "    " + _describe(tool.returns)]
     text = "\n".join(("    " + line) if line else "" for line in doc).lstrip()
     # The docstring is the whole body (a stub has nothing to run); one line when it can be.

@@ -38,6 +38,7 @@ from toolplug.serve._approvals import (
     install_request_state,
 )
 from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
+from toolplug.serve._content import content_blocks
 from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
@@ -508,11 +509,11 @@ def _answer(
     # Results are redacted once, by the engine (replies made here carry no secrets).
     if result.error is not None:
         return _failed(result)
-    text = types.TextContent(type="text", text=result.for_model())
+    blocks = content_blocks(result)  # the text, then each part as its MCP type
     meta = _trust_meta(result)
     if structured is not None:
-        return types.CallToolResult(content=[text], structured_content=structured, _meta=meta)
-    return types.CallToolResult(content=[text], _meta=meta)
+        return types.CallToolResult(content=blocks, structured_content=structured, _meta=meta)
+    return types.CallToolResult(content=blocks, _meta=meta)
 
 
 

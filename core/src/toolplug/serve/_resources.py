@@ -3,7 +3,9 @@
 A result cut to its output budget names where its whole output is kept
 (``toolplug.state._spill``); the reply carries that URI as a ``resource_link``, and this
 module answers ``resources/list`` (the spills this client may read), ``resources/templates/
-list`` and ``resources/read`` with ``?offset=N&length=M``. A spill belongs to the client
+list`` and ``resources/read`` with ``?offset=N&length=M``. A part the budget cut
+(``.../ID/parts/N``) is read the same way: a text part as text, a binary part as a blob
+in its own MIME type, its range counted in bytes. A spill belongs to the client
 that made the call (``owner_of``): its verified principal, else its ``Mcp-Session-Id``,
 else (stdio) the process's one client. A client with none of these has nothing listed,
 and its spills are listed to nobody: it reads one by its URI alone, whose ID is 128 random
@@ -12,6 +14,7 @@ bits.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,6 +28,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from toolplug.serve._auth import owner_of
+from toolplug.state._spill import mime_of
 
 __all__ = ["TEMPLATE", "handlers", "links"]
 
@@ -70,7 +74,7 @@ def handlers(registry: Registry) -> dict[str, Any]:
                     types.Resource(
                         uri=f"toolplug://results/{entry.id}{suffix}",
                         name=f"{entry.tool} {part}",
-                        mime_type=_MIME[part],
+                        mime_type=mime_of(part, entry.types),
                         size=size,
                     )
                 )
@@ -83,7 +87,8 @@ def handlers(registry: Registry) -> dict[str, Any]:
             uri_template=TEMPLATE,
             name="call output",
             description="The whole output of a call that its output budget cut (the call's "
-            "reply links it); offset and length choose a range of characters.",
+            "reply links it); offset and length choose a range of characters (of bytes, for "
+            "a part that is a picture, a recording or a file: .../ID/parts/N).",
             mime_type=_MIME["output"],
         )
         return types.ListResourceTemplatesResult(resource_templates=[template])
@@ -113,15 +118,22 @@ def handlers(registry: Registry) -> dict[str, Any]:
                 "again",
                 data={"uri": base},
             )
-        part = "data" if uri.split("?", 1)[0].endswith("/data") else "output"
         meta = {"toolplug/offset": page.offset, "toolplug/total": page.total}
         if page.next_offset is not None:
             meta["toolplug/next_offset"] = page.next_offset
+        mime = page.mime_type or _MIME["output"]
+        if page.data is not None:  # a part's bytes: a blob, in the part's own type
+            return types.ReadResourceResult(
+                contents=[
+                    types.BlobResourceContents(
+                        uri=uri, mime_type=mime, _meta=meta,
+                        blob=base64.b64encode(page.data).decode("ascii"),
+                    )
+                ]
+            )
         return types.ReadResourceResult(
             contents=[
-                types.TextResourceContents(
-                    uri=uri, mime_type=_MIME[part], text=page.text, _meta=meta
-                )
+                types.TextResourceContents(uri=uri, mime_type=mime, text=page.text, _meta=meta)
             ]
         )
 

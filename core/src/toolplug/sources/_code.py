@@ -15,10 +15,13 @@ and at every access to the operating system, and lets the host answer. Here:
   says so;
 - limits hold the rest: run time, memory, recursion depth and the number of tool calls.
 
-What comes back: what the program printed and the value of its last expression; an error
-names the line. Enabled by ``[code] enabled = true`` (``toolplug.load()`` registers the
-tool through the ``register_tools`` hook and, while it builds the registry, gives it the
-stubs of the tools it may call, which its ``code`` parameter's description carries).
+What comes back: what the program printed and the value of its last expression, with the
+content parts that value holds (``toolplug.sources._code_parts``: a program holds what each
+part of its tools' results is, never its bytes); an error names the line.
+
+Enabled by ``[code] enabled = true`` (``toolplug.load()`` registers the tool through the
+``register_tools`` hook and, while it builds the registry, gives it the stubs of the tools
+it may call, which its ``code`` parameter's description carries).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from toolplug.contract._capabilities import Capability, Package
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._hooks import hookimpl
 from toolplug.contract._metadata import Annotations, Guidelines, ToolMetadata, Trust
+from toolplug.contract._parts import PART_KINDS, PartKind
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.contract._version import toolplug_version
 from toolplug.runtime._source import ToolSource
@@ -56,6 +60,7 @@ from toolplug.schema._python import (
     python_identifier,
     python_stubs,
 )
+from toolplug.sources._code_parts import Held
 from toolplug.trust._conversation import Conversation, current
 
 if TYPE_CHECKING:
@@ -98,7 +103,9 @@ def code_settings(config: Config) -> CodeSettings:
 # -- registration ----------------------------------------------------------------------
 
 
-def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
+def _base_metadata(
+    settings: CodeSettings, stubs: str = "", parts: tuple[PartKind, ...] = ()
+) -> ToolMetadata:
     guide = (
         "A Python program. Call the tools below as async functions with await (keyword "
         "arguments; required ones may be positional); run independent calls at once with "
@@ -109,6 +116,11 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         f"json, re, math and datetime. Limits: {settings.timeout_seconds:g} s of computing, "
         f"{settings.max_memory_mb} MB, {settings.max_calls} tool calls."
     )
+    if parts:
+        guide += (
+            " A tool that returns pictures, files or other parts returns a Result whose "
+            "parts say what each is (never its bytes); return a part to hand it back."
+        )
     if stubs:
         guide += "\n\n```python\n" + stubs + "```"
     return ToolMetadata(
@@ -149,6 +161,7 @@ def _base_metadata(settings: CodeSettings, stubs: str = "") -> ToolMetadata:
         # the user's data alike. The code itself reaches nothing (the sandbox refuses files
         # and network); each call it makes is checked with that tool's own labels.
         trust=Trust(output="untrusted", private=True),
+        parts=parts,
         requires_capabilities=(SANDBOX,),
         required_packages=("pydantic-monty",),
         timeout_seconds=settings.wall_seconds,
@@ -311,14 +324,17 @@ class CodeMode(ToolSource):
             return {}
         settings = self.settings
         tools = _callable_tools(registry, settings)
-        stubs = python_stubs(
-            [StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint) for m in tools]
-        )
+        stubs = python_stubs([
+            StubTool(m.name, m.description, m.parameters, m.returns, m.usage_hint, m.parts)
+            for m in tools
+        ])
         functions = {
             python_identifier(m.name): (m.name, tuple(parameter_names(m.parameters)))
             for m in tools
         }
-        metadata = _base_metadata(settings, stubs)
+        # a program returns what its tools returned: any of their kinds of part
+        kinds = tuple(k for k in PART_KINDS if any(k in m.parts for m in tools))
+        metadata = _base_metadata(settings, stubs, kinds)
         bound: type[RunCode] = type(
             "RunCode",
             (RunCode,),
@@ -480,6 +496,8 @@ class _Program:
         self.unstarted: dict[int, Callable[[], Coroutine[Any, Any, ToolResult]]] = {}
         """Calls made but not yet waited for; they start when the program next waits."""
         self.code = ""
+        self.held = Held(monty)
+        """The parts the program's calls returned, which it holds by id."""
 
     async def run(self, code: str) -> ToolResult:
         self.code = code
@@ -563,6 +581,7 @@ class _Program:
         arguments = _arguments(name, parameters, snapshot.args, snapshot.kwargs)
         if isinstance(arguments, Exception):
             return await snapshot.resume({"exception": arguments})
+        arguments = self.held.argument(arguments)
         self.calls += 1
         if self.calls > self.settings.max_calls:
             raise _Stop(
@@ -602,7 +621,7 @@ class _Program:
                 answers[call_id] = {"exception": RuntimeError("this call was not made")}
             elif task.done():
                 del self.pending[call_id]
-                answers[call_id] = _answer_of(task.result())
+                answers[call_id] = _answer_of(task.result(), self.held)
         return await snapshot.resume(answers)
 
     async def _cancel_pending(self) -> None:
@@ -631,6 +650,7 @@ class _Program:
 
     def _success(self, value: Any) -> ToolResult:
         printed = "".join(self.printed)
+        value, parts = self.held.returned(value)
         shown = _jsonable(value)
         output = printed
         if shown is not None:
@@ -639,6 +659,7 @@ class _Program:
         return ToolResult.success(
             output or "(the program printed nothing and returned None)",
             {"printed": printed, "value": shown, "calls": self.calls},
+            parts=parts,
         )
 
     def _failure(self, kind: ErrorType, message: str) -> ToolResult:
@@ -736,11 +757,11 @@ def _arguments(
     return arguments
 
 
-def _answer_of(result: ToolResult) -> dict[str, Any]:
-    """A call's result as the sandbox's answer: its value, or the exception it raises."""
+def _answer_of(result: ToolResult, held: Held) -> dict[str, Any]:
+    """A call's result as the sandbox's answer: its value (``Held.answer``), or the
+    exception it raises."""
     if result.error is None:
-        value = result.data if result.data is not None else result.for_model()
-        return {"return_value": value}
+        return {"return_value": held.answer(result)}
     kind = _EXCEPTIONS.get(result.error.type, RuntimeError)
     text = result.error.message
     if kind is RuntimeError:

@@ -28,8 +28,9 @@ The primitives: values with a time to live (``get``, ``get_many``, ``set``, with
 set-if-absent and set-if-present, ``set_many``, ``delete``), compare-and-set (``swap``),
 lists that count what they hold (``append``, ``read_list``), a moving window for rate
 limits (``admit``), an ordered index (``index_add``: a member with a score, the lowest
-dropped beyond a count or below a score; ``index_newest``), and long texts kept in chunks
-and read by range (``write_text``, ``read_text``).
+dropped beyond a count or below a score; ``index_newest``), long texts kept in chunks
+and read by range (``write_text``, ``read_text``), and bytes likewise (``write_bytes``,
+``read_bytes``: parts' images, recordings and files).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class Backend(Protocol):
 
     def part(self, prefix: str, *, entries: int, chars: int = 0) -> Backend:
         """The keys under ``prefix``; in memory a region of its own holding at most
-        ``entries`` values and ``chars`` characters of long texts (the bounds of whoever
-        took it first: the same prefix is the same region)."""
+        ``entries`` values and ``chars`` characters of long texts and bytes together (the
+        bounds of whoever took it first: the same prefix is the same region)."""
 
     async def get(self, key: str) -> str | None:
         """The value under ``key``, or None."""
@@ -111,6 +112,15 @@ class Backend(Protocol):
     async def read_text(self, key: str, start: int, end: int) -> str | None:
         """Characters ``start`` to ``end`` of a text ``write_text`` kept, or None when it is
         gone."""
+
+    async def write_bytes(self, key: str, data: bytes, ttl: float) -> bool:
+        """Keep bytes (a part's: an image, a recording), to be read by range; False as for
+        ``write_text``. In memory the very object is kept (no copy, no base64); in Redis
+        its raw bytes."""
+
+    async def read_bytes(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        """Bytes ``start`` to ``end`` (None: to the last) of what ``write_bytes`` kept, or
+        None when it is gone."""
 
     def warning(self) -> str | None:
         """What the current call's result should say about the backend (it fell back from

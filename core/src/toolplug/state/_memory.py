@@ -24,7 +24,7 @@ def _one(_value: tuple[float, Any]) -> int:
     return 1
 
 
-def _text_size(value: tuple[float, str]) -> int:
+def _text_size(value: tuple[float, str | bytes]) -> int:
     return len(value[1]) + 1
 
 
@@ -118,7 +118,8 @@ class MemoryBackend:
         self._values: _Region[tuple[float, str]] = _Region(entries)
         self._indexes: _Region[tuple[float, _Index]] = _Region(entries)
         self._lists: _Region[tuple[float, list[str]]] = _Region(entries)
-        self._texts: _Region[tuple[float, str]] = _Region(chars, _text_size)
+        # long texts and bytes, bounded together (characters and bytes alike)
+        self._texts: _Region[tuple[float, str | bytes]] = _Region(chars, _text_size)
         self._windows: dict[str, deque[float]] = {}
         self._parts: dict[str, MemoryBackend] = {}
         # Calls run on many loops and threads (the sync ``call`` on its own); held for
@@ -239,7 +240,25 @@ class MemoryBackend:
     async def read_text(self, key: str, start: int, end: int) -> str | None:
         with self._lock:
             found = self._texts.get(key)
-        return found[1][start:end] if found is not None else None
+        if found is None or not isinstance(found[1], str):
+            return None
+        return found[1][start:end]
+
+    async def write_bytes(self, key: str, data: bytes, ttl: float) -> bool:
+        value = (_expires(ttl), data)  # the object itself: bytes are immutable
+        if _text_size(value) > self._texts.maxsize:
+            return False
+        with self._lock:
+            self._texts[key] = value
+        return True
+
+    async def read_bytes(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        with self._lock:
+            found = self._texts.get(key)
+        if found is None or not isinstance(found[1], bytes):
+            return None
+        data = found[1]
+        return data if start == 0 and (end is None or end >= len(data)) else data[start:end]
 
     def warning(self) -> str | None:
         return None

@@ -309,6 +309,31 @@ class RedisBackend:
         offset = start - first * CHUNK
         return text[offset : offset + (end - start)]
 
+    async def write_bytes(self, key: str, data: bytes, ttl: float) -> bool:
+        name, px = self.prefix + key, _ms(ttl)
+        # raw bytes in one key (a Redis string holds 512 MB; a part is bounded far below)
+        await self._connection.run(lambda c: c.set(name, data, px=px))
+        return True
+
+    async def read_bytes(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        name = self.prefix + key
+        if start == 0 and end is None:
+            found = await self._connection.run(lambda c: c.get(name))
+            return bytes(found) if found is not None else None
+        if end is not None and start >= end:
+            exists = await self._connection.run(lambda c: c.exists(name))
+            return b"" if exists else None
+        last = -1 if end is None else end - 1
+
+        async def work(client: Any) -> Any:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.exists(name)
+                pipe.getrange(name, start, last)
+                return await pipe.execute()
+
+        exists, found = await self._connection.run(work)
+        return bytes(found) if exists else None
+
     def warning(self) -> str | None:
         return None
 

@@ -261,6 +261,25 @@ class SharedBackend:
             self._failed(exc)
             return None
 
+    async def write_bytes(self, key: str, data: bytes, ttl: float) -> bool:
+        if self._usable():
+            try:
+                return await self.primary.write_bytes(key, data, ttl)
+            except Unreachable as exc:
+                self._failed(exc)
+        await self.spare.write_bytes(key, data, ttl)
+        return False
+
+    async def read_bytes(self, key: str, start: int = 0, end: int | None = None) -> bytes | None:
+        here = await self.spare.read_bytes(key, start, end)  # kept here while Redis was away
+        if here is not None or not self._usable():
+            return here
+        try:
+            return await self.primary.read_bytes(key, start, end)
+        except Unreachable as exc:
+            self._failed(exc)
+            return None
+
     async def aclose(self) -> None:
         probe = self._health.probe
         if probe is not None:

@@ -1,9 +1,11 @@
 """Spilled outputs: the whole of a result that the output budget cut, kept to be read on.
 
 When a result does not fit its call's output budget, the engine keeps its whole text (and
-its whole data, as JSON, when the data was cut too) here before cutting it, and the cut
+its whole data, as JSON, when the data was cut too; and the parts the budget may cut,
+whole: a text part's text, a binary part's bytes) here before cutting it, and the cut
 result names where the rest is: ``ToolResult.spill``, a ``toolplug://results/ID`` URI
-(``.../ID/data`` for the data). ``read`` returns any range of it; over MCP, ``toolplug
+(``.../ID/data`` for the data, ``.../ID/parts/N`` for the part at index N: its bytes, read
+by byte range, with its MIME type). ``read`` returns any range of it; over MCP, ``toolplug
 serve`` offers it as a resource. A spill is kept for ``[calls] spill_ttl_seconds`` and
 belongs to the client that made the call: ``owner`` (``context={"client": ...}``) must
 match to read it. The ID is 128 random bits, so it cannot be guessed either.
@@ -19,19 +21,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from toolplug.contract._parts import Part
     from toolplug.state._backend import Backend
 
-__all__ = ["SCHEME", "Page", "Spills", "parse_uri"]
+__all__ = ["SCHEME", "Page", "Spills", "mime_of", "parse_uri"]
 
 SCHEME: Final = "toolplug://results/"
 """Where spilled outputs are named."""
 _PARTS: Final = ("output", "data")
+_PART: Final = re.compile(r"^parts/(0|[1-9][0-9]{0,5})$")
+_MIME: Final = {"output": "text/plain", "data": "application/json"}
 
 
 @dataclass(frozen=True)
@@ -41,12 +48,17 @@ class Page:
     text: str
     offset: int
     total: int
-    """The characters the whole part has."""
+    """The characters the whole part has (bytes, for a binary part)."""
+    data: bytes | None = None
+    """A binary part's bytes in this range (``text`` is then empty)."""
+    mime_type: str | None = None
+    """What the spilled part is: ``text/plain`` for the output and text parts,
+    ``application/json`` for the data, a binary part's own type."""
 
     @property
     def next_offset(self) -> int | None:
         """Where the next page starts, or None after the last."""
-        end = self.offset + len(self.text)
+        end = self.offset + (len(self.data) if self.data is not None else len(self.text))
         return end if end < self.total else None
 
 
@@ -59,18 +71,28 @@ class Entry:
     sizes: dict[str, int]
     expires: float
     """Seconds since the epoch."""
+    types: dict[str, str] = field(default_factory=dict)
+    """The MIME type of each kept part (``parts/N``); the output and data have theirs."""
 
 
 def parse_uri(uri: str) -> tuple[str, str] | None:
-    """``(id, part)`` of a spill URI (``part`` is ``output`` or ``data``), or None."""
+    """``(id, part)`` of a spill URI (``part`` is ``output``, ``data`` or ``parts/N``), or
+    None."""
     if not uri.startswith(SCHEME):
         return None
     rest = uri[len(SCHEME):].split("?", 1)[0]
     spill_id, _, part = rest.partition("/")
     part = part or "output"
-    if not spill_id or part not in _PARTS or not spill_id.isalnum():
+    if not spill_id or not spill_id.isalnum():
+        return None
+    if part not in _PARTS and not _PART.match(part):
         return None
     return spill_id, part
+
+
+def mime_of(part: str, types: dict[str, str]) -> str:
+    """The MIME type a spilled part is read as."""
+    return types.get(part) or _MIME.get(part, "text/plain")
 
 
 class Spills:
@@ -91,29 +113,48 @@ class Spills:
 
     async def keep(
         self, tool: str, output: str, data: Any, owner: str | None,
-        *, data_text: str | None = None,
+        *, data_text: str | None = None, parts: Mapping[int, Part] | None = None,
     ) -> tuple[str, bool] | None:
         """Keep a result's whole text (and data, when given); its URI, and whether only this
         process holds it though the backend is shared. None when it is larger than the
         store may hold. ``data_text``: the data as JSON already (large data is written off
-        the event loop), else it is written here."""
-        parts = {"output": output}
+        the event loop), else it is written here. ``parts``: the result's parts the budget
+        may cut, by index (``spillable_parts``): a text part's text, a binary one's bytes
+        (the object itself, in memory)."""
+        kept: dict[str, str | bytes] = {"output": output}
         if data_text is not None:
-            parts["data"] = data_text
+            kept["data"] = data_text
         elif data is not None:
             with contextlib.suppress(TypeError, ValueError):  # data JSON cannot carry: cut
-                parts["data"] = json.dumps(data, ensure_ascii=False)
-        sizes = {k: len(v) for k, v in parts.items()}
+                kept["data"] = json.dumps(data, ensure_ascii=False)
+        types: dict[str, str] = {}
+        for index, part in sorted((parts or {}).items()):
+            text, blob = getattr(part, "text", None), getattr(part, "data", None)
+            name = f"parts/{index}"
+            if isinstance(text, str):
+                kept[name] = text
+                types[name] = getattr(part, "mime_type", None) or "text/plain"
+            elif isinstance(blob, bytes):
+                kept[name] = blob
+                types[name] = getattr(part, "mime_type", None) or "application/octet-stream"
+        sizes = {k: len(v) for k, v in kept.items()}
         if sum(sizes.values()) > self._max_chars:
             return None
         spill_id = secrets.token_hex(16)
         now = time.time()
-        entry = Entry(spill_id, tool, sizes, now + self.ttl)
+        entry = Entry(spill_id, tool, sizes, now + self.ttl, types)
         backend, ttl = self._backend, self.ttl
         shared = True
-        for part, text in parts.items():
-            shared = await backend.write_text(f"{spill_id}:{part}", text, ttl) and shared
-        meta = {"tool": tool, "sizes": sizes, "expires": entry.expires, "owner": owner}
+        binary = []
+        for key, value in kept.items():
+            if isinstance(value, bytes):
+                binary.append(key)
+                wrote = await backend.write_bytes(f"{spill_id}:{key}", value, ttl)
+            else:
+                wrote = await backend.write_text(f"{spill_id}:{key}", value, ttl)
+            shared = wrote and shared
+        meta = {"tool": tool, "sizes": sizes, "expires": entry.expires, "owner": owner,
+                "types": types, "binary": binary}
         await backend.set(spill_id, json.dumps(meta), ttl)
         await backend.index_add(
             _index(owner), spill_id, entry.expires, keep=self._max_count, drop_below=now,
@@ -141,10 +182,19 @@ class Spills:
             return None
         end = total if length is None else min(total, offset + length)
         start = min(offset, total)
+        mime = mime_of(part, meta.get("types") or {})
+        if part in (meta.get("binary") or ()):
+            whole = start == 0 and end == total
+            blob = await self._backend.read_bytes(
+                f"{spill_id}:{part}", start, None if whole else max(end, start)
+            )
+            if blob is None:
+                return None
+            return Page("", start, total, data=blob, mime_type=mime)
         text = await self._backend.read_text(f"{spill_id}:{part}", start, max(end, start))
         if text is None:
             return None  # expired or evicted while being read
-        return Page(text, start, total)
+        return Page(text, start, total, mime_type=mime)
 
     async def listing(self, owner: str | None) -> list[Entry]:
         """The spills this owner may read, newest first."""
@@ -154,7 +204,10 @@ class Spills:
         for spill_id, raw in zip(ids, await self._backend.get_many(ids), strict=True):
             if raw is not None:
                 meta = json.loads(raw)
-                entries.append(Entry(spill_id, meta["tool"], meta["sizes"], meta["expires"]))
+                entries.append(Entry(
+                    spill_id, meta["tool"], meta["sizes"], meta["expires"],
+                    meta.get("types") or {},
+                ))
         return entries
 
 

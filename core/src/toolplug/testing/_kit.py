@@ -265,6 +265,13 @@ def _run_example(
     problems: list[str] = []
     if meta.returns is not None:
         problems += _returns_problems(meta.returns, outcome.data, f"{label}: data")
+    undeclared = sorted({part.kind for part in outcome.parts} - set(meta.parts))
+    if undeclared:
+        problems.append(
+            f"{label} returned {', '.join(undeclared)} parts, which metadata.parts does not "
+            f"declare ({', '.join(meta.parts) or 'none'}): add them, so hosts and the "
+            "reference docs know the tool returns them"
+        )
     if example.output is not None:
         if exact:
             if outcome.data != example.output:

@@ -57,7 +57,7 @@ from toolplug.trust._text import (
 
 __all__ = [
     "CURRENT", "DERIVED", "OFF_LOOP_CHARS", "Conversation", "Record", "current",
-    "derived_from", "off_loop",
+    "derived_from", "off_loop", "part_strings",
 ]
 
 CURRENT: Final[contextvars.ContextVar[Conversation | None]] = contextvars.ContextVar(
@@ -105,12 +105,31 @@ def derived_from(references: Mapping[str, Record]) -> contextvars.Token[Any]:
     return DERIVED.set(references or None)
 
 
+_PART_STRINGS: Final = ("text", "uri", "name", "description")
+
+
+def part_strings(result: ToolResult) -> list[str]:
+    """The text a result's parts carry, read like its output: a text part's, an embedded
+    resource's text and URI, a link's URI, name and description, a file's name. Never
+    bytes: the guard reads no pixels and hears no audio (the result's labels stand for
+    them: an untrusted tool's image is untrusted content read)."""
+    if not result.parts:
+        return []
+    found = []
+    for part in result.parts:
+        for name in _PART_STRINGS:
+            value = getattr(part, name, None)
+            if isinstance(value, str) and value:
+                found.append(value)
+    return found
+
+
 def off_loop(result: ToolResult) -> bool:
     """Whether recording ``result``, untrusted or private, would hold an event loop long
     enough to do it in a worker thread (``Conversation.record_off_loop``): its text holds
     ``OFF_LOOP_CHARS`` characters or more, each value of its data counted ``ITEM_CHARS``
     more. The data is read only until that many are counted."""
-    left = OFF_LOOP_CHARS - len(result.output)
+    left = OFF_LOOP_CHARS - len(result.output) - sum(map(len, part_strings(result)))
     if result.error is not None:
         left -= len(result.error.message)
     if left <= 0:
@@ -407,10 +426,11 @@ class Conversation:
         strings and values, ``fold_all`` folds and joins its strings."""
         strings: list[str] = []
         values: set[Any] = set()
-        if result.output:
-            strings.append(result.output)
-            if self.exact and len(result.output.strip()) >= 2:
-                values.add(result.output.strip())
+        for text in (result.output, *part_strings(result)):
+            if text:
+                strings.append(text)
+                if self.exact and len(text.strip()) >= 2:
+                    values.add(text.strip())
         start = len(strings)
         read_data(result.data, strings, values)
         listed = NO_NAMES if data is None else frozenset(strings[start : start + MOST_NAMES])

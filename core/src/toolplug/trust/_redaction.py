@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from toolplug.contract._parts import Part, Text
+
 if TYPE_CHECKING:
     from toolplug.contract._tool import Citation, ToolResult
 
@@ -68,8 +70,8 @@ class Redactor:
 
 def redacted_result(result: ToolResult, redactor: Redactor) -> ToolResult:
     """``result`` with ``***`` for every configured secret in its output, ``data`` (keys and
-    values, at any depth), citations, warnings and error (message and details); the same
-    object when it holds none."""
+    values, at any depth), citations, warnings, error (message and details) and the text of
+    its parts (``_PART_STRINGS``; never their bytes); the same object when it holds none."""
     if not redactor:
         return result
     output = redactor.redact(result.output)
@@ -81,14 +83,39 @@ def redacted_result(result: ToolResult, redactor: Redactor) -> ToolResult:
             error = dataclasses.replace(error, message=message, details=details)
     warnings = tuple(redactor.redact(w) for w in result.warnings)
     citations = tuple(_citation(c, redactor) for c in result.citations)
+    parts = tuple(_part(p, redactor) for p in result.parts) if result.parts else result.parts
     if (
         output is result.output and data is result.data and error is result.error
         and warnings == result.warnings and citations == result.citations
+        and all(a is b for a, b in zip(parts, result.parts, strict=True))
     ):
         return result
     return dataclasses.replace(
-        result, output=output, data=data, error=error, warnings=warnings, citations=citations
+        result, output=output, data=data, error=error, warnings=warnings, citations=citations,
+        parts=parts,
     )
+
+
+_PART_STRINGS: Final = ("text", "uri", "name", "description")
+"""The fields of a part that hold text (a text part's, an embedded resource's text and URI,
+a link's URI, name and description, a file's name). Bytes are never searched: a secret in
+a picture's pixels or a file's bytes is not found."""
+
+
+def _part(part: Part, redactor: Redactor) -> Part:
+    changed: dict[str, str] = {}
+    for name in _PART_STRINGS:
+        value = getattr(part, name, None)
+        if isinstance(value, str):
+            redacted = redactor.redact(value)
+            if redacted != value:
+                changed[name] = redacted
+    if not changed:
+        return part
+    try:
+        return dataclasses.replace(part, **changed)  # type: ignore[type-var]
+    except ValueError:  # a URI whose scheme was the secret: no longer a URI, a word instead
+        return Text(redactor.redact(part.describe()))
 
 
 def _citation(citation: Citation, redactor: Redactor) -> Citation:

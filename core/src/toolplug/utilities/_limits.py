@@ -10,6 +10,13 @@ citations, counted together by ``reply_chars``. Warnings and citations
 get a small share, the text and the data split the rest; each cut says so in the reply, and
 the cut data stays valid JSON. An error message never quotes more than a short prefix of a
 long argument.
+
+A result's parts (``ToolResult.parts``) are bounded too. Each is checked when the tool
+returns (``malformed_part``): a part that is not what it says, or one binary part over
+``[calls] max_part_bytes``, fails the call. Text parts (and an embedded resource's text)
+are text in the character budget, read after the output; binary parts have a byte budget
+of their own (``[calls] max_result_bytes``), their base64 never counted as characters.
+Parts over either budget are cut or left out, and a warning names each (``PARTS_CUT``).
 """
 
 from __future__ import annotations
@@ -22,13 +29,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
+from toolplug.contract._parts import Part
 from toolplug.contract._tool import Citation, ErrorType, ToolResult
 
 __all__ = [
     "DATA_CUT",
     "DEFAULT_OUTPUT_CHARS",
+    "DEFAULT_PART_BYTES",
+    "DEFAULT_RESULT_BYTES",
     "MAX_ARGUMENT_CHARS",
     "MAX_ARGUMENT_DEPTH",
+    "PARTS_CUT",
     "SMALLEST_BUDGET",
     "TooLarge",
     "argument_problem",
@@ -39,12 +50,31 @@ __all__ = [
     "in_slices",
     "json_text",
     "loads_bounded",
+    "malformed_part",
     "paging_argument",
+    "part_bytes",
+    "part_label",
+    "part_text",
     "reply_chars",
+    "spillable_parts",
 ]
 
 DEFAULT_OUTPUT_CHARS: Final = 50_000
 """The output budget of a call whose tool and ``[calls]`` table set none."""
+DEFAULT_PART_BYTES: Final = 20_000_000
+"""The most bytes one binary part may carry when ``[calls] max_part_bytes`` sets none:
+more than any provider takes in one image or file today."""
+DEFAULT_RESULT_BYTES: Final = 50_000_000
+"""The byte budget of a result's binary parts together when ``[calls] max_result_bytes``
+sets none."""
+PARTS_CUT: Final = "to fit the result's budget, toolplug "
+"""How the warning that the budget cut or left out parts begins."""
+_PART_TEXT_MIN: Final = 200
+"""A text part cut to fewer characters than this is left out instead."""
+_PARTS_NOTE: Final = 400
+"""Kept free for the warning naming the parts cut (at most this long)."""
+_NAMED_PARTS: Final = 4
+"""The parts the warning names one by one; it counts the others."""
 
 MAX_ARGUMENT_DEPTH: Final = 32
 """Levels of nested objects and arrays an argument document may have."""
@@ -138,9 +168,167 @@ def reply_chars(result: ToolResult) -> int:
     return size
 
 
-def fits(result: ToolResult, budget: int) -> bool:
+def fits(result: ToolResult, budget: int, max_bytes: int = DEFAULT_RESULT_BYTES) -> bool:
     """Whether ``bounded`` would hand the result back unchanged."""
+    if result.parts and sum(map(part_bytes, result.parts)) > max_bytes:
+        return False
     return reply_chars(result) <= max(budget, SMALLEST_BUDGET)
+
+
+# -- parts ------------------------------------------------------------------------------
+
+
+def part_bytes(part: Part) -> int:
+    """The bytes a binary part carries (an image's, an embedded resource's), else 0."""
+    data = getattr(part, "data", None)
+    return len(data) if isinstance(data, bytes) else 0
+
+
+def part_text(part: Part) -> str | None:
+    """The text a part carries for the model (a text part's, an embedded resource's)."""
+    text = getattr(part, "text", None)
+    return text if isinstance(text, str) else None
+
+
+def part_label(index: int, part: Any) -> str:
+    """How messages name a part: ``parts[1] (image/png)``, ``parts[0] (text)``."""
+    if not isinstance(part, Part):
+        return f"parts[{index}] ({type(part).__name__})"
+    mime = getattr(part, "mime_type", None)
+    return f"parts[{index}] ({mime or part.kind})"
+
+
+def malformed_part(result: ToolResult, tool: str, max_part_bytes: int) -> ToolResult | None:
+    """The ``ExecutionError`` for a result whose parts cannot be passed on (one is not a
+    part, is not what its MIME type says, or carries more than ``max_part_bytes``), or
+    None. Reads each part's length and first bytes only: a large part is never copied."""
+    parts: Any = result.parts
+    if not isinstance(parts, tuple | list):
+        problem = (
+            f"parts is a {type(parts).__name__}, not a list of parts "
+            "(toolplug.Image, Audio, File, Text, ResourceLink, EmbeddedResource)"
+        )
+        return ToolResult.failure(
+            ErrorType.EXECUTION, f"{tool} returned a result that cannot be passed on: {problem}",
+            details={"part": None, "problem": problem},
+        )
+    for index, part in enumerate(parts):
+        if not isinstance(part, Part):
+            problem = (
+                f"a {type(part).__name__} is not a part: use toolplug.Image, Audio, File, "
+                "Text, ResourceLink or EmbeddedResource"
+            )
+        elif (size := part_bytes(part)) > max_part_bytes:
+            problem = (
+                f"it holds {size:,} bytes, over the {max_part_bytes:,} one part may hold "
+                "([calls] max_part_bytes)"
+            )
+        else:
+            found = part.problem()
+            if found is None:
+                continue
+            problem = found
+        label = part_label(index, part)
+        return ToolResult.failure(
+            ErrorType.EXECUTION,
+            f"{tool} returned a part that cannot be passed on: {label}: {problem}",
+            details={
+                "part": index,
+                "kind": getattr(part, "kind", None),
+                "mime_type": getattr(part, "mime_type", None),
+                "problem": problem,
+            },
+        )
+    return None
+
+
+def _within_bytes(parts: tuple[Part, ...], max_bytes: int) -> set[int]:
+    """The indices of the binary parts past the byte budget (those before it fit)."""
+    used = 0
+    over: set[int] = set()
+    for index, part in enumerate(parts):
+        size = part_bytes(part)
+        if not size:
+            continue
+        if over or used + size > max_bytes:
+            over.add(index)
+        else:
+            used += size
+    return over
+
+
+def spillable_parts(result: ToolResult, max_bytes: int) -> dict[int, Part]:
+    """The parts ``bounded`` may cut, by index: the binary parts past the byte budget and
+    every part with text (a spill keeps them whole before the cut)."""
+    over = _within_bytes(result.parts, max_bytes)
+    return {
+        index: part for index, part in enumerate(result.parts)
+        if index in over or part_text(part) is not None
+    }
+
+
+def _size_of(part: Part) -> str:
+    text = part_text(part)
+    if text is not None:
+        return f"{len(text):,} characters"
+    size = part_bytes(part)
+    return f"{size / 1_000_000:.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+
+
+def _parts_note(
+    cut: list[tuple[int, Part, str]], over: set[int], budget: int, max_bytes: int,
+    kept_at: str | None,
+) -> str:
+    """The warning naming the parts the budgets cut (``how``: "cut" or "left out");
+    ``over``: those past the byte budget (kept whole with the text parts)."""
+    said: list[str] = []
+    for how in ("cut", "left out"):
+        named = [(i, p) for i, p, h in cut if h == how]
+        if not named:
+            continue
+        shown = [f"{part_label(i, p)[:-1]}, {_size_of(p)})" for i, p in named[:_NAMED_PARTS]]
+        more = len(named) - len(shown)
+        said.append(
+            f"{how} " + "; ".join(shown) + (f"; and {more:,} more" if more else "")
+        )
+    spilled = all(how == "cut" or part_text(p) is not None or i in over for i, p, how in cut)
+    if not kept_at:
+        where = "; ask for less to see all of it"
+    elif spilled:
+        where = f"; each is kept whole at {kept_at}/parts/N (N its index)"
+    else:  # a link (or a file with a long name) left out for characters is not kept
+        where = (
+            f"; the text parts and those past the byte budget are kept whole at "
+            f"{kept_at}/parts/N (N its index)"
+        )
+    note = (  # where they are first: a long list is what the end cuts
+        f"{PARTS_CUT}cut or left out parts (the budgets are {budget:,} characters and "
+        f"{max_bytes:,} bytes of parts){where}: {' and '.join(said)}"
+    )
+    return note if len(note) <= _PARTS_NOTE else note[: _PARTS_NOTE - 3] + "..."
+
+
+def _with_text(part: Part, text: str) -> Part:
+    return dataclasses.replace(part, text=text)  # type: ignore[type-var]
+
+
+def _cut_part_text(
+    text: str, space: int, budget: int, index: int, kept_at: str | None
+) -> str:
+    """A text part's text within ``space`` characters, its notice included."""
+    where = (
+        f"the whole part is kept at {kept_at}/parts/{index}" if kept_at
+        else "ask for less to see the rest"
+    )
+
+    def notice(kept: int) -> str:
+        return (
+            f"\n[part cut by toolplug: {len(text) - kept:,} of {len(text):,} characters not "
+            f"shown (the limit is {budget:,}); {where}]"
+        )
+
+    keep = max(space - len(notice(0)), 0)
+    return text[:keep] + notice(keep)
 
 
 def data_cut(result: ToolResult) -> bool:
@@ -155,6 +343,7 @@ def bounded(
     *,
     pages: bool | str = False,
     kept_at: str | None = None,
+    max_bytes: int = DEFAULT_RESULT_BYTES,
 ) -> ToolResult:
     """The result cut so that ``reply_chars(result) <= budget``, saying what was cut.
 
@@ -165,11 +354,17 @@ def bounded(
     (``True``: ``offset``; ``paging_argument`` finds it), which the cut notice names.
     ``kept_at``: where the whole output is kept (a spill URI), which the notices name
     instead. A budget under ``SMALLEST_BUDGET`` counts as that.
+
+    Parts: the binary parts past ``max_bytes`` (their bytes together) are left out; the
+    text of text parts comes after the output in the text's share, cut where the share
+    ends (a part that would keep less than a few lines is left out). One warning names
+    every part cut or left out; with ``kept_at``, the spill holds each whole
+    (``spillable_parts``) at ``kept_at/parts/N``.
     """
     budget = max(budget, SMALLEST_BUDGET)
     if result.error is not None:
         return _bounded_error(result, arguments, budget)
-    if reply_chars(result) <= budget:
+    if fits(result, budget, max_bytes):
         return result
     warnings, fewer_warnings = _fewer_warnings(result.warnings, budget // _SIDE_SHARE)
     citations, fewer_citations = _fewer_citations(result.citations, budget // _SIDE_SHARE)
@@ -188,15 +383,77 @@ def bounded(
     fewer = " and ".join(part for part in (fewer_warnings, fewer_citations) if part)
     if fewer:
         notes.append(f"to fit {budget:,} characters, toolplug left out {fewer}")
-    shortened = dataclasses.replace(
-        result, output="", data=data, citations=citations,
-        warnings=(*warnings, *notes),
+    if not result.parts:
+        shortened = dataclasses.replace(
+            result, output="", data=data, citations=citations,
+            warnings=(*warnings, *notes),
+        )
+        # The text takes whatever the rest left: two characters go to the blank line before
+        # the warnings.
+        space = budget - reply_chars(shortened) - (2 if shortened.warnings else 0)
+        output = _cut_output(result.output, space, budget, pages, kept_at)
+        return dataclasses.replace(shortened, output=output, spill=kept_at)
+    return _bounded_parts(
+        result, budget, data=data, citations=citations, warnings=(*warnings, *notes),
+        pages=pages, kept_at=kept_at, max_bytes=max_bytes,
     )
-    # The text takes whatever the rest left: two characters go to the blank line before
-    # the warnings.
-    space = budget - reply_chars(shortened) - (2 if shortened.warnings else 0)
-    output = _cut_output(result.output, space, budget, pages, kept_at)
-    return dataclasses.replace(shortened, output=output, spill=kept_at)
+
+
+def _bounded_parts(
+    result: ToolResult, budget: int, *, data: Any, citations: tuple[Citation, ...],
+    warnings: tuple[str, ...], pages: bool | str, kept_at: str | None, max_bytes: int,
+) -> ToolResult:
+    """``bounded``'s last step for a result with parts: the binary parts past the byte
+    budget left out, then the output and the parts' texts, in order, in what is left."""
+    over = _within_bytes(result.parts, max_bytes)
+    cut: list[tuple[int, Part, str]] = [(i, result.parts[i], "left out") for i in sorted(over)]
+    kept = [(i, p) for i, p in enumerate(result.parts) if i not in over]
+    # Measured without the text and the parts, room held for the warning naming the cuts
+    # and for the blank line before the warnings; each part costs its words for the model
+    # and the blank line before it.
+    shortened = dataclasses.replace(
+        result, output="", data=data, citations=citations, parts=(),
+        warnings=(*warnings, "w" * _PARTS_NOTE),
+    )
+    left = budget - reply_chars(shortened) - 2
+    stays: set[int] = set()
+    for index, part in kept:  # first the few words in a picture's or a link's place
+        if part_text(part) is None:
+            cost = len(part.describe()) + 2
+            if cost <= left:
+                left -= cost
+                stays.add(index)
+            else:
+                cut.append((index, part, "left out"))
+    output = result.output
+    if len(output) > left:
+        output = _cut_output(output, max(left, 0), budget, pages, kept_at)
+        left = 0
+    else:
+        left -= len(output)
+    parts: list[Part] = []
+    for index, part in kept:
+        text = part_text(part)
+        if text is None:
+            if index in stays:
+                parts.append(part)
+        elif len(text) + 2 <= left:
+            parts.append(part)
+            left -= len(text) + 2
+        elif left - 2 >= _PART_TEXT_MIN:
+            parts.append(_with_text(part, _cut_part_text(text, left - 2, budget, index, kept_at)))
+            cut.append((index, part, "cut"))
+            left = 0
+        else:
+            cut.append((index, part, "left out"))
+            left = 0
+    cut.sort(key=lambda item: item[0])
+    notes = (_parts_note(cut, over, budget, max_bytes, kept_at),) if cut else ()
+    return dataclasses.replace(
+        result, output=output, data=data, citations=citations, parts=tuple(parts),
+        warnings=(*warnings, *notes),
+        spill=kept_at,
+    )
 
 
 def _bounded_error(result: ToolResult, arguments: Mapping[str, Any], budget: int) -> ToolResult:

@@ -89,7 +89,10 @@ class ReadFileTool(Tool):
     metadata = ToolMetadata(
         name="read_file",
         title="Read a file",
-        description="Read a text file from the agent's cache or state directory.",
+        description=(
+            "Read a text file from the agent's cache or state directory; an image, a "
+            "recording or another binary file comes back as itself."
+        ),
         category="utility",
         optionality="optional",
         usage_hint=(
@@ -118,6 +121,7 @@ class ReadFileTool(Tool):
             ),
         ),
         produces=("file_content",),
+        parts=("image", "audio", "file"),
         parameters={
             "type": "object",
             "properties": {
@@ -155,7 +159,11 @@ class ReadFileTool(Tool):
                 "size_bytes": {"type": "integer"},
                 "bytes_read": {"type": "integer"},
                 "truncated": {"type": "boolean", "description": "The file is over max_bytes"},
-                "binary": {"type": "boolean", "description": "Not UTF-8 text; not shown"},
+                "binary": {
+                    "type": "boolean",
+                    "description": "Not UTF-8 text: attached as a part (an image, audio or "
+                    "a file) unless truncated",
+                },
                 "content": {
                     "type": ["string", "null"],
                     "description": "The text from offset on, at most max_chars characters",

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
-from toolplug import ErrorType, ToolContext, ToolFailure, ToolResult
+from toolplug import ErrorType, File, Part, ToolContext, ToolFailure, ToolResult, part_for
 from toolplug_files import _PAGE_CHARS, _atomic
 from toolplug_files._sandbox import Sandbox, Target, log, os_failure
 
@@ -163,8 +163,16 @@ def _read(target: Target, cap: int, offset: int, limit: int) -> ToolResult:  # n
     }
     if text is None:
         kind = _kind(target.real, data)
-        output = f"{shown} is a binary file ({size} bytes, {kind}); its bytes are not shown."
-        return ToolResult.success(output, result)
+        if truncated:
+            output = (
+                f"{shown} is a binary file ({size} bytes, {kind}), over read_file max_bytes "
+                f"({cap}); its bytes are not shown: a cut file is no file"
+            )
+            return ToolResult.success(output, result)
+        part = _part(data, target.name)
+        what = {"image": "an image", "audio": "audio"}.get(part.kind, "a file")
+        output = f"{shown} is a binary file ({size} bytes, {kind}), attached as {what}."
+        return ToolResult.success(output, result, parts=[part])
     total = len(text)
     if offset > total:
         within = f" (the first {len(data)} bytes: read_file max_bytes)" if truncated else ""
@@ -211,6 +219,17 @@ def _decode(data: bytes, truncated: bool) -> str | None:
         if truncated and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
             return data[: exc.start].decode("utf-8")
         return None
+
+
+def _part(data: bytes, name: str) -> Part:
+    """A binary file's bytes as a part: an Image or Audio when its first bytes (or, for
+    formats they do not tell, its name) say so and the bytes agree, else a File."""
+    part = part_for(data, name=name)
+    if isinstance(part, File) and part.mime_type == "application/octet-stream":
+        guessed, _ = mimetypes.guess_type(name)
+        if guessed is not None:
+            part = part_for(data, guessed, name=name)
+    return part if part.problem() is None else File(data, name=name)
 
 
 def _kind(path: Path, data: bytes) -> str:

@@ -12,14 +12,17 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from toolplug import (
     Annotations,
     ConfigField,
     ErrorSpec,
     Example,
+    File,
     Guidelines,
+    Image,
+    Part,
     Tool,
     ToolContext,
     ToolFailure,
@@ -109,8 +112,9 @@ class UrlFetch(Tool):
         name="url_fetch",
         title="Fetch a URL",
         description=(
-            "Make one HTTP(S) request and return the response text, a description of a "
-            "binary body, or save the body to a file in the cache directory."
+            "Make one HTTP(S) request and return the response text, an image or PDF as "
+            "itself, a description of another binary body, or save the body to a file in "
+            "the cache directory."
         ),
         category="utility",
         optionality="optional",
@@ -152,6 +156,7 @@ class UrlFetch(Tool):
         ),
         requires_capabilities=("network",),
         produces=("web_content", "files"),
+        parts=("image", "file"),
         parameters={
             "type": "object",
             "properties": {
@@ -692,6 +697,7 @@ def _answer(
 
     media = data["content_type"]
     shown = media or "no content type"
+    parts: list[Part] = []
     head = f"HTTP {data['status']} {data['reason']}".rstrip() + f" from {result.final_url}"
     lines = [head]
     if data["redirects"]:
@@ -737,15 +743,43 @@ def _answer(
         lines += ["", text]
     else:
         data = {**data, "text": None, "binary": True}
-        size = f"{data['bytes']} bytes" + (" (truncated)" if data["truncated"] else "")
-        lines.append(
-            f"Binary body not shown: {shown}, {size}, sha256 {data['sha256']}. "
-            "Use download_path to save it."
-        )
+        part = None if data["truncated"] else _part(media, result.content, result.final_url)
+        if part is not None:
+            lines.append(
+                f"{'Image' if part.kind == 'image' else 'File'} attached: {part.mime_type}, "
+                f"{data['bytes']} bytes, sha256 {data['sha256']}."
+            )
+            parts.append(part)
+        else:
+            size = f"{data['bytes']} bytes" + (" (truncated)" if data["truncated"] else "")
+            lines.append(
+                f"Binary body not shown: {shown}, {size}, sha256 {data['sha256']}. "
+                "Use download_path to save it."
+            )
     if not data["ok"]:
         warnings.append(f"the server answered HTTP {data['status']}")
     return ToolResult.success(
         redactor.text("\n".join(lines)),
         redactor.data(data),
+        parts=parts,
         warnings=[redactor.text(w) for w in warnings],
     )
+
+
+_PART_IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def _part(media: str | None, content: bytes, url: str) -> Image | File | None:
+    """The body as an image or a PDF when its Content-Type says so and its first bytes
+    agree (``Part.problem``); None for anything else, which is described instead."""
+    if media == "image/jpg":  # a common misspelling of image/jpeg
+        media = "image/jpeg"
+    part: Image | File
+    if media in _PART_IMAGES:
+        part = Image(content, media)
+    elif media == "application/pdf":
+        name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]).strip() or None
+        part = File(content, media, name=name)
+    else:
+        return None
+    return part if part.problem() is None else None

@@ -27,6 +27,7 @@ from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
 from toolplug.sources.mcp import _catalog, _host
+from toolplug.sources.mcp._content import BadBlock, blocks
 from toolplug.sources.mcp._screen import screen
 from toolplug.trust._redaction import Redactor
 from toolplug.trust._scan import Finding
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
 
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
-_BLOCK_LABELS = {"image": "an image", "audio": "audio"}
 
 
 @dataclass
@@ -810,29 +810,25 @@ def _findings_text(server: MountedServer, name: str) -> str:
 def _result(
     answer: Any, server: str, labels: Trust | None = None, trusts: bool = False
 ) -> ToolResult:
-    """An MCP ``CallToolResult`` as a ``ToolResult``: text, ``structuredContent`` as data,
-    and the result's own labels where its trust annotations say more than ``labels``."""
-    parts: list[str] = []
-    for block in answer.content:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in _BLOCK_LABELS:
-            size = len(block.data) * 3 // 4
-            parts.append(f"[{_BLOCK_LABELS[kind]}: {block.mime_type}, about {size} bytes]")
-        elif kind == "resource_link":
-            parts.append(f"[resource: {block.uri}]")
-        elif kind == "resource":
-            text = getattr(block.resource, "text", None)
-            parts.append(text if text is not None else f"[resource: {block.resource.uri}]")
-    output = "\n\n".join(parts)
-    if answer.is_error:
+    """An MCP ``CallToolResult`` as a ``ToolResult``: the text blocks as the output, every
+    other block as its part (``_content``), ``structuredContent`` as data, and the result's
+    own labels where its trust annotations say more than ``labels``."""
+    try:
+        output, parts = blocks(answer.content)
+    except BadBlock as bad:
         return ToolResult.failure(
             ErrorType.EXECUTION,
-            output or f"MCP server {server!r} reported an error and said nothing more",
+            f"MCP server {server!r} sent a result that is not valid MCP: {bad} "
+            "(the server's authors can fix it; toolplug passes on nothing it cannot read)",
+        )
+    if answer.is_error:
+        said = ToolResult.success(output, parts=parts).for_model()  # each part in words
+        return ToolResult.failure(
+            ErrorType.EXECUTION,
+            said or f"MCP server {server!r} reported an error and said nothing more",
         )
     own = _said(answer, labels, trusts) if labels is not None else None
-    return ToolResult.success(output, answer.structured_content, trust=own)
+    return ToolResult.success(output, answer.structured_content, parts=parts, trust=own)
 
 
 def _said(answer: Any, labels: Trust, trusts: bool) -> Trust | None:

@@ -481,6 +481,7 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "title": f"{op['method']} {op['path']}",
         "parameters": op["parameters"],
         "returns": op.get("returns"),
+        "parts": tuple(op.get("parts") or ()),
         "annotations": _annotations(op["method"]),
         "trust": _trust(settings.trust, op, own.trust if own else None),
     }

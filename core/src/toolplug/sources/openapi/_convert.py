@@ -14,11 +14,13 @@ import hashlib
 import re
 from typing import Any, Final
 
+from toolplug.contract._parts import PART_KINDS
 from toolplug.sources._gathered import unique_name
+from toolplug.sources.openapi._request import part_kind
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 3
+CONVERTER_VERSION: Final = 4
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -233,6 +235,19 @@ def _success(responses: dict[str, Any]) -> tuple[str | None, Any]:
     return None, None
 
 
+def _parts(resolver: _Resolver, responses: dict[str, Any]) -> list[str]:
+    """The kinds of part the successful answers' media types make (``part_kind``), in the
+    order of ``PART_KINDS``; ``default`` counts when no 2xx answer is described."""
+    kinds: set[str] = set()
+    codes = [c for c in responses if str(c).startswith("2")] or ["default"]
+    for code in codes:
+        response = resolver.follow(responses.get(code))
+        content = response.get("content") if isinstance(response, dict) else None
+        if isinstance(content, dict):
+            kinds.update(k for k in map(part_kind, content) if k is not None)
+    return [k for k in PART_KINDS if k in kinds]
+
+
 def _operation(  # noqa: C901 - one branch per parameter location and body form
     resolver: _Resolver,
     path: str,
@@ -369,6 +384,7 @@ def _operation(  # noqa: C901 - one branch per parameter location and body form
         "body": body,
         "success": code,
         "returns": returns if isinstance(returns, dict) else None,
+        "parts": _parts(resolver, operation.get("responses") or {}),
     }
 
 

@@ -183,6 +183,7 @@ def operation_tools(path: str | os.PathLike[str]) -> list[type[Tool]]:
             requires_capabilities=("network",),
             parameters=op["parameters"],
             returns=op.get("returns"),
+            parts=tuple(op.get("parts") or ()),
             annotations=_annotations(op["method"]),
             trust=_trust(ApiTrust(), op, None),
             config_fields=fields,

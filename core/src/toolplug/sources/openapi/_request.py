@@ -6,6 +6,12 @@ every redirect, bounds the time and the body. A 4xx or 5xx answer is a structure
 (``retry_possible`` where a retry may help; a 429's ``Retry-After`` as
 ``retry_after_seconds``); a body longer than ``[network] max_bytes`` is cut with a warning,
 and a long output is spilled by the engine like any other.
+
+An answer whose media type is an image, audio, a PDF or ``application/octet-stream``
+(``part_kind``) is not text: its bytes become a part of the result (``part_for``, named
+from ``Content-Disposition`` when the server names it), and the output says in a line what
+came back. A cut file is no file, so such an answer longer than ``max_bytes`` is an error
+saying how to raise the bound.
 """
 
 from __future__ import annotations
@@ -16,18 +22,20 @@ import contextlib
 import email.utils
 import json
 import math
+import mimetypes
 import re
 import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from toolplug.contract._metadata import ErrorSpec
+from toolplug.contract._parts import PartKind, part_for, sniff
 from toolplug.contract._tool import ErrorType, ToolContext, ToolResult
 
-__all__ = ["ERRORS", "Credentials", "Operation", "send"]
+__all__ = ["ERRORS", "Credentials", "Operation", "part_kind", "send"]
 
 _ERROR_BODY_CHARS: Final = 2000
 _STATUS_TYPES: Final[dict[int, tuple[ErrorType, bool]]] = {
@@ -64,6 +72,77 @@ ERRORS: Final = (
               retry_possible=True),
 )
 """What an operation's call can return, declared on every OpenAPI tool."""
+
+
+_FILE_TYPES: Final = frozenset({"application/pdf", "application/octet-stream"})
+
+
+def part_kind(media_type: str | None) -> PartKind | None:
+    """The kind of part an answer of this media type becomes (``image``, ``audio``,
+    ``file``), or None when it is read as text."""
+    media = (media_type or "").split(";")[0].strip().lower()
+    if media.startswith("image/"):
+        return "image"
+    if media.startswith("audio/"):
+        return "audio"
+    return "file" if media in _FILE_TYPES else None
+
+
+def _disposition_name(value: str | None) -> str | None:
+    """The file name a ``Content-Disposition`` header gives (``filename*`` first), without
+    any directory, or None."""
+    if not value:
+        return None
+    found: dict[str, str] = {}
+    for item in value.split(";")[1:]:
+        key, eq, val = item.partition("=")
+        if eq:
+            found[key.strip().lower()] = val.strip().strip('"')
+    name = found.get("filename*")
+    if name is not None:
+        _charset, _, rest = name.partition("''")
+        name = unquote(rest or name, encoding=_charset or "utf-8", errors="replace")
+    else:
+        name = found.get("filename")
+    if not name:
+        return None
+    name = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    return name if name not in ("", ".", "..") else None
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KB"
+    return f"{count / (1024 * 1024):.1f} MB"
+
+
+def _binary(answer: Any, where: str) -> ToolResult:
+    """An image, audio or file answer as a result with its part, or why it cannot be."""
+    media = answer.content_type or "application/octet-stream"
+    if answer.truncated:
+        return ToolResult.failure(
+            ErrorType.EXECUTION,
+            f"{where} answered {media} longer than [network] max_bytes "
+            f"({len(answer.content)} bytes); a cut file cannot be read, so nothing was "
+            "returned: raise [network] max_bytes to receive it",
+            details={"operation": where, "media_type": media,
+                     "max_bytes": len(answer.content)},
+        )
+    name = _disposition_name(answer.headers.get("content-disposition"))
+    if media == "application/octet-stream":  # the bytes, or the name, may say more
+        media = sniff(answer.content) or (
+            mimetypes.guess_type(name)[0] if name else None
+        ) or media
+    part = part_for(answer.content, media, name=name)
+    what = {"image": "an image", "audio": "audio"}.get(part.kind, "a file")
+    named = f" {name}" if name else ""
+    output = (
+        f"{where} answered HTTP {answer.status} with {what}{named} "
+        f"({media}, {_size(len(answer.content))})"
+    )
+    return ToolResult.success(output, parts=[part])
 
 
 @dataclass(frozen=True)
@@ -345,7 +424,10 @@ async def send(
             failure.type, failure.message, retry_possible=failure.retry_possible
         )
     where = f"{operation.method} {operation.path}"
-    text = answer.text() if operation.method != "HEAD" else ""
+    binary = part_kind(answer.content_type) if operation.method != "HEAD" else None
+    if binary is not None and answer.status < 400 and answer.content:
+        return _binary(answer, where)
+    text = answer.text() if operation.method != "HEAD" and binary is None else ""
     data: Any = None
     if answer.content_type and (
         answer.content_type == "application/json" or answer.content_type.endswith("+json")

@@ -1,0 +1,171 @@
+"""The tools the MCP conformance suite's server scenarios call, as a toolplug plugin.
+
+Written to toolplug's public names only (``import toolplug``), as a third party would
+write it; test_conformance.py installs it beside ``toolplug serve``. Each tool returns
+what its scenario asks for (the requirements are in the harness's scenario texts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import wave
+import zlib
+from io import BytesIO
+from typing import Any
+
+from toolplug import (
+    Annotations,
+    Audio,
+    EmbeddedResource,
+    Image,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    hookimpl,
+)
+
+READ = Annotations(read_only=True, idempotent=True, open_world=False)
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _png() -> bytes:
+    """One red pixel, as PNG."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(
+        b"IEND", b""
+    )
+
+
+def _wav() -> bytes:
+    """A tenth of a second of silence, as WAV."""
+    out = BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(b"\x00\x00" * 800)
+    return out.getvalue()
+
+
+def _metadata(name: str, description: str, **more: Any) -> ToolMetadata:
+    return ToolMetadata(
+        name=name, description=description, category="utility", parameters=NO_ARGUMENTS,
+        annotations=READ, **more,
+    )
+
+
+class SimpleText(Tool):
+    metadata = _metadata("test_simple_text", "Return one line of text.")
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("This is a simple text response for testing.")
+
+
+class ImageContent(Tool):
+    metadata = _metadata("test_image_content", "Return a picture.", parts=("image",))
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("", parts=[Image(_png(), "image/png")])
+
+
+class AudioContent(Tool):
+    metadata = _metadata("test_audio_content", "Return a recording.", parts=("audio",))
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success("", parts=[Audio(_wav(), "audio/wav")])
+
+
+class Embedded(Tool):
+    metadata = _metadata(
+        "test_embedded_resource", "Return a resource's contents.", parts=("resource",)
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        resource = EmbeddedResource(
+            "test://embedded-resource", text="This is an embedded resource content.",
+            mime_type="text/plain",
+        )
+        return ToolResult.success("", parts=[resource])
+
+
+class Mixed(Tool):
+    metadata = _metadata(
+        "test_multiple_content_types", "Return text, a picture and a resource.",
+        parts=("image", "resource"),
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success(
+            "Multiple content types test:",
+            parts=[
+                Image(_png(), "image/png"),
+                EmbeddedResource(
+                    "test://mixed-content-resource", text='{"test":"data","value":123}',
+                    mime_type="application/json",
+                ),
+            ],
+        )
+
+
+class Failing(Tool):
+    metadata = _metadata("test_error_handling", "Always fail.")
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.failure(
+            "execution", "This tool intentionally returns an error for testing"
+        )
+
+
+class Progress(Tool):
+    metadata = _metadata("test_tool_with_progress", "Report progress 0, 50 and 100 of 100.")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        report = context.host.get("progress")
+        for done in (0, 50, 100):
+            if report is not None:
+                report(done, 100)
+            if done < 100:
+                await asyncio.sleep(0.05)
+        return ToolResult.success("Progress reported.")
+
+
+class Schema2020(Tool):
+    metadata = ToolMetadata(
+        name="json_schema_2020_12_tool",
+        description="Tool with JSON Schema 2020-12 features",
+        category="utility",
+        annotations=READ,
+        parameters={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                }
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+            },
+            "additionalProperties": False,
+        },
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult.success(f"Hello, {arguments.get('name', 'nobody')}.")
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    for tool in (
+        SimpleText, ImageContent, AudioContent, Embedded, Mixed, Failing, Progress, Schema2020,
+    ):
+        register(tool)
