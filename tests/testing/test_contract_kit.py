@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.media import png
-
 import toolplug
 from tests.helpers.cli import Site
+from tests.helpers.media import png
 from toolplug import (
     Annotations,
     Capability,
