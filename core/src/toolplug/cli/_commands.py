@@ -764,9 +764,31 @@ def _cmd_read(args: argparse.Namespace) -> int:
             f"{args.uri} is not kept: it expired or was evicted, or this store never held it "
             "(outputs are kept beyond one command only in a shared store: [calls] store)",
         )
+    if page.data is not None:  # a cut image, recording or file: to a file, never the terminal
+        return _read_bytes(args, page)
     sys.stdout.write(registry.redact(page.text))
     if page.next_offset is not None:
         print(f"\ntoolplug: {page.total - page.next_offset:,} more characters: "
+              f"--offset {page.next_offset}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _read_bytes(args: argparse.Namespace, page: Any) -> int:
+    """A binary part's range, written to a file as ``call`` writes parts; its path printed."""
+    from toolplug.cli._saved import save_parts, shown
+    from toolplug.contract._parts import File, part_for
+
+    data = page.data
+    part = part_for(data, page.mime_type) if page.offset == 0 and page.next_offset is None else (
+        File(data, "application/octet-stream", name="range.bin")  # a slice is no whole image
+    )
+    try:
+        paths = save_parts([part], args.parts_dir)
+    except OSError as exc:
+        raise _Exit(EXIT_USAGE, f"--parts-dir: cannot write there: {exc}") from None
+    print(shown(part, paths.get(0)))
+    if page.next_offset is not None:
+        print(f"toolplug: {page.total - page.next_offset:,} more bytes: "
               f"--offset {page.next_offset}", file=sys.stderr)
     return EXIT_OK
 
