@@ -253,3 +253,48 @@ def test_a_labelled_and_delimited_result_keeps_its_parts() -> None:
         assert result.trust.untrusted
     finally:
         registry.close()
+
+
+class AddsAPicture:
+    """A ``tool_call`` link that puts a part of its own on the tool's result."""
+
+    def __init__(self, part: Any) -> None:
+        self.part = part
+
+    @toolplug.hookimpl(tryfirst=True)
+    async def tool_call(self, call: Any) -> ToolResult:
+        result: ToolResult = await call.aexecute()
+        return ToolResult(output=result.output, parts=(*result.parts, self.part))
+
+
+@pytest.mark.parametrize("mode", ["call", "acall"])
+def test_a_part_an_interceptor_adds_is_checked_as_a_tools_is(mode: str) -> None:
+    """The tool's own parts are checked before any cache; a part a ``tool_call`` link adds
+    after it is checked too, so no path lets a malformed part reach a host."""
+    import asyncio
+
+    Returns.RESULT = ToolResult.success("here", parts=[Image(png())])
+    bad = toolplug.load(
+        {}, env={"TOOLPLUG_PLUGINS": ""},
+        plugins=[("returns", ReturnsPlugin()), ("adds", AddsAPicture(Image(gif(), "image/png")))],
+    )
+    good = toolplug.load(
+        {}, env={"TOOLPLUG_PLUGINS": ""},
+        plugins=[("returns", ReturnsPlugin()), ("adds", AddsAPicture(Audio(wav())))],
+    )
+    try:
+        run = (lambda r: r.call("returns", {})) if mode == "call" else (
+            lambda r: asyncio.run(r.acall("returns", {}))
+        )
+        refused = run(bad)
+        assert refused.error is not None
+        assert refused.error.message.startswith(
+            "returns returned a part that cannot be passed on: parts[1] (image/png): "
+            "its bytes are not image/png: they look like image/gif"
+        )
+        passed = run(good)
+        assert passed.error is None
+        assert [p.kind for p in passed.parts] == ["image", "audio"]
+    finally:
+        bad.close()
+        good.close()

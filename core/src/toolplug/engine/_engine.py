@@ -361,6 +361,8 @@ class Engine:
             result = await self._pipeline.run(call)
         else:
             result = await self._chain.run(call, first)
+            if result.parts:  # parts a tool_call link added are checked as a tool's are
+                result = self._pipeline.checked_parts(call, result)
         result = self._stated(result)
         redactor, data = self.registry.redactor, result.data
         if data is not None and redactor and loop_running() and heavy(data):

@@ -286,8 +286,14 @@ class Pipeline:
                 ErrorType.EXECUTION,
                 f"{call.tool} returned {type(outcome).__name__}, not a ToolResult",
             )
+        return self.checked_parts(call, outcome)
+
+    def checked_parts(self, call: ToolCall, outcome: ToolResult) -> ToolResult:
+        """``outcome`` with its parts checked (``malformed_part``: the refusal naming the
+        first bad one) and held as a tuple; the tool's before any cache, and again after
+        the ``tool_call`` links when one added parts."""
         parts: Any = outcome.parts
-        if type(parts) is not tuple or parts:  # every part checked, before any cache
+        if type(parts) is not tuple or parts:
             refused = malformed_part(outcome, call.tool, self._max_part_bytes)
             if refused is not None:
                 return refused
