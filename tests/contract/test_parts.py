@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import base64
 import re
-import struct
-import wave
-import zlib
-from io import BytesIO
 from pathlib import Path
 
 import pytest
 
 import toolplug
+from tests.helpers.media import wav
+from tests.helpers.parts import png
 from toolplug import (
     Audio,
     EmbeddedResource,
@@ -24,32 +22,6 @@ from toolplug import (
     ToolResult,
 )
 from toolplug.contract._parts import part_for, sniff
-
-
-def png(width: int = 1, height: int = 1) -> bytes:
-    """A real PNG: red pixels, written with zlib as the format says."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(
-            ">I", zlib.crc32(kind + body) & 0xFFFFFFFF
-        )
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
-def wav(frames: int = 800) -> bytes:
-    """A real WAV: silence, written by the standard library's wave module."""
-    out = BytesIO()
-    with wave.open(out, "wb") as writer:
-        writer.setnchannels(1)
-        writer.setsampwidth(2)
-        writer.setframerate(8000)
-        writer.writeframes(b"\x00\x00" * frames)
-    return out.getvalue()
 
 
 def test_a_result_carries_its_parts_in_order() -> None:

@@ -283,9 +283,11 @@ def test_a_part_an_interceptor_adds_is_checked_as_a_tools_is(mode: str) -> None:
         plugins=[("returns", ReturnsPlugin()), ("adds", AddsAPicture(Audio(wav())))],
     )
     try:
-        run = (lambda r: r.call("returns", {})) if mode == "call" else (
-            lambda r: asyncio.run(r.acall("returns", {}))
-        )
+        def run(registry: toolplug.Registry) -> ToolResult:
+            if mode == "call":
+                return registry.call("returns", {})
+            return asyncio.run(registry.acall("returns", {}))
+
         refused = run(bad)
         assert refused.error is not None
         assert refused.error.message.startswith(

@@ -7,7 +7,7 @@ import wave
 import zlib
 from io import BytesIO
 
-__all__ = ["pdf", "png", "wav"]
+__all__ = ["gif", "pdf", "png", "wav"]
 
 def png(width: int = 2, height: int = 2) -> bytes:
     """A real PNG of red pixels (zlib-compressed rows, CRC-checked chunks)."""
@@ -58,3 +58,11 @@ def pdf(text: str = "Hello") -> bytes:
         len(objects) + 1, table,
     )
     return bytes(out)
+
+
+def gif() -> bytes:
+    """A real 1x1 GIF."""
+    return (
+        b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00"
+        b"\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+    )

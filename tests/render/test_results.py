@@ -9,12 +9,8 @@ exact list of losses each format reports for a result holding every kind of part
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
-import struct
-import wave
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +29,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import toolplug
+from tests.helpers.media import wav
+from tests.helpers.parts import png
 from toolplug import (
     Audio,
     EmbeddedResource,
@@ -50,31 +48,6 @@ from toolplug.render._results import RESULT_FORMATS
 CHAT_MESSAGE: TypeAdapter[Any] = TypeAdapter(ChatCompletionToolMessageParam)
 RESPONSES_OUTPUT: TypeAdapter[Any] = TypeAdapter(FunctionCallOutput)
 ANTHROPIC_RESULT: TypeAdapter[Any] = TypeAdapter(ToolResultBlockParam)
-
-
-def png() -> bytes:
-    """A real 1x1 PNG, written with zlib as the format says."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-        return struct.pack(">I", len(body)) + kind + body + crc
-
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    pixels = zlib.compress(b"\x00\xff\x00\x00")
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(
-        b"IEND", b""
-    )
-
-
-def wav() -> bytes:
-    """A real WAV: a tenth of a second of silence, by the standard library's wave module."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as writer:
-        writer.setnchannels(1)
-        writer.setsampwidth(2)
-        writer.setframerate(8000)
-        writer.writeframes(b"\x00\x00" * 800)
-    return out.getvalue()
 
 
 def pdf() -> bytes:
