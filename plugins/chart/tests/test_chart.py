@@ -133,3 +133,21 @@ def test_text_the_font_cannot_draw_or_mathtext_does_not_break_the_chart(
     result = registry.call("chart", table)
     assert result.ok, result.error
     _decoded(result.parts[0].data)  # type: ignore[attr-defined]
+
+
+def test_values_beyond_the_bounds_are_refused_before_drawing() -> None:
+    """A value near the float's limit overflowed matplotlib's axis limits (a RuntimeWarning
+    and a crash the fuzz suite found); the schema bounds values, so it is a clear error."""
+    import toolplug
+
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": "toolplug-chart"})
+    try:
+        result = registry.call("chart", {
+            "kind": "bar", "labels": ["a", "b"],
+            "series": [{"name": "s", "values": [1.0, 1.7e308]}],
+        })
+    finally:
+        registry.close()
+    assert result.error is not None
+    assert result.error.type == "ValidationError"
+    assert "1e+15" in result.error.message or "1000000000000000" in result.error.message

@@ -46,7 +46,9 @@ _SERIES_SCHEMA: Final[dict[str, Any]] = {
         "name": {"type": "string", "minLength": 1, "maxLength": 60,
                  "description": "The series' name, shown in the legend"},
         "values": {
-            "type": "array", "items": {"type": "number"}, "minItems": 1,
+            # bounded: matplotlib's axis limits overflow a float near 1e308
+            "type": "array", "items": {"type": "number", "minimum": -1e15, "maximum": 1e15},
+            "minItems": 1,
             "maxItems": MAX_LABELS,
             "description": "One number per label, in the order of labels",
         },
