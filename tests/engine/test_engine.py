@@ -616,8 +616,8 @@ def test_a_plugin_registered_after_the_first_call_joins_the_chain(gate: Gate) ->
             {"workers": 2},
             "calls.workers",
             "unknown key",
-            "one of cache_entries, cache_max_mb, max_concurrency, max_output_chars,"
-            " max_part_bytes, max_result_bytes, spill_max_count, spill_max_mb,"
+            "one of ask_timeout_seconds, cache_entries, cache_max_mb, max_concurrency,"
+            " max_output_chars, max_part_bytes, max_result_bytes, spill_max_count, spill_max_mb,"
             " spill_ttl_seconds, store, sync_workers, task_after_seconds, task_entries,"
             " task_ttl_seconds, telemetry_content",
         ),

@@ -59,6 +59,14 @@ if TYPE_CHECKING:
     from toolplug.contract._parts import Text
     from toolplug.contract._parts import part_for
     from toolplug.contract._settings import ToolSettings
+    from toolplug.contract._talk import Answer
+    from toolplug.contract._talk import AskError
+    from toolplug.contract._talk import Channel
+    from toolplug.contract._talk import LOG_LEVELS
+    from toolplug.contract._talk import Question
+    from toolplug.contract._talk import Sampled
+    from toolplug.contract._talk import SamplingMessage
+    from toolplug.contract._talk import SamplingRequest
     from toolplug.contract._tool import Citation
     from toolplug.contract._tool import ErrorType
     from toolplug.contract._tool import Tool
@@ -91,15 +99,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRACT_VERSION",
+    "LOG_LEVELS",
     "Annotations",
+    "Answer",
     "Approval",
     "ApprovalRequest",
+    "AskError",
     "Audio",
     "Availability",
     "Capability",
     "CapabilityChecker",
     "CapabilityState",
     "Category",
+    "Channel",
     "Check",
     "Citation",
     "Config",
@@ -128,10 +140,14 @@ __all__ = [
     "PlanResult",
     "PluginError",
     "PluginInfo",
+    "Question",
     "RegisteredTool",
     "Registry",
     "ResourceLink",
     "ResultLoss",
+    "Sampled",
+    "SamplingMessage",
+    "SamplingRequest",
     "Selection",
     "Task",
     "TaskStatus",
@@ -179,6 +195,8 @@ _HOME = {
     "contract._network": "NetworkPolicy",
     "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text part_for",
     "contract._settings": "ToolSettings",
+    "contract._talk": "Answer AskError Channel LOG_LEVELS Question Sampled SamplingMessage "
+    "SamplingRequest",
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
     "config._config": "Config Toolset load_config",

@@ -126,6 +126,12 @@ class CallsSettings(BaseModel):
         default=1000, ge=1, description="a whole number of kept outputs, 1 or more"
     )
     """The most kept outputs (per client in Redis, in all in this process)."""
+    ask_timeout_seconds: float = Field(
+        default=300.0, gt=0, allow_inf_nan=False,
+        description="a positive number of seconds a tool waits for an answer",
+    )
+    """How long a tool's ``context.ask`` waits for the user's answer, and ``context.sample``
+    for the host model's completion, before it raises ``AskError`` (``timeout``)."""
     task_ttl_seconds: float = Field(
         default=3600.0,
         gt=0,

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolplug.contract._metadata import Annotations, ToolMetadata, Trust
 from toolplug.contract._network import NetworkPolicy
 from toolplug.contract._parts import Part
+
+if TYPE_CHECKING:
+    from toolplug.contract._talk import Answer, LogLevel, Sampled, SamplingMessage, Talk
 
 __all__ = [
     "Citation",
@@ -228,6 +231,12 @@ class ToolFailure(Exception):
         )
 
 
+def _silent() -> Talk:
+    from toolplug.contract._talk import Talk  # _talk builds on this module
+
+    return Talk("")
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool receives besides its arguments."""
@@ -247,6 +256,65 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     """The environment the registry was loaded with (``toolplug.load(env=...)``); read
     secrets a tool resolves at run time from here, not from ``os.environ``."""
+    talk: Talk = field(default_factory=_silent, repr=False, compare=False)
+    """The call's way back to its host (``report_progress``, ``log``, ``ask``, ``sample``
+    use it); set by the registry."""
+
+    # -- talking back (contract/_talk.py) -------------------------------------------
+
+    @property
+    def can_ask(self) -> bool:
+        """Whether ``ask`` can reach a person here (else it raises ``AskError``)."""
+        return self.talk.channel.can_ask
+
+    @property
+    def can_sample(self) -> bool:
+        """Whether ``sample`` can reach the host's model here (else it raises ``AskError``)."""
+        return self.talk.channel.can_sample
+
+    def report_progress(
+        self, done: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Say how far the call has got: ``done`` of ``total`` (None: unknown), with an
+        optional ``message``. Never waits, never fails; from any thread."""
+        self.talk.progress(done, total, message)
+
+    def log(self, level: LogLevel, message: str, data: Mapping[str, Any] | None = None) -> None:
+        """A log line for whoever runs the tool (an MCP client sees it as
+        ``notifications/message``); ``level`` is one of ``LOG_LEVELS``. Redacted; never
+        waits, never fails."""
+        self.talk.log(level, message, data)
+
+    async def ask(self, message: str, schema: Mapping[str, Any] | None = None) -> Answer:
+        """Ask the user ``message`` with a form of flat fields (a JSON Schema object;
+        None: a plain confirmation), and wait for their ``Answer``.
+
+        Raises:
+            AskError: nobody can be asked here, nobody answered in time, the form is not
+                one MCP elicitation allows, or the answer does not fit it.
+        """
+        return await self.talk.ask(message, schema)
+
+    async def sample(
+        self,
+        messages: str | SamplingMessage | Sequence[str | SamplingMessage],
+        *,
+        system: str | None = None,
+        max_tokens: int = 1000,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
+        model_hints: Sequence[str] = (),
+    ) -> Sampled:
+        """Ask the host's model to complete ``messages`` (text: one user message). The
+        completion is the model's words: the flow guard treats it as untrusted.
+
+        Raises:
+            AskError: the host offers no model, refused, or did not answer in time.
+        """
+        return await self.talk.sample(
+            messages, system=system, max_tokens=max_tokens, temperature=temperature,
+            stop=stop, model_hints=model_hints,
+        )
 
 
 class Tool:

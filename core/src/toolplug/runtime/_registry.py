@@ -28,11 +28,13 @@ from toolplug.runtime._capabilities import Availability, CapabilityChecker, Capa
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
 from toolplug.runtime._selection import Selection
 from toolplug.runtime._source import ToolSource
+from toolplug.runtime._talk import CHANNEL, talk_for
 from toolplug.search._index import Embedder, Hit, ranked
 from toolplug.trust._logs import protect
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
+    from toolplug.contract._talk import Channel, Talk
     from toolplug.state._spill import Entry, Page
     from toolplug.state._tasks import Task
     from toolplug.trust._conversation import Conversation
@@ -468,11 +470,17 @@ class Registry:
                 cache_dir=self.config.cache_dir / "tools" / name,
                 state_dir=self.config.state_dir / "tools" / name,
                 env=self._env,
+                talk=self._talk(name, {}),
             )
             contexts[name] = context
         if host:
-            return dataclasses.replace(context, host=MappingProxyType(dict(host)))
+            return dataclasses.replace(
+                context, host=MappingProxyType(dict(host)), talk=self._talk(name, host)
+            )
         return context
+
+    def _talk(self, name: str, host: Mapping[str, Any]) -> Talk:
+        return talk_for(name, host, self.redactor, self.config.calls.ask_timeout_seconds)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -512,7 +520,7 @@ class Registry:
     def call(
         self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
         approver: Any = None, approved: bool = False,
-        passthrough: tuple[type[BaseException], ...] = (),
+        passthrough: tuple[type[BaseException], ...] = (), channel: Channel | None = None,
     ) -> ToolResult:
         """Call a tool and return its result; never raises for the tool's or caller's fault.
 
@@ -527,21 +535,25 @@ class Registry:
             passthrough: Exception types that leave the call unchanged when an approver,
                 a ``tool_call`` hook or the tool raises them: a framework pausing its run
                 (LangGraph's ``GraphInterrupt``, llm's ``PauseChain``).
+            channel: The host's end of the tool's ``report_progress``, ``log``, ``ask`` and
+                ``sample`` (docs/talking-back.md); none: the tool can ask nobody.
 
         From async code use ``acall``.
         """
         return self._engine.call(
-            name, arguments, context, approver, approved=approved, passthrough=passthrough
+            name, arguments, _with_channel(context, channel), approver, approved=approved,
+            passthrough=passthrough,
         )
 
     async def acall(
         self, name: str, arguments: Any = None, *, context: Mapping[str, Any] | None = None,
         approver: Any = None, approved: bool = False,
-        passthrough: tuple[type[BaseException], ...] = (),
+        passthrough: tuple[type[BaseException], ...] = (), channel: Channel | None = None,
     ) -> ToolResult:
         """``call`` for async code: async tools run on this loop, sync tools in a thread."""
         return await self._engine.acall(
-            name, arguments, context, approver, approved=approved, passthrough=passthrough
+            name, arguments, _with_channel(context, channel), approver, approved=approved,
+            passthrough=passthrough,
         )
 
     async def aread(
@@ -786,3 +798,12 @@ def check_sources(sources: Sequence[ToolSource]) -> None:
                 f"two sources are named {source.name!r}; give each source a name of its own"
             )
         seen.add(source.name)
+
+
+def _with_channel(
+    context: Mapping[str, Any] | None, channel: Channel | None
+) -> Mapping[str, Any] | None:
+    """The host's ``context`` with its ``channel`` entry (``runtime/_talk.py``)."""
+    if channel is None:
+        return context
+    return {**(context or {}), CHANNEL: channel}
