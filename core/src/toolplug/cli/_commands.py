@@ -670,15 +670,6 @@ def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:
     return arguments
 
 
-def _progress(done: int, total: int) -> None:
-    """A one-line progress bar on stderr, for tools that report progress."""
-    width = 30
-    filled = width * done // max(total, 1)
-    end = "\n" if done >= total else ""
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
-    sys.stderr.flush()
-
-
 def _kept_only_with_a_shared_store(config: Config) -> Config:
     """In-process, a cut output would be kept for nobody once this command exits: keep none,
     so that the notice says how to see the rest instead (a Redis store keeps it)."""
@@ -693,10 +684,13 @@ def _kept_only_with_a_shared_store(config: Config) -> Config:
 def _cmd_call(args: argparse.Namespace) -> int:
     arguments = _parse_call_arguments(args)
     registry = _load(args, adjust=_kept_only_with_a_shared_store)
-    host: dict[str, Any] = {"progress": _progress} if sys.stderr.isatty() else {}
+    from toolplug.cli._terminal import TerminalChannel
+
+    asking = asyncio.Lock()  # the tool's questions and the approval's, one at a time
     try:
         result = registry.call(
-            args.name, arguments, context=host, approver=_terminal_approver(args.yes)
+            args.name, arguments, approver=_terminal_approver(args.yes, asking),
+            channel=TerminalChannel(asking),
         )
     finally:
         registry.close()
@@ -793,12 +787,12 @@ def _read_bytes(args: argparse.Namespace, page: Any) -> int:
     return EXIT_OK
 
 
-def _terminal_approver(yes: bool) -> Any:
+def _terminal_approver(yes: bool, lock: asyncio.Lock | None = None) -> Any:
     """``--yes`` approves; on a terminal the person is asked y/N; else nobody decides (the
     call then fails with ApprovalRequiredError, which says how to approve)."""
     from toolplug.contract._approval import Approval, ApprovalRequest
 
-    one_at_a_time = asyncio.Lock()  # a plan's parallel steps ask one after the other
+    one_at_a_time = lock or asyncio.Lock()  # a plan's parallel steps ask one after the other
 
     async def decide(request: ApprovalRequest) -> Approval | None:
         if yes:
