@@ -153,7 +153,7 @@ async def many(url: str, calls: int, *, progress: bool) -> float:
     """Seconds for ``calls`` concurrent calls of ``steps``, asking for progress or not."""
     heard = 0
 
-    async def note(done: float, total: float | None, message: str | None) -> None:
+    async def note(progress: float, total: float | None, message: str | None) -> None:
         nonlocal heard
         heard += 1
 

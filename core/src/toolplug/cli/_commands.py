@@ -810,9 +810,20 @@ def _terminal_approver(yes: bool, lock: asyncio.Lock | None = None) -> Any:
     return decide
 
 
+async def _run_plan_here(registry: Registry, plan: Any, yes: bool) -> Any:
+    """A plan's steps, their questions and approvals asked at this terminal, one at a time."""
+    from toolplug.cli._terminal import TerminalChannel
+    from toolplug.engine._plan import run_plan
+    from toolplug.runtime._talk import CHANNEL
+
+    asking = asyncio.Lock()
+    host = {CHANNEL: TerminalChannel(asking)}
+    return await run_plan(registry, plan, context=host, approver=_terminal_approver(yes, asking))
+
+
 @_runs("run")
 def _cmd_run(args: argparse.Namespace) -> int:
-    from toolplug.engine._plan import parse_plan, run_plan
+    from toolplug.engine._plan import parse_plan
 
     try:
         text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text("utf-8")
@@ -829,7 +840,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     registry = _load(args, adjust=_kept_only_with_a_shared_store)
     plan = parse_plan(document, registry)
     try:
-        outcome = asyncio.run(run_plan(registry, plan, approver=_terminal_approver(args.yes)))
+        outcome = asyncio.run(_run_plan_here(registry, plan, args.yes))
     finally:
         registry.close()
     if args.result == "json":
