@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 import httpx2
+import pytest
 from mcp import ClientSession, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
