@@ -137,6 +137,12 @@ class Publications:
         """The resource templates offered, by URI template."""
         return self._offered(self._loaded.templates.values())
 
+    def registered(self) -> tuple[list[Prompt], list[Resource], list[ResourceTemplate]]:
+        """Every registered prompt, resource and template, offered or not."""
+        loaded = self._loaded
+        return (list(loaded.prompts.values()), list(loaded.resources.values()),
+                list(loaded.templates.values()))
+
     def plugin_of(self, key: str) -> str:
         """Who registered a prompt (``prompt:NAME``) or a resource (its URI or template)."""
         return self._loaded.published_by.get(key, "unknown")
