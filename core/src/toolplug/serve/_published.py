@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from mcp import types
@@ -178,11 +180,18 @@ class Subscriptions:
     def __init__(self) -> None:
         self._sessions: dict[str, tuple[ServerSession, set[str]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop = watch_resources(self.changed)
+        # held weakly: a server that is gone (one built per test, say) hears nothing more
+        heard = weakref.WeakMethod(self.changed)
+        stop: list[Callable[[], None]] = []
 
-    def close(self) -> None:
-        """Stop hearing ``resource_changed``."""
-        self._stop()
+        def watcher(uri: str) -> None:
+            method = heard()
+            if method is not None:
+                method(uri)
+            elif stop:
+                stop.pop()()
+
+        stop.append(watch_resources(watcher))
 
     async def subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
