@@ -12,12 +12,15 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession, types
+from mcp import Client, ClientSession, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+import toolplug
 from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server, stdio_params
+from toolplug import Registry, prompt, provides, resource
+from toolplug.serve import build_server
 
 NOTES = '''
 from toolplug import (
@@ -237,3 +240,39 @@ def test_a_change_reaches_the_subscribed_session_only(tmp_path: Path) -> None:
     with http_server(tmp_path, port, env={**os.environ, **_env(tmp_path)}):
         heard = anyio.run(_watch, f"http://127.0.0.1:{port}/mcp")
     assert heard == {"watcher": ["notes://today"], "other": []}
+
+
+class _Greeter:
+    """A plugin made in code, for the server built in this process."""
+
+    register_prompts = provides(
+        prompt(name="greet", description="Greet someone.")(lambda who: f"Hello {who}.")
+    )
+    register_resources = provides(
+        resource("greet://{who}", name="greeting", mime_type="text/plain")(
+            lambda who: f"Hi {who}."
+        )
+    )
+
+
+async def _modern(registry: Registry) -> dict[str, Any]:
+    """The SDK's Client at its latest protocol version, against the server in memory."""
+    seen: dict[str, Any] = {}
+    async with Client(build_server(registry)) as client:
+        seen["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+        seen["got"] = (await client.get_prompt("greet", {"who": "Ada"})).messages[0]
+        seen["read"] = (await client.read_resource("greet://Bo")).contents[0]
+        seen["missing"] = await _refusal(client.read_resource("greet://a/b"))
+    return seen
+
+
+def test_the_latest_protocol_gets_and_reads_them_too() -> None:
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("greeter", _Greeter)])
+    try:
+        seen = anyio.run(_modern, registry)
+    finally:
+        registry.close()
+    assert seen["prompts"] == ["optional_tools", "greet"]
+    assert seen["got"].content.text == "Hello Ada."
+    assert seen["read"].text == "Hi Bo."
+    assert (seen["missing"].code, seen["missing"].data) == (-32002, {"uri": "greet://a/b"})
