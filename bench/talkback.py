@@ -191,9 +191,11 @@ def progress_figures(env: dict[str, str], folder: Path, calls: int, rounds: int)
             order.reverse()
         for name, command in order:
 
-            async def both(command: list[str] = command, name: str = name) -> None:
+            async def both(
+                command: list[str] = command, name: str = name, turn: int = round_number
+            ) -> None:
                 async with served(command, env) as (url, _pid):
-                    for progress in (False, True) if round_number % 2 else (True, False):
+                    for progress in (False, True) if turn % 2 else (True, False):
                         elapsed = await many(url, calls, progress=progress)
                         times.setdefault((name, progress), []).append(elapsed)
 

@@ -1,4 +1,5 @@
-"""The tools the MCP conformance suite's server scenarios call, as a toolplug plugin.
+"""The tools, prompts and resources the MCP conformance suite's server scenarios ask
+for, as a toolplug plugin.
 
 Written to toolplug's public names only (``import toolplug``), as a third party would
 write it; test_conformance.py installs it beside ``toolplug serve``. Each tool returns
@@ -8,6 +9,7 @@ what its scenario asks for (the requirements are in the harness's scenario texts
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 import wave
 import zlib
@@ -19,11 +21,15 @@ from toolplug import (
     Audio,
     EmbeddedResource,
     Image,
+    Message,
     Tool,
     ToolContext,
     ToolMetadata,
     ToolResult,
     hookimpl,
+    prompt,
+    provides,
+    resource,
 )
 
 READ = Annotations(read_only=True, idempotent=True, open_world=False)
@@ -169,3 +175,77 @@ def register_tools(register: Any) -> None:
         SimpleText, ImageContent, AudioContent, Embedded, Mixed, Failing, Progress, Schema2020,
     ):
         register(tool)
+
+
+# -- prompts (prompts-get-*, completion-complete) ------------------------------------------
+
+
+@prompt(description="A prompt without arguments.")
+def test_simple_prompt() -> str:
+    return "This is a simple prompt for testing."
+
+
+def _suggest(argument: str, typed: str, others: Any) -> list[str]:
+    return [v for v in ("paris", "park", "party", "test", "testing") if v.startswith(typed)]
+
+
+@prompt(
+    description="A prompt with two arguments.",
+    arguments={"arg1": "First test argument", "arg2": "Second test argument"},
+    complete=_suggest,
+)
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@prompt(
+    description="A prompt that embeds a resource.",
+    arguments={"resourceUri": "URI of the resource to embed"},
+)
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:
+    embedded = EmbeddedResource(
+        resourceUri, text="Embedded resource content for testing.", mime_type="text/plain"
+    )
+    return [
+        Message("user", embedded), Message("user", "Please process the embedded resource above.")
+    ]
+
+
+@prompt(description="A prompt with a picture.")
+def test_prompt_with_image() -> list[Message]:
+    return [
+        Message("user", Image(_png(), "image/png")),
+        Message("user", "Please analyze the image above."),
+    ]
+
+
+register_prompts = provides(
+    test_simple_prompt, test_prompt_with_arguments, test_prompt_with_embedded_resource,
+    test_prompt_with_image,
+)
+
+
+# -- resources (resources-read-*, resources-templates-read, resources-(un)subscribe) -------
+
+
+@resource("test://static-text", name="static text", mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@resource("test://static-binary", name="static binary", mime_type="image/png")
+def static_binary() -> bytes:
+    return _png()
+
+
+@resource("test://template/{id}/data", name="template data", mime_type="application/json")
+def template_data(id: str) -> str:
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@resource("test://watched-resource", name="watched", mime_type="text/plain")
+def watched() -> str:
+    return "A resource clients subscribe to."
+
+
+register_resources = provides(static_text, static_binary, template_data, watched)

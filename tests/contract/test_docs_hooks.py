@@ -22,7 +22,8 @@ def hookspecs() -> list[str]:
 
 def test_there_are_hooks() -> None:
     assert hookspecs() == [
-        "approve_call", "embed_texts", "register_capabilities", "register_tools", "tool_call"
+        "approve_call", "embed_texts", "register_capabilities", "register_prompts",
+        "register_resources", "register_tools", "tool_call",
     ]
 
 

@@ -32,6 +32,13 @@ EXPECTED = {
     "Trust", "UsageError",
     # content parts of a result (contract/_parts.py)
     "Audio", "EmbeddedResource", "File", "Image", "Part", "ResourceLink", "Text", "part_for",
+    # prompts and resources plugins publish (contract/_published.py)
+    "Message", "Prompt", "PromptArgument", "PublishedContext", "PublishedError",
+    "RenderedPrompt", "Resource", "ResourceContents", "ResourceTemplate", "prompt", "resource",
+    "resource_changed",
+    # tools that talk back (contract/_talk.py)
+    "LOG_LEVELS", "Answer", "AskError", "Channel", "Question", "Sampled", "SamplingMessage",
+    "SamplingRequest",
     # a call's result in a provider's own form (render/_results.py)
     "ResultLoss", "explain_result", "export_result",
     "__version__", "explain_export", "export_tool", "export_tools", "hookimpl", "load",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from toolplug.contract._errors import ConfigError
     from toolplug.contract._errors import MetadataError
     from toolplug.contract._errors import PluginError
+    from toolplug.contract._errors import PublishedError
     from toolplug.contract._errors import ToolplugError
     from toolplug.contract._errors import UsageError
     from toolplug.contract._hooks import CONTRACT_VERSION
@@ -58,6 +59,17 @@ if TYPE_CHECKING:
     from toolplug.contract._parts import ResourceLink
     from toolplug.contract._parts import Text
     from toolplug.contract._parts import part_for
+    from toolplug.contract._published import Message
+    from toolplug.contract._published import Prompt
+    from toolplug.contract._published import PromptArgument
+    from toolplug.contract._published import PublishedContext
+    from toolplug.contract._published import RenderedPrompt
+    from toolplug.contract._published import Resource
+    from toolplug.contract._published import ResourceContents
+    from toolplug.contract._published import ResourceTemplate
+    from toolplug.contract._published import prompt
+    from toolplug.contract._published import resource
+    from toolplug.contract._published import resource_changed
     from toolplug.contract._settings import ToolSettings
     from toolplug.contract._talk import Answer
     from toolplug.contract._talk import AskError
@@ -130,6 +142,7 @@ __all__ = [
     "Guidelines",
     "Image",
     "LoadProblem",
+    "Message",
     "MetadataError",
     "NetworkPolicy",
     "Package",
@@ -140,10 +153,18 @@ __all__ = [
     "PlanResult",
     "PluginError",
     "PluginInfo",
+    "Prompt",
+    "PromptArgument",
+    "PublishedContext",
+    "PublishedError",
     "Question",
     "RegisteredTool",
     "Registry",
+    "RenderedPrompt",
+    "Resource",
+    "ResourceContents",
     "ResourceLink",
+    "ResourceTemplate",
     "ResultLoss",
     "Sampled",
     "SamplingMessage",
@@ -178,7 +199,10 @@ __all__ = [
     "optional_tools_section",
     "parse_plan",
     "part_for",
+    "prompt",
     "provides",
+    "resource",
+    "resource_changed",
     "run_plan",
     "tool_reference",
     "tool_stubs",
@@ -188,12 +212,15 @@ _HOME = {
     "contract._approval": "Approval ApprovalRequest",
     "contract._call": "ToolCall",
     "contract._capabilities": "Capability Check ConfigKey DetectContext EnvVar Package",
-    "contract._errors": "ConfigError MetadataError PluginError ToolplugError UsageError",
+    "contract._errors": "ConfigError MetadataError PluginError PublishedError ToolplugError "
+    "UsageError",
     "contract._hooks": "CONTRACT_VERSION hookimpl provides",
     "contract._metadata": "Annotations Category ConfigField ErrorSpec Example Guidelines "
     "ToolMetadata Trust",
     "contract._network": "NetworkPolicy",
     "contract._parts": "Audio EmbeddedResource File Image Part ResourceLink Text part_for",
+    "contract._published": "Message Prompt PromptArgument PublishedContext RenderedPrompt "
+    "Resource ResourceContents ResourceTemplate prompt resource resource_changed",
     "contract._settings": "ToolSettings",
     "contract._talk": "Answer AskError Channel LOG_LEVELS Question Sampled SamplingMessage "
     "SamplingRequest",

@@ -15,11 +15,14 @@ Hierarchy::
     ├── PluginError        a plugin failed to load or misbehaved in a hook
     ├── ConfigError        a configuration file or value is invalid
     └── UsageError         the API or CLI was called with arguments that make no sense
+        └── PublishedError an unknown prompt or resource, or a prompt's arguments wrong
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "MetadataError", "PluginError", "ToolplugError", "UsageError"]
+__all__ = [
+    "ConfigError", "MetadataError", "PluginError", "PublishedError", "ToolplugError", "UsageError",
+]
 
 
 class ToolplugError(Exception):
@@ -87,3 +90,28 @@ class ConfigError(ToolplugError):
 
 class UsageError(ToolplugError):
     """The API or the command line was called with arguments that make no sense."""
+
+
+class PublishedError(UsageError):
+    """A prompt or resource asked for that is not offered, or a prompt's arguments that do
+    not fit it; ``kind`` says which, and ``prompt``, ``uri`` and ``argument`` name it.
+
+    ``kind`` is ``unknown_prompt``, ``unknown_resource``, ``unavailable`` (registered, but
+    a capability it requires is missing), ``missing_argument``, ``unknown_argument`` or
+    ``invalid_argument`` (not a string).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        prompt: str | None = None,
+        uri: str | None = None,
+        argument: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.prompt = prompt
+        self.uri = uri
+        self.argument = argument
+        super().__init__(message)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from toolplug.contract._call import ToolCall
     from toolplug.contract._capabilities import Capability
     from toolplug.contract._metadata import Category
+    from toolplug.contract._published import Prompt, Resource, ResourceTemplate
     from toolplug.contract._tool import Tool, ToolResult
 
 __all__ = ["CONTRACT_VERSION", "PROJECT_NAME", "hookimpl", "hookspec", "provides"]
@@ -49,6 +50,43 @@ def register_capabilities(register: Callable[[Capability], None]) -> None:
     """Register capabilities: named preconditions that tools can require.
 
     Call ``register(Capability(...))`` for each. A capability is evaluated once per run.
+    """
+
+
+@hookspec
+def register_prompts(register: Callable[[Prompt], None]) -> None:
+    """Register the plugin's prompts: message templates a person picks in a host.
+
+    Call ``register(p)`` once for each ``toolplug.Prompt`` (``@toolplug.prompt`` makes one of
+    a function)::
+
+        @prompt(description="Review a piece of code.")
+        def review(code: str) -> str:
+            return f"Review this code:\n{code}"
+
+        register_prompts = provides(review)
+
+    An invalid item is reported against this plugin and skipped; a prompt name another
+    plugin registered first is reported and this one ignored. A prompt whose ``requires``
+    names a missing capability is not offered.
+    """
+
+
+@hookspec
+def register_resources(register: Callable[[Resource | ResourceTemplate], None]) -> None:
+    """Register the plugin's resources and resource templates: what a host reads by URI.
+
+    Call ``register(r)`` once for each ``toolplug.Resource`` or ``toolplug.ResourceTemplate``
+    (``@toolplug.resource(uri)`` makes either of a function)::
+
+        @resource("notes://today", mime_type="text/plain")
+        def today() -> str:
+            return "Buy milk."
+
+        register_resources = provides(today)
+
+    Checked and reported as ``register_prompts``'s items are; a URI (or URI template)
+    another plugin registered first is reported and this one ignored.
     """
 
 
@@ -89,8 +127,9 @@ def provides(*items: object) -> Callable[[Callable[[Any], None]], None]:
 
     ``register_tools = provides(ReadFileTool, WriteFileTool)`` is the same as writing a
     ``@hookimpl def register_tools(register)`` that calls ``register`` once per item; so is
-    ``register_capabilities = provides(TOKEN)``. pluggy matches the hook by the name the
-    result is bound to, so bind it to ``register_tools`` or ``register_capabilities``.
+    ``register_capabilities = provides(TOKEN)``, ``register_prompts = provides(review)`` and
+    ``register_resources = provides(today)``. pluggy matches the hook by the name the
+    result is bound to, so bind it to one of those four names.
     """
     registered = tuple(items)
 

@@ -28,6 +28,7 @@ from toolplug.contract._metadata import (
     ToolMetadata,
     validate_tool_metadata,
 )
+from toolplug.contract._published import Prompt, Resource, ResourceTemplate
 from toolplug.contract._tool import Tool
 from toolplug.contract._version import toolplug_version
 from toolplug.runtime import _builtin
@@ -108,6 +109,12 @@ class Loaded:
     capability_plugins: dict[str, str] = field(default_factory=dict)
     categories: list[Category] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
+    prompts: dict[str, Prompt] = field(default_factory=dict)
+    resources: dict[str, Resource] = field(default_factory=dict)
+    templates: dict[str, ResourceTemplate] = field(default_factory=dict)
+    """Resource templates by their URI template."""
+    published_by: dict[str, str] = field(default_factory=dict)
+    """Who registered each prompt (``prompt:NAME``) and resource (its URI or template)."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +248,8 @@ def discover(
                     "hooks",
                     name,
                     "implements no toolplug hook; decorate functions with "
-                    "@toolplug.hookimpl (register_tools, register_capabilities)",
+                    "@toolplug.hookimpl (register_tools, register_capabilities, "
+                    "register_prompts, register_resources)",
                     dist_name,
                     written,
                 )
@@ -444,6 +452,60 @@ def _collect(loaded: Loaded, sources: list[_Source]) -> None:  # noqa: C901 - di
                 continue
             loaded.capabilities[cap.name] = cap
             loaded.capability_plugins[cap.name] = source.distribution or source.name
+    _collect_published(loaded, sources)
+
+
+_PUBLISHED: Final = {
+    "register_prompts": ((Prompt,), "a toolplug.Prompt"),
+    "register_resources": (
+        (Resource, ResourceTemplate), "a toolplug.Resource or toolplug.ResourceTemplate"
+    ),
+}
+
+
+def _collect_published(loaded: Loaded, sources: list[_Source]) -> None:
+    """The prompts, resources and resource templates of ``register_prompts`` and
+    ``register_resources``: each checked, the first of a name (or URI) kept."""
+    tables: dict[type, dict[str, Any]] = {
+        Prompt: loaded.prompts, Resource: loaded.resources, ResourceTemplate: loaded.templates,
+    }
+    for hook, (kinds, expected) in _PUBLISHED.items():
+        for source in sources:
+            items: list[Any] = []
+            if not _call_hook(loaded, source, hook, items.append):
+                continue
+            for item in items:
+                if not isinstance(item, kinds):
+                    loaded.problems.append(
+                        source.problem("register", f"{hook} got {item!r}; expected {expected}")
+                    )
+                    continue
+                name, what = _published_name(item)
+                key = f"prompt:{name}" if isinstance(item, Prompt) else name
+                first = loaded.published_by.get(key)
+                if first is not None:
+                    loaded.problems.append(
+                        source.problem(
+                            "duplicate",
+                            f"{what} {name!r} is already registered by {first}; that one is "
+                            "kept and this one is ignored",
+                        )
+                    )
+                    continue
+                next(t for kind, t in tables.items() if isinstance(item, kind))[name] = item
+                loaded.published_by[key] = source.distribution or source.name
+    loaded.prompts = dict(sorted(loaded.prompts.items()))
+    loaded.resources = dict(sorted(loaded.resources.items()))
+    loaded.templates = dict(sorted(loaded.templates.items()))
+
+
+def _published_name(item: Prompt | Resource | ResourceTemplate) -> tuple[str, str]:
+    """What names a published item, and what to call it in a report."""
+    if isinstance(item, Prompt):
+        return item.name, "prompt"
+    if isinstance(item, Resource):
+        return item.uri, "resource"
+    return item.uri_template, "resource template"
 
 
 def _check_item(item: Any, source: _Source) -> LoadProblem | None:

@@ -26,6 +26,7 @@ from toolplug.contract._metadata import Category, ToolMetadata, Trust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
 from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
+from toolplug.runtime._published import Publications, run_async, run_sync
 from toolplug.runtime._selection import Selection
 from toolplug.runtime._source import ToolSource
 from toolplug.runtime._talk import CHANNEL, talk_for
@@ -34,7 +35,15 @@ from toolplug.trust._logs import protect
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
+    from toolplug.contract._published import (
+        Prompt,
+        RenderedPrompt,
+        Resource,
+        ResourceContents,
+        ResourceTemplate,
+    )
     from toolplug.contract._talk import Channel, Talk
+    from toolplug.runtime._published import Ref
     from toolplug.state._spill import Entry, Page
     from toolplug.state._tasks import Task
     from toolplug.trust._conversation import Conversation
@@ -188,6 +197,8 @@ class Registry:
             grants=frozenset(grant) | config.grants,
             denials=frozenset(deny) | config.denials,
         )
+        self.published = Publications(loaded, self.checker, self.redactor, env)
+        """The plugins' prompts and resources (``runtime._published``)."""
         self._availability: dict[str, Availability] = {}
         self._approvals: dict[str, object] = {}
         self._labels: dict[str, Trust] = {}
@@ -675,6 +686,93 @@ class Registry:
             self.get(name).metadata.trust is not None
             or self.config.tool_settings(name).trust is not None
         )
+
+    # -- prompts and resources (docs/prompts-and-resources.md) ---------------------------
+
+    def prompts(self) -> list[Prompt]:
+        """The plugins' prompts that are offered (their capabilities present), by name."""
+        return self.published.prompts()
+
+    def resources(self) -> list[Resource]:
+        """The plugins' resources that are offered, by URI."""
+        return self.published.resources()
+
+    def resource_templates(self) -> list[ResourceTemplate]:
+        """The plugins' resource templates that are offered, by URI template."""
+        return self.published.templates()
+
+    def published_availability(self, item: Prompt | Resource | ResourceTemplate) -> Availability:
+        """Whether a registered prompt or resource is offered, and if not why not."""
+        return self.published.availability(item)
+
+    async def aget_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        context: Mapping[str, Any] | None = None,
+    ) -> RenderedPrompt:
+        """The prompt ``name`` rendered with ``arguments`` (its text redacted).
+
+        Raises:
+            PublishedError: no such prompt is offered, a required argument is missing, or an
+                argument is one it does not take (``kind``, ``prompt``, ``argument``).
+        """
+        prompt = self.published.prompt(name)
+        given = self.published.checked_arguments(prompt, arguments)
+        value = await run_async(prompt.render, given, self.published.context(name, context))
+        return self.published.rendered(prompt, value)
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        context: Mapping[str, Any] | None = None,
+    ) -> RenderedPrompt:
+        """``aget_prompt`` for code that is not async."""
+        prompt = self.published.prompt(name)
+        given = self.published.checked_arguments(prompt, arguments)
+        value = run_sync(prompt.render, given, self.published.context(name, context))
+        return self.published.rendered(prompt, value)
+
+    async def aread_resource(
+        self, uri: str, *, context: Mapping[str, Any] | None = None
+    ) -> ResourceContents:
+        """The contents of a plugin's resource: one of that URI, else a template it matches.
+
+        Raises:
+            PublishedError: nothing offered has that URI (``kind`` ``unknown_resource``).
+        """
+        read, args, mime = self.published.reader(uri)
+        value = await run_async(read, *args, self.published.context(uri, context))
+        return self.published.contents(uri, mime, value)
+
+    def read_resource(
+        self, uri: str, *, context: Mapping[str, Any] | None = None
+    ) -> ResourceContents:
+        """``aread_resource`` for code that is not async."""
+        read, args, mime = self.published.reader(uri)
+        value = run_sync(read, *args, self.published.context(uri, context))
+        return self.published.contents(uri, mime, value)
+
+    async def acomplete(
+        self, ref: Ref, name: str, argument: str, value: str = "",
+        arguments: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """Suggested values of ``argument`` of a prompt (``ref`` "prompt", ``name`` its name)
+        or a resource template (``ref`` "resource", ``name`` its URI template), given what
+        was typed so far (``value``) and the other arguments; [] when it suggests none."""
+        complete = self.published.completer(ref, name, argument)
+        if complete is None:
+            return []
+        found = await run_async(complete, argument, value, dict(arguments or {}))
+        return self.published.values(found, f"{ref} {name!r}")
+
+    def complete(
+        self, ref: Ref, name: str, argument: str, value: str = "",
+        arguments: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """``acomplete`` for code that is not async."""
+        complete = self.published.completer(ref, name, argument)
+        if complete is None:
+            return []
+        found = run_sync(complete, argument, value, dict(arguments or {}))
+        return self.published.values(found, f"{ref} {name!r}")
 
     def close(self) -> None:
         """Release the worker threads of sync tools called through ``acall``, then close

@@ -40,6 +40,7 @@ from toolplug.serve._approvals import (
 from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._content import content_blocks
 from toolplug.serve._prompts import prompt_handlers
+from toolplug.serve._published import published_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
 from toolplug.serve._task_extension import install_tasks
@@ -180,6 +181,7 @@ def build_server(  # noqa: C901 - one handler per MCP method, defined where they
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers(registry),
+        **published_handlers(registry),  # subscriptions, completions (serve/_published.py)
         **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
         **listen,
     )

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from toolplug.contract._parts import Part
     from toolplug.contract._tool import ToolResult
 
-__all__ = ["PARTS_URI", "content_blocks", "file_uri"]
+__all__ = ["PARTS_URI", "content_blocks", "file_uri", "part_block"]
 
 PARTS_URI: Final = "toolplug://parts/"
 """Where the URIs of files sent as embedded resources start (``file_uri``)."""
@@ -68,6 +68,11 @@ def content_blocks(result: ToolResult) -> list[Any]:
     blocks: list[Any] = [types.TextContent(type="text", text=text)] if text else []
     blocks.extend(_block(part) for part in result.parts)
     return blocks
+
+
+def part_block(part: Part) -> Any:
+    """One part as its MCP content block (the table above); a prompt's message too."""
+    return _block(part)
 
 
 def _encoded(data: bytes) -> str:

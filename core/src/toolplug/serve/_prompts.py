@@ -6,6 +6,9 @@ the same section ``instructions`` carry and every renderer writes
 take the server's own (``serve --toolset/--task/--max-tools``). A bad argument (a toolset
 that is not configured or not served, a ``max_tools`` that is not a positive integer, an
 argument the prompt does not take) is the client's error: JSON-RPC -32602 naming it.
+
+The plugins' prompts (``register_prompts``) are listed after it and answered by
+``serve/_published.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from mcp.shared.exceptions import MCPError
 
 from toolplug.contract._errors import UsageError
 from toolplug.render._prompt import optional_tools_section
+from toolplug.serve._published import get_prompt as plugin_prompt
+from toolplug.serve._published import listed_prompts
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -63,13 +68,15 @@ def prompt_handlers(
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[prompt.model_copy(deep=True)])
+        return types.ListPromptsResult(
+            prompts=[prompt.model_copy(deep=True), *listed_prompts(registry)]
+        )
 
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        if params.name != PROMPT:
-            _invalid(f"unknown prompt {params.name!r}; this server offers {PROMPT!r}")
+        if params.name != PROMPT:  # a plugin's, or unknown (-32602 naming it)
+            return await plugin_prompt(registry, ctx, params, own=PROMPT)
         options = _options(registry, params.arguments or {}, toolset, task, max_tools)
         section = optional_tools_section(registry, **options)
         return types.GetPromptResult(

@@ -10,6 +10,9 @@ that made the call (``owner_of``): its verified principal, else its ``Mcp-Sessio
 else (stdio) the process's one client. A client with none of these has nothing listed,
 and its spills are listed to nobody: it reads one by its URI alone, whose ID is 128 random
 bits.
+
+The plugins' resources and templates (``register_resources``) are listed beside them and
+read by ``serve/_published.py``: a URI outside ``toolplug://results/`` is theirs.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from toolplug.serve._auth import owner_of
+from toolplug.serve._published import listed_resources, listed_templates, read_published
 from toolplug.state._spill import mime_of
 
 __all__ = ["TEMPLATE", "handlers", "links"]
 
 TEMPLATE: Final = "toolplug://results/{id}{?offset,length}"
 _MIME = {"output": "text/plain", "data": "application/json"}
+_SPILLS: Final = "toolplug://results/"
 
 
 def links(result: ToolResult, tool: str) -> list[Any]:
@@ -63,7 +68,7 @@ def handlers(registry: Registry) -> dict[str, Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources: list[types.Resource] = []
+        resources: list[types.Resource] = listed_resources(registry)
         owner = owner_of(ctx)
         if owner is None:  # nobody to list for: what such clients keep is listed to none
             return types.ListResourcesResult(resources=resources)
@@ -91,12 +96,16 @@ def handlers(registry: Registry) -> dict[str, Any]:
             "a part that is a picture, a recording or a file: .../ID/parts/N).",
             mime_type=_MIME["output"],
         )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[template, *listed_templates(registry)]
+        )
 
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if not uri.startswith(_SPILLS):  # a plugin's, or not found (-32002)
+            return await read_published(registry, ctx, uri)
         query = parse_qs(urlsplit(uri).query)
         try:
             offset = int(query.get("offset", ["0"])[0])

@@ -36,6 +36,7 @@ from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
 from toolplug.runtime._discovery import normalize_distribution
 from toolplug.schema import restore_strict_arguments, strict_arguments
 from toolplug.sources._load import load
+from toolplug.testing._published import published_problems
 
 if TYPE_CHECKING:
     from pytest_httpserver import HTTPServer
@@ -655,15 +656,20 @@ def check_plugin(
     network: bool = False,
     env: Mapping[str, str] | None = None,
     exact_outputs: bool = False,
+    prompt_arguments: Mapping[str, Mapping[str, str]] | None = None,
+    template_uris: Mapping[str, str] | None = None,
 ) -> None:
     """Check an installed plugin distribution: it loads cleanly and its tools pass.
 
     The plugin is loaded alone, through its entry point, in ``env`` (empty by default) with
     ``config``; each tool is then checked as ``check_tool`` describes, with the capabilities
-    the plugin registers.
+    the plugin registers. Its prompts are rendered and its resources read
+    (``testing/_published.py``): ``prompt_arguments`` gives a prompt's example arguments
+    by name (else each is ``"example"``), ``template_uris`` a template's example URI.
 
     Raises:
-        ContractError: the plugin had load problems, registered no tool, or a tool failed.
+        ContractError: the plugin had load problems, registered nothing, or a tool, prompt
+            or resource failed.
     """
     registry = load(config or {}, env={**(env or {}), "TOOLPLUG_PLUGINS": distribution})
     wanted = normalize_distribution(distribution)
@@ -673,8 +679,12 @@ def check_plugin(
         for t in registry.tools.values()
         if t.distribution and normalize_distribution(t.distribution) == wanted
     ]
-    if not tools and not problems:  # a load problem already says why none was registered
-        problems.append(f"no tool was registered by {distribution}")
+    published, broken = published_problems(
+        registry, distribution, prompt_arguments=prompt_arguments, template_uris=template_uris
+    )
+    problems += broken
+    if not tools and not published and not problems:  # a load problem would say why
+        problems.append(f"no tool, prompt or resource was registered by {distribution}")
     categories = {c.name for c in registry.categories}
     capabilities = tuple(registry.capabilities.values())
     registry.close()
