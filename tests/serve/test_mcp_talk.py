@@ -42,7 +42,8 @@ import zlib
 from typing import Any
 
 from toolplug import (
-    ConfigField, Image, SamplingMessage, Tool, ToolContext, ToolMetadata, ToolResult, hookimpl,
+    Annotations, ConfigField, Image, SamplingMessage, Tool, ToolContext, ToolMetadata,
+    ToolResult, hookimpl,
 )
 
 NAME_FORM = {
@@ -133,9 +134,22 @@ class Summarise(Tool):
         return ToolResult.success(f"{done.text} [{done.model}, {done.stop_reason}]")
 
 
+class Publish(Tool):
+    metadata = ToolMetadata(
+        name="publish", description="Publish a greeting to the user, by their name.",
+        category="publish", parameters=NONE,
+        annotations=Annotations(destructive=True, open_world=True),
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        ran("publish")
+        name = await context.ask("What is your name?", NAME_FORM)
+        return ToolResult.success(f"published: hello {name.content.get('name')}")
+
+
 @hookimpl
 def register_tools(register: Any) -> None:
-    for tool in (Steps, AskName, AskTwice, Summarise):
+    for tool in (Steps, AskName, AskTwice, Summarise, Publish):
         register(tool)
 '''
 
@@ -341,6 +355,23 @@ def test_a_modern_client_answers_each_question_on_a_retry_and_the_tool_runs_agai
     assert [q.message for q in questions] == ["What is your name?", "Greet Ada?"]
     assert text_of(result) == "accept Ada, accept"
     assert runs(tmp_path) == ["ask_twice"] * 3  # from its start on each retry
+
+
+def test_an_approval_and_a_question_are_both_answered_on_a_modern_clients_retries(
+    tmp_path: Path,
+) -> None:
+    async def answer(params: Any) -> types.ElicitResult:
+        if params.message == "What is your name?":
+            return ADA
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    questions, result = asked(tmp_path, "http", answer, "publish", mode="2026-07-28")
+    approval, name = (q.message for q in questions)
+    assert approval.startswith("publish (Publish a greeting")
+    assert name == "What is your name?"
+    assert text_of(result) == "published: hello Ada"
+    # approved on the first retry, it ran and asked; the second carried both answers
+    assert runs(tmp_path) == ["publish", "publish"]
 
 
 # -- sampling ------------------------------------------------------------------------

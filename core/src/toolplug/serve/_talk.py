@@ -231,6 +231,7 @@ class McpChannel(Channel):
     async def ask(self, question: Question) -> Answer:
         message, schema = question.message, dict(question.schema)
         if self._modern:
+            self._rerun_allowed(question.tool)
             digest = _digest([question.tool, message, schema])
             answer = self._answered(ASK_KEY + digest, digest, types.ElicitResult)
             if answer is None:
@@ -258,6 +259,7 @@ class McpChannel(Channel):
         )
         asking = types.CreateMessageRequest(params=params)
         if self._modern:
+            self._rerun_allowed(request.tool)
             digest = _digest([request.tool, params.model_dump(mode="json", exclude_none=True)])
             found = self._answered(SAMPLE_KEY + digest, digest, types.CreateMessageResult)
             if found is None:
@@ -276,6 +278,16 @@ class McpChannel(Channel):
         if not texts:
             raise AskError("failed", "the client's model answered with no text")
         return Sampled("\n".join(texts), found.model, found.stop_reason)
+
+    def _rerun_allowed(self, tool: str) -> None:
+        """An input request runs the served call again from its start: not when the asking
+        tool was called by a program of another (``run_code``), which would run again whole."""
+        if tool != self._tool:
+            raise AskError(
+                "unavailable",
+                f"{tool} was called by a program of {self._tool}, and on this MCP client "
+                "(2026-07-28, input requests) asking would run the program again from its start",
+            )
 
     def _answered(self, key: str, digest: str, kind: type[Any]) -> Any:
         """The answer this retry carries to the question ``digest``, if it was asked."""
