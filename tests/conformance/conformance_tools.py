@@ -169,10 +169,118 @@ class Schema2020(Tool):
         return ToolResult.success(f"Hello, {arguments.get('name', 'nobody')}.")
 
 
+class Logging(Tool):
+    metadata = _metadata("test_tool_with_logging", "Log three lines as it works.")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        context.log("info", "Tool execution started")
+        await asyncio.sleep(0.05)
+        context.log("info", "Tool processing data")
+        await asyncio.sleep(0.05)
+        context.log("info", "Tool execution completed")
+        return ToolResult.success("Logged three lines.")
+
+
+def _prompted(name: str, field: str, description: str) -> ToolMetadata:
+    return ToolMetadata(
+        name=name, description=description, category="utility", annotations=READ,
+        parameters={
+            "type": "object", "properties": {field: {"type": "string"}}, "required": [field],
+        },
+    )
+
+
+class Sampling(Tool):
+    metadata = _prompted("test_sampling", "prompt", "Ask the client's model to answer a prompt.")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        sampled = await context.sample(arguments["prompt"], max_tokens=100)
+        return ToolResult.success(f"LLM response: {sampled.text}")
+
+
+async def _asked(context: ToolContext, message: str, form: dict[str, Any]) -> str:
+    answer = await context.ask(message, form)
+    return f"action={answer.action}, content={json.dumps(dict(answer.content))}"
+
+
+class Elicitation(Tool):
+    metadata = _prompted("test_elicitation", "message", "Ask the user their name and email.")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        form = {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        }
+        return ToolResult.success("User response: " + await _asked(
+            context, arguments["message"], form
+        ))
+
+
+class Defaults(Tool):
+    metadata = _metadata(
+        "test_elicitation_sep1034_defaults", "Ask a form whose every field has a default."
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        form = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {
+                    "type": "string", "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {"type": "boolean", "default": True},
+            },
+        }
+        answer = await _asked(context, "Check these details.", form)
+        return ToolResult.success(f"Elicitation completed: {answer}")
+
+
+class Enums(Tool):
+    metadata = _metadata("test_elicitation_sep1330_enums", "Ask a form of every kind of choice.")
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        def titled(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+            return [{"const": value, "title": title} for value, title in pairs]
+
+        form = {
+            "type": "object",
+            "properties": {
+                "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "oneOf": titled(
+                    ("value1", "First Option"), ("value2", "Second Option"),
+                    ("value3", "Third Option"),
+                )},
+                "legacyEnum": {
+                    "type": "string", "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                },
+                "titledMulti": {"type": "array", "items": {"anyOf": titled(
+                    ("value1", "First Choice"), ("value2", "Second Choice"),
+                    ("value3", "Third Choice"),
+                )}},
+            },
+        }
+        answer = await _asked(context, "Choose.", form)
+        return ToolResult.success(f"Elicitation completed: {answer}")
+
+
 @hookimpl
 def register_tools(register: Any) -> None:
     for tool in (
         SimpleText, ImageContent, AudioContent, Embedded, Mixed, Failing, Progress, Schema2020,
+        Logging, Sampling, Elicitation, Defaults, Enums,
     ):
         register(tool)
 

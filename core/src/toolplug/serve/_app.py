@@ -11,7 +11,6 @@ Imported by ``toolplug.serve._server`` once it knows the SDK is installed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -43,6 +42,7 @@ from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._published import published_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
+from toolplug.serve._talk import InputLater, install_talk
 from toolplug.serve._task_extension import install_tasks
 from toolplug.state._backend import Backend
 from toolplug.state._conversations import Conversations
@@ -70,7 +70,7 @@ __all__ = ["ERROR_META", "TRUST_ANNOTATIONS", "build_server", "error_text", "too
 log = logging.getLogger("toolplug")
 
 
-def build_server(  # noqa: C901 - one handler per MCP method, defined where they share state
+def build_server(
     registry: Registry, *, toolset: str | Toolset | None, max_tools: int | None,
     task: str | None, drain: Drain | None, auth: AuthSettings | None,
 ) -> Server[Any]:
@@ -134,11 +134,11 @@ def build_server(  # noqa: C901 - one handler per MCP method, defined where they
             elif name in registry.tools and name not in in_toolset:
                 result = _within_budget(_outside_toolset(name, toolset, served), params)
             else:
-                progress = _Progress.asked_by(ctx)
+                channel = talking.channel(ctx, params)  # progress, log, ask, sample
                 host: dict[str, Any] = {"transport": "mcp", "client": owner_of(ctx)}
-                if progress is not None:
-                    host["progress"] = progress
-                approver = AskClient(ctx, params)
+                if channel.reporter is not None:
+                    host["progress"] = channel.reporter
+                approver = AskClient(ctx, channel.params)
                 try:
                     async with conversations.of(host["client"], _session_key(ctx)):
                         arguments = params.arguments or {}
@@ -149,13 +149,13 @@ def build_server(  # noqa: C901 - one handler per MCP method, defined where they
                         )
                         result = await registry.acall(
                             name, arguments, context=host, approver=approver,
-                            approved=approved, passthrough=(InputRequired,),
+                            approved=approved, passthrough=(InputRequired, InputLater),
+                            channel=channel,
                         )
-                except InputRequired as asking:  # a modern client: ask, the retry answers
+                except (InputRequired, InputLater) as asking:  # a modern client: the retry answers
                     return asking.result()
                 finally:
-                    if progress is not None:
-                        await progress.sent()
+                    await channel.sent()
                 result = approver.unasked_result(result)
             return answer(served.get(name), result, name)
         except Exception as exc:  # never let one call take the server down
@@ -191,6 +191,7 @@ def build_server(  # noqa: C901 - one handler per MCP method, defined where they
     )
     # approvals asked of modern clients (serve/_approvals.py)
     install_request_state(server, registry.config.calls.store)
+    talking = install_talk(server)  # logging/setLevel, and each call's channel (serve/_talk.py)
     return server
 
 
@@ -394,59 +395,6 @@ def _announcing_list_changes(server: type[Server[Any]]) -> type[Server[Any]]:
 
 
 # -- answers ------------------------------------------------------------------------
-
-
-class _Progress:
-    """A tool's ``progress(done, total)`` as MCP progress notifications, sent in order.
-
-    Tools call it synchronously, from the loop or from a worker thread; each call queues
-    one notification behind the previous one, and the answer waits until all are sent.
-    """
-
-    def __init__(self, ctx: ServerRequestContext[Any], token: str | int) -> None:
-        self._ctx, self._token = ctx, token
-        self._loop = asyncio.get_running_loop()
-        self._last: asyncio.Task[None] | None = None
-
-    @classmethod
-    def asked_by(cls, ctx: ServerRequestContext[Any]) -> _Progress | None:
-        """A reporter when the client sent a progress token with its request, else None."""
-        meta: Mapping[str, Any] = ctx.meta or {}
-        token = meta.get("progress_token", meta.get("progressToken"))
-        return cls(ctx, token) if isinstance(token, str | int) else None
-
-    def __call__(self, done: float, total: float | None = None) -> None:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._queue(done, total)
-        else:
-            self._loop.call_soon_threadsafe(self._queue, done, total)
-
-    def _queue(self, done: float, total: float | None) -> None:
-        self._last = self._loop.create_task(self._send(self._last, done, total))
-
-    async def _send(
-        self, before: asyncio.Task[None] | None, done: float, total: float | None
-    ) -> None:
-        if before is not None:
-            await before
-        request = self._ctx.request_id  # sends it on this request's stream (HTTP)
-        related = None if request is None else str(request)
-        try:
-            await self._ctx.session.send_progress_notification(
-                self._token, done, total, related_request_id=related
-            )
-        except Exception as exc:  # a client gone away: the call's answer still matters
-            log.debug("progress notification not sent: %s", exc)
-
-    async def sent(self) -> None:
-        """Wait until every notification queued so far is on its way."""
-        await asyncio.sleep(0)  # let reports made from worker threads land first
-        if self._last is not None:
-            await self._last
 
 
 class _OutputCheck:
