@@ -59,10 +59,8 @@ def test_a_question_defers_the_call_and_the_answer_resumes_the_tool(
     assert asked["schema"]["required"] == ["name"]
     assert HEARD.answers == []
     kept = ModelMessagesTypeAdapter.validate_json(paused.all_messages_json())  # kept as JSON
-    resumed = run(
-        agent, message_history=kept,
-        deferred_tool_results=answers(requests, {call.tool_call_id: Answer("accept", {"name": "Ada"})}),
-    )
+    given = {call.tool_call_id: Answer("accept", {"name": "Ada"})}
+    resumed = run(agent, message_history=kept, deferred_tool_results=answers(requests, given))
     assert resumed.output == 'done: {"output":"hello Ada"}'
     assert HEARD.runs == ["greet", "greet"]  # run again from its start
     assert HEARD.answers == [Answer("accept", {"name": "Ada"})]

@@ -57,7 +57,7 @@ def test_a_tool_s_question_pauses_the_graph_and_the_resume_value_answers_it(
     assert interrupt.value["message"] == "What name shall I greet?"
     assert interrupt.value["schema"]["required"] == ["name"]
     assert HEARD.answers == []
-    resume = Command(resume={"action": "accept", "content": {"name": "Ada"}})
+    resume: Command[Any] = Command(resume={"action": "accept", "content": {"name": "Ada"}})
     if mode == "async":
         done = asyncio.run(agent.ainvoke(resume, CONFIG))
     else:
@@ -92,7 +92,7 @@ def test_progress_goes_to_the_custom_stream_and_outside_a_graph_nobody_is_asked(
         scripted(GREET, AIMessage("done")), ToolplugToolkit(talking).get_tools(),
         checkpointer=InMemorySaver(),
     )
-    custom = [c for c in agent.stream(USER, CONFIG, stream_mode="custom")]
+    custom = list(agent.stream(USER, CONFIG, stream_mode="custom"))
     assert {"type": "tool_progress", "tool_call_id": "call-g", "progress": 0.0,
             "total": 1.0, "message": "asking for a name"} in custom
     [greet] = [t for t in ToolplugToolkit(talking).get_tools() if t.name == "greet"]

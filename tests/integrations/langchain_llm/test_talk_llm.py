@@ -41,7 +41,8 @@ def test_a_question_pauses_the_chain_and_the_resumed_chain_answers_it(
     assert stop.value.question.message == "What name shall I greet?"
     assert stop.value.question.schema["required"] == ["name"]
     call = stop.value.tool_call
-    assert call is not None and call.tool_call_id is not None
+    assert call is not None
+    assert call.tool_call_id is not None
     answers[call.tool_call_id] = Answer("accept", {"name": "Ada"})
     [paused] = seen
     resumed = model.chain(messages=[*paused.prompt.messages, *paused.messages()], tools=[box])

@@ -62,11 +62,11 @@ if TYPE_CHECKING:
         Approval,
         ApprovalRequest,
         Conversation,
+        Part,
         Question,
+        Registry,
         Sampled,
         SamplingRequest,
-        Part,
-        Registry,
         ToolMetadata,
         ToolResult,
     )
@@ -75,8 +75,8 @@ if TYPE_CHECKING:
 # when a toolplug tool or the section is first used, not then.
 
 __all__ = [
-    "Toolplug",
     "ToolQuestion",
+    "Toolplug",
     "ToolplugCallError",
     "approve_calls",
     "pause_until_decided",

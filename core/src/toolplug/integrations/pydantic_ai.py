@@ -51,6 +51,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from toolplug import (
@@ -78,13 +79,11 @@ from toolplug.integrations._parts import binary, carried, text_of, web_link
 try:
     from pydantic_ai import (
         ApprovalRequired,
-        DeferredToolRequests,
-        DeferredToolResults,
-        SystemPromptPart,
-        TextPart,
         AudioUrl,
         BinaryContent,
         CallDeferred,
+        DeferredToolRequests,
+        DeferredToolResults,
         DocumentUrl,
         ImageUrl,
         InstructionPart,
@@ -92,6 +91,8 @@ try:
         ModelResponse,
         ModelRetry,
         RunContext,
+        SystemPromptPart,
+        TextPart,
         ToolFailed,
         ToolReturn,
         ToolReturnPart,
@@ -262,7 +263,7 @@ QUESTION: Final = "tool_question"
 
 
 def answers(
-    requests: DeferredToolRequests, given: dict[str, Answer | dict[str, Any]]
+    requests: DeferredToolRequests, given: Mapping[str, Answer | Mapping[str, Any]]
 ) -> DeferredToolResults:
     """The ``DeferredToolResults`` that answer the tools' questions among ``requests``.
 
@@ -315,7 +316,9 @@ class _RunChannel(Channel):
         self.answering = isinstance(given, list)
         """Whether this run of the call resumes a question (not an approval)."""
         self.approved = (
-            metadata.get("approved") is True if self.answering else ctx.tool_call_approved
+            metadata.get("approved") is True
+            if isinstance(metadata, dict) and self.answering
+            else ctx.tool_call_approved
         )
         """Whether the person approved this call (a question's approval is not one)."""
         self._asked = 0
