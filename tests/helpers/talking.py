@@ -1,5 +1,6 @@
 """Tools that talk back, for the integration tests: ``greet`` asks its user a name,
-``gist`` asks the host's model; both record what they saw in ``HEARD``."""
+``gist`` asks the host's model, ``twice`` asks two questions; the first two record what
+they saw in ``HEARD``."""
 
 from __future__ import annotations
 
@@ -66,11 +67,24 @@ class Gist(Tool):
         return ToolResult.success(f"gist: {done.text}")
 
 
+class Twice(Tool):
+    metadata = ToolMetadata(
+        name="twice", description="Asks two yes-or-no questions.", category="utility",
+        parameters=NO_ARGUMENTS,
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        first = await context.ask("First?", None)
+        second = await context.ask("Second?", None)
+        return ToolResult.success(f"{first.action} then {second.action}")
+
+
 class Talking:
     @hookimpl
     def register_tools(self, register: Any) -> None:
         register(Greet)
         register(Gist)
+        register(Twice)
 
 
 def load_talking() -> toolplug.Registry:

@@ -112,3 +112,22 @@ def test_a_tool_samples_the_agent_s_own_model(talking: toolplug.Registry) -> Non
     assert system.content == "One line."
     assert isinstance(user, UserPromptPart)
     assert user.content == ["Give the gist of: tides rise twice a day."]
+
+
+def test_a_tool_that_asks_twice_pauses_twice_and_gets_both_answers_in_order(
+    talking: toolplug.Registry,
+) -> None:
+    agent = agent_of(talking, ("twice", {}))
+    paused = run(agent, "ask twice")
+    [call] = paused.output.approvals
+    assert paused.output.metadata[call.tool_call_id]["message"] == "First?"
+    again = run(
+        agent, message_history=paused.all_messages(),
+        deferred_tool_results=answers(paused.output, {call.tool_call_id: Answer("accept")}),
+    )
+    assert again.output.metadata[call.tool_call_id]["message"] == "Second?"
+    done = run(
+        agent, message_history=again.all_messages(),
+        deferred_tool_results=answers(again.output, {call.tool_call_id: Answer("decline")}),
+    )
+    assert done.output == 'done: {"output":"accept then decline"}'

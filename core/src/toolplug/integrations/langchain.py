@@ -13,6 +13,12 @@ open ``registry.conversation(prompt)`` around the agent's run (LangChain hands c
 variables on to the threads its tools run in), and a call whose sink carries untrusted
 text the prompt did not hold is asked about, with the source call named.
 
+A tool's ``context.ask`` is a LangGraph ``interrupt()`` too (``{"type": "tool_question",
+...}``): resumed with ``Command(resume={"action": "accept", "content": {...}})``, the tool
+runs again from its start, as LangGraph nodes do, and its question returns that answer.
+Its progress goes to the run's ``custom`` stream; ``context.sample`` asks the chat model
+given as ``ToolplugToolkit(registry, model=...)``.
+
 A result's parts, in order after the text block: an ``image`` block (``base64`` and
 ``mime_type``) for a picture, a ``file`` block (with its ``filename``) for any other file,
 a ``text`` block for text; an http(s) resource link with a MIME type as a block's ``url``,
