@@ -84,3 +84,29 @@ def test_without_a_way_to_ask_the_call_says_what_to_give_and_the_model_samples(
     said = json.loads(gist["output"].removeprefix("gist: "))
     assert said["prompt"] == "Give the gist of: tides rise twice a day."
     assert said["system"] == "One line."
+
+
+def test_at_the_terminal_each_field_of_the_form_is_prompted_for() -> None:
+    from click.testing import CliRunner
+
+    from toolplug.integrations.llm import _ask_question_at_the_terminal
+
+    form = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Your name"},
+            "size": {"type": "string", "enum": ["small", "large"], "default": "small"},
+            "copies": {"type": "integer"},
+            "gift": {"type": "boolean", "default": False},
+        },
+        "required": ["name"],
+    }
+    question = Question("Who is it for?", form, "order")
+    with CliRunner().isolation(input="y\nAda\nlarge\n3\ny\n") as (_out, err, *_):
+        accepted = asyncio.run(_ask_question_at_the_terminal(question))
+        shown = err.getvalue().decode()
+    assert accepted == Answer("accept", {"name": "Ada", "size": "large", "copies": 3, "gift": True})
+    assert "order asks: Who is it for?" in shown
+    assert "Your name" in shown
+    with CliRunner().isolation(input="n\n"):
+        assert asyncio.run(_ask_question_at_the_terminal(question)) == Answer("decline")
