@@ -192,12 +192,17 @@ class _GraphChannel(Channel):
         task = _graph_task()
         self.can_ask = task is not None
         self.can_sample = model is not None
-        self.why_not = (
-            "the tool runs outside a LangGraph run, and only a graph can pause to ask "
-            "(run it in create_agent or a StateGraph with a checkpointer)"
-            if task is None else
-            "no chat model to sample: give ToolplugToolkit(registry, model=...) the model"
-        )
+        reasons = []
+        if task is None:
+            reasons.append(
+                "the tool runs outside a LangGraph run, and only a graph can pause to ask "
+                "(run it in create_agent or a StateGraph with a checkpointer)"
+            )
+        if model is None:
+            reasons.append(
+                "no chat model to sample: give ToolplugToolkit(registry, model=...) the model"
+            )
+        self.why_not = "; ".join(reasons) or self.why_not
         self._call_id, self._model = call_id, model
         runtime = task.get("__pregel_runtime") if task is not None else None
         self._writer: Callable[[Any], None] | None = getattr(runtime, "stream_writer", None)

@@ -159,8 +159,9 @@ class _ChainChannel(toolplug.Channel):
         self._box, self._call_id, self._asked = box, call_id, 0
         self.can_ask = box._asker is not None or box._answers is not None
         self.can_sample = box._model is not None
-        if self.can_ask and not self.can_sample:
-            self.why_not = "no llm model to sample: give toolbox(registry, model=...) one"
+        unsampled = "no llm model to sample: give toolbox(registry, model=...) one"
+        if not self.can_sample:
+            self.why_not = unsampled if self.can_ask else f"{self.why_not}; {unsampled}"
 
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         _tool_log.debug("progress %g of %s: %s", done, total, message)
