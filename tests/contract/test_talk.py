@@ -227,3 +227,28 @@ def test_a_bad_form_is_the_tools_error() -> None:
 
     reg = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("bad", Bad())])
     assert run(reg, "bad_form", channel=Hosting()).output == "caught invalid_question"
+
+
+class Paused(Exception):
+    """A framework's pause, as LangGraph's interrupt or pydantic-ai's ApprovalRequired is."""
+
+
+class Pausing(Hosting):
+    pauses = (Paused,)
+
+    async def ask(self, question: Question) -> Answer:
+        raise Paused(question.message)
+
+
+class Failing(Hosting):
+    async def ask(self, question: Question) -> Answer:
+        raise Paused("not declared a pause")
+
+
+def test_a_pause_the_channel_declares_reaches_the_host_and_others_fail_the_ask() -> None:
+    with pytest.raises(Paused, match="What is your name"):
+        run(registry(), "asking", channel=Pausing(), passthrough=(Paused,))
+    failed = run(registry(), "asking", channel=Failing())
+    assert failed.error is not None
+    assert failed.error.details["reason"] == "failed"
+    assert "Paused: not declared a pause" in failed.error.message

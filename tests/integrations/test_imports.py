@@ -51,8 +51,8 @@ def test_a_missing_framework_names_the_extra_to_install(
 def test_each_module_exports_exactly_its_public_names() -> None:
     from toolplug.integrations import openai_agents, pydantic_ai
 
-    assert pydantic_ai.__all__ == ["ToolplugToolset"]
-    assert openai_agents.__all__ == ["function_tools", "instructions"]
+    assert pydantic_ai.__all__ == ["ToolplugToolset", "answers"]
+    assert openai_agents.__all__ == ["channel_of", "function_tools", "instructions"]
     for module in (pydantic_ai, openai_agents):
         public = {
             n

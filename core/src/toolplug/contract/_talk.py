@@ -171,6 +171,9 @@ class Channel:
     """Whether ``sample`` can reach a model."""
     why_not: str = "this host offers no way to ask its user or its model"
     """Why ``ask`` or ``sample`` cannot, in words (for the error the tool receives)."""
+    pauses: tuple[type[BaseException], ...] = ()
+    """The exceptions this host's ``ask`` raises to pause its run (a framework's interrupt,
+    answered on resume): they reach the host as raised, not as an ``AskError``."""
 
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         """How far the call has got (dropped by this base)."""
@@ -423,7 +426,10 @@ class Talk:
             ) from None
         except AskError:
             raise
-        except Exception as exc:  # the host's channel failed: the tool decides what next
+        except Exception as exc:  # the host's channel failed (the tool decides what next),
+            # or paused its run (the host's to handle)
+            if isinstance(exc, self.channel.pauses):
+                raise
             raise AskError("failed", f"asking failed: {type(exc).__name__}: {exc}") from exc
 
 

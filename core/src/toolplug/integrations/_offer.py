@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import toolplug
 
 if TYPE_CHECKING:
-    from toolplug import Registry, ToolMetadata, ToolResult, Toolset
+    from toolplug import Channel, Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = [
     "Offer",
@@ -157,17 +157,19 @@ async def run(
     approved: bool,
     call_id: str | None,
     passthrough: tuple[type[BaseException], ...] = (),
+    channel: Channel | None = None,
 ) -> ToolResult:
     """One call through toolplug's engine; ``approved``: the framework's person said yes.
 
     ``call_id`` (the framework's id for the call) reaches the tool and the telemetry span;
     ``passthrough``: the framework's exceptions that pause its run, raised by a hook or the
     tool, leave the call unchanged. Cancelling the awaiting task cancels the tool
-    (``Registry.acall``).
+    (``Registry.acall``). ``channel``: the framework's end of the tool's talking back.
     """
     context = {"call_id": call_id} if call_id is not None else None
     return await registry.acall(
-        name, arguments, context=context, approved=approved, passthrough=passthrough
+        name, arguments, context=context, approved=approved, passthrough=passthrough,
+        channel=channel,
     )
 
 

@@ -13,6 +13,12 @@ open ``registry.conversation(prompt)`` around the agent's run (LangChain hands c
 variables on to the threads its tools run in), and a call whose sink carries untrusted
 text the prompt did not hold is asked about, with the source call named.
 
+A tool's ``context.ask`` is a LangGraph ``interrupt()`` too (``{"type": "tool_question",
+...}``): resumed with ``Command(resume={"action": "accept", "content": {...}})``, the tool
+runs again from its start, as LangGraph nodes do, and its question returns that answer.
+Its progress goes to the run's ``custom`` stream; ``context.sample`` asks the chat model
+given as ``ToolplugToolkit(registry, model=...)``.
+
 A result's parts, in order after the text block: an ``image`` block (``base64`` and
 ``mime_type``) for a picture, a ``file`` block (with its ``filename``) for any other file,
 a ``text`` block for text; an http(s) resource link with a MIME type as a block's ``url``,
@@ -40,7 +46,18 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     ) from exc
 from pydantic import ConfigDict, PrivateAttr
 
-from toolplug import Approval, ApprovalRequest, Registry, ToolResult
+from toolplug import (
+    Answer,
+    Approval,
+    ApprovalRequest,
+    AskError,
+    Channel,
+    Question,
+    Registry,
+    Sampled,
+    SamplingRequest,
+    ToolResult,
+)
 from toolplug.integrations._offer import (
     aapproval_reason,
     approval_reason,
@@ -57,13 +74,15 @@ from toolplug.integrations._parts import (
     without_parts,
 )
 
-_interrupt: Callable[[Any], Any] | None
+_interrupt: Callable[..., Any] | None
+_graph_config: Callable[[], Any] | None
 try:  # LangGraph pauses a run to ask; langchain-core alone runs without it
+    from langgraph.config import get_config as _graph_config
     from langgraph.errors import GraphBubbleUp
     from langgraph.types import interrupt as _interrupt
 except ImportError:  # no graph: nobody to pause, nothing to let through
     _GRAPH_BUBBLES: tuple[type[BaseException], ...] = ()
-    _interrupt = None
+    _interrupt = _graph_config = None
 else:
     _GRAPH_BUBBLES = (GraphBubbleUp,)
     """The exceptions LangGraph raises to pause or steer a run; toolplug lets them through."""
@@ -129,6 +148,110 @@ def _interrupt_approver(request: ApprovalRequest) -> Approval | None:
     return _decision(answer)
 
 
+_SCRATCHPAD: Final = "__pregel_scratchpad"
+"""The entry of a LangGraph task's configuration ``interrupt()`` needs: there, it can pause."""
+
+
+def _graph_task() -> Any:
+    """The configuration of the LangGraph task this call runs in, or None outside one."""
+    if _graph_config is None:
+        return None
+    try:
+        config = _graph_config()
+    except RuntimeError:  # no runnable context: a tool called by hand or by a plain chain
+        return None
+    configurable = config.get("configurable") or {}
+    return configurable if _SCRATCHPAD in configurable else None
+
+
+def _resumed_answer(value: Any) -> Answer:
+    """The value a question's interrupt was resumed with, as the user's ``Answer``."""
+    if isinstance(value, Answer):
+        return value
+    if isinstance(value, dict) and value.get("action") in ("accept", "decline", "cancel"):
+        content = value.get("content") or {}
+        if isinstance(content, dict):
+            return Answer(value["action"], content)
+    raise AskError(
+        "invalid_answer",
+        "resume a tool_question interrupt with Command(resume={'action': 'accept', "
+        "'content': {...}}), {'action': 'decline'} or {'action': 'cancel'}; "
+        f"got {value!r}",
+    )
+
+
+class _GraphChannel(Channel):
+    """A call's channel in LangChain: a question is a LangGraph ``interrupt()`` (the run
+    pauses; resumed, the tool runs again from its start and the question returns the
+    resume value); progress goes to the run's ``custom`` stream; sampling goes to the
+    toolkit's ``model`` when it was given one."""
+
+    pauses = _GRAPH_BUBBLES
+
+    def __init__(self, call_id: str | None, model: Any) -> None:
+        task = _graph_task()
+        self.can_ask = task is not None
+        self.can_sample = model is not None
+        reasons = []
+        if task is None:
+            reasons.append(
+                "the tool runs outside a LangGraph run, and only a graph can pause to ask "
+                "(run it in create_agent or a StateGraph with a checkpointer)"
+            )
+        if model is None:
+            reasons.append(
+                "no chat model to sample: give ToolplugToolkit(registry, model=...) the model"
+            )
+        self.why_not = "; ".join(reasons) or self.why_not
+        self._call_id, self._model = call_id, model
+        runtime = task.get("__pregel_runtime") if task is not None else None
+        self._writer: Callable[[Any], None] | None = getattr(runtime, "stream_writer", None)
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        if self._writer is not None:
+            self._writer({
+                "type": "tool_progress", "tool_call_id": self._call_id,
+                "progress": done, "total": total, "message": message,
+            })
+
+    async def ask(self, question: Question) -> Answer:
+        assert _interrupt is not None  # can_ask says a graph runs
+        value = {
+            "type": "tool_question", "tool_call_id": self._call_id, "name": question.tool,
+            "message": question.message, "schema": dict(question.schema),
+        }
+        form = {
+            "type": "object",
+            "properties": {
+                "action": {"enum": ["accept", "decline", "cancel"]},
+                "content": dict(question.schema),
+            },
+            "required": ["action"],
+        }
+        return _resumed_answer(_interrupt(value, response_schema=form))
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        if self._model is None:
+            return await super().sample(request)
+        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+        messages: list[BaseMessage] = []
+        if request.system is not None:
+            messages.append(SystemMessage(request.system))
+        for message in request.messages:
+            if not isinstance(message.content, str):
+                raise AskError(
+                    "invalid_question",
+                    "ToolplugToolkit samples text only; send a picture or recording "
+                    "through the agent itself",
+                )
+            kind = HumanMessage if message.role == "user" else AIMessage
+            messages.append(kind(message.content))
+        reply = await self._model.ainvoke(messages, stop=list(request.stop) or None)
+        name = getattr(self._model, "model_name", None) or getattr(self._model, "model", None)
+        return Sampled(reply.text, str(name or type(self._model).__name__))
+
+
 class _ToolplugTool(StructuredTool):
     """A ``StructuredTool`` that lets its function know the model's tool call id."""
 
@@ -166,6 +289,9 @@ class ToolplugToolkit(BaseToolkit):
     """With ``max_tools``: keep the tools most relevant to this task."""
     max_tools: int | None = None
     """Offer at most this many tools."""
+    model: Any = None
+    """The chat model a tool's ``context.sample`` asks (LangChain gives a tool no handle
+    on the agent's own model: pass the one the agent uses); None: a tool cannot sample."""
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
     _reviewed: collections.OrderedDict[str, None] = PrivateAttr(
@@ -182,10 +308,11 @@ class ToolplugToolkit(BaseToolkit):
         toolset: str | Toolset | None = None,
         task: str | None = None,
         max_tools: int | None = None,
+        model: Any = None,
     ) -> None:
         # The fields are this class's; mypy checks the keywords against BaseToolkit's.
         super().__init__(  # type: ignore[call-arg]
-            registry=registry, toolset=toolset, task=task, max_tools=max_tools
+            registry=registry, toolset=toolset, task=task, max_tools=max_tools, model=model
         )
         self._passthrough = _GRAPH_BUBBLES
         self._selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
@@ -273,6 +400,7 @@ class ToolplugToolkit(BaseToolkit):
             result = registry.call(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
+                channel=_GraphChannel(call_id, self.model),
             )
             return _answer(name, result)
 
@@ -285,6 +413,7 @@ class ToolplugToolkit(BaseToolkit):
             result = await registry.acall(
                 name, arguments, context=context, approver=_interrupt_approver,
                 approved=approved, passthrough=passthrough,
+                channel=_GraphChannel(call_id, self.model),
             )
             return _answer(name, result)
 

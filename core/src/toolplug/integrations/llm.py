@@ -11,6 +11,13 @@ asked in llm's own ways: a ``before_call`` made by ``approve_calls`` (its yes is
 again, its no cancels the call), or an approver that raises ``llm.PauseChain`` to pause the
 chain until the person answers (``pause_until_decided``).
 
+A tool's ``context.ask`` is answered in llm's ways too: at the terminal for a
+``Toolplug`` made by llm's command line, by the ``asker`` given to ``toolbox()``, or, with
+``toolbox(answers=...)``, by pausing the chain (``ToolQuestion``, an ``llm.PauseChain``)
+until the host puts the user's answer in that mapping and resumes: the tool then runs
+again from its start. ``context.sample`` asks the llm model given as ``toolbox(model=...)``.
+Progress and log lines go to Python logging (logger ``toolplug.tools``).
+
 A result's parts go with its text as an ``llm.ToolOutput``: a picture, recording or file
 (or an embedded resource's bytes) as an ``llm.Attachment`` of its bytes and MIME type, an
 http(s) resource link with a MIME type as an attachment of its URL; text, and any other
@@ -25,9 +32,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import parse_qsl
 
@@ -50,11 +58,15 @@ from toolplug.integrations._parts import binary, carried, text_of, web_link, wit
 
 if TYPE_CHECKING:
     from toolplug import (
+        Answer,
         Approval,
         ApprovalRequest,
         Conversation,
         Part,
+        Question,
         Registry,
+        Sampled,
+        SamplingRequest,
         ToolMetadata,
         ToolResult,
     )
@@ -63,6 +75,7 @@ if TYPE_CHECKING:
 # when a toolplug tool or the section is first used, not then.
 
 __all__ = [
+    "ToolQuestion",
     "Toolplug",
     "ToolplugCallError",
     "approve_calls",
@@ -76,6 +89,13 @@ __all__ = [
 Decision: TypeAlias = "Approval | bool"
 Ask: TypeAlias = Callable[["ApprovalRequest"], "Decision | Awaitable[Decision]"]
 """Asks a person about one call: an ``Approval`` or True/False, or an awaitable of one."""
+
+Asker: TypeAlias = Callable[["Question"], "Answer | Awaitable[Answer]"]
+"""Puts a tool's question to the user: their ``Answer``, or an awaitable of it."""
+Answers: TypeAlias = "Mapping[str, Answer | Sequence[Answer]]"
+"""The user's answers by llm's tool call id: one, or one per question the call asks."""
+
+_tool_log: Final = logging.getLogger("toolplug.tools")
 
 _RESULTS_KEPT: Final = 256
 """How many results a toolbox keeps for its host (``Toolplug.results``)."""
@@ -113,6 +133,102 @@ class ToolplugCallError(Exception):
 
 
 
+class ToolQuestion(llm.PauseChain):
+    """A tool asked its user something no answer in ``toolbox(answers=...)`` holds: the chain
+    pauses. ``question`` is what was asked (its message and form), ``tool_call`` (set by llm)
+    the call; put the ``Answer`` under its ``tool_call_id`` and resume the chain with its
+    messages: the tool runs again from its start, and its question returns the answer."""
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(f"{question.tool} asks: {question.message}")
+        self.question = question
+
+
+class _ChainChannel(toolplug.Channel):
+    """A call's channel in llm: asks the box's asker, else its answers (pausing the chain
+    for a missing one); samples the box's model."""
+
+    pauses = (llm.PauseChain,)
+    why_not = (
+        "nobody can be asked here: run llm at a terminal, or give "
+        "toolbox(registry, asker=...) a function that asks, or toolbox(registry, "
+        "answers={}) to pause the chain (ToolQuestion) until the answer is there"
+    )
+
+    def __init__(self, box: Toolplug, call_id: str | None) -> None:
+        self._box, self._call_id, self._asked = box, call_id, 0
+        self.can_ask = box._asker is not None or box._answers is not None
+        self.can_sample = box._model is not None
+        unsampled = "no llm model to sample: give toolbox(registry, model=...) one"
+        if not self.can_sample:
+            self.why_not = unsampled if self.can_ask else f"{self.why_not}; {unsampled}"
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        _tool_log.debug("progress %g of %s: %s", done, total, message)
+
+    async def ask(self, question: Question) -> Answer:
+        box = self._box
+        index, self._asked = self._asked, self._asked + 1
+        if box._asker is not None:
+            answer = box._asker(question)
+            return await answer if inspect.isawaitable(answer) else answer
+        given = (box._answers or {}).get(self._call_id or "")
+        listed = [given] if isinstance(given, toolplug.Answer) else list(given or ())
+        if index < len(listed):
+            return listed[index]
+        raise ToolQuestion(question)
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        model = self._box._model
+        if model is None:
+            return await super().sample(request)
+        texts = []
+        for message in request.messages:
+            if not isinstance(message.content, str):
+                raise toolplug.AskError("invalid_question", "llm's sampling takes text only")
+            texts.append(
+                message.content if len(request.messages) == 1
+                else f"{message.role}: {message.content}"
+            )
+        prompt = "\n\n".join(texts)
+        if isinstance(model, llm.AsyncModel):
+            response = model.prompt(prompt, system=request.system)
+            text = await response.text()
+        else:
+            text = await asyncio.to_thread(
+                lambda: model.prompt(prompt, system=request.system).text()
+            )
+        return toolplug.Sampled(text, model.model_id)
+
+
+def _ask_question_at_the_terminal(question: Question) -> Any:
+    """A tool's question at the terminal: each field prompted for (in a thread)."""
+
+    def prompt() -> Answer:
+        click.echo(click.style(f"{question.tool} asks: {question.message}", bold=True), err=True)
+        if not click.confirm("Answer it?", default=True, err=True):
+            return toolplug.Answer("decline")
+        content: dict[str, Any] = {}
+        for name, spec, required in question.fields():
+            label = str(spec.get("title") or name)
+            kind = spec.get("type")
+            if kind == "boolean":
+                content[name] = click.confirm(label, default=spec.get("default"), err=True)
+                continue
+            shown: Any = {"integer": int, "number": float}.get(str(kind), str)
+            if "enum" in spec:
+                shown = click.Choice([str(v) for v in spec["enum"]])
+            value = click.prompt(
+                label, default=spec.get("default", None if required else ""), type=shown,
+                err=True, show_default=True,
+            )
+            if value != "" or required:
+                content[name] = value
+        return toolplug.Answer("accept", content)
+
+    return asyncio.to_thread(prompt)
+
+
 class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_subclass__
     """toolplug's tools that are available here (toolplug.load(): toolplug.toml, the
     environment). Options: toolset (a configured toolset's name), task and max_tools (keep
@@ -135,6 +251,10 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         self._registry: Registry | None = None
         # Made by llm's command line (or by hand): a person at the terminal is asked.
         self._approver: Callable[[ApprovalRequest], Any] | None = _ask_at_the_terminal
+        terminal = sys.stdin.isatty() and sys.stderr.isatty()
+        self._asker: Asker | None = _ask_question_at_the_terminal if terminal else None
+        self._answers: Answers | None = None
+        self._model: llm.Model | llm.AsyncModel | None = None
         self._built: list[llm.Tool] | None = None
         self._approved: set[str] = set()
         self._lock = threading.Lock()
@@ -295,6 +415,7 @@ class _Call:
             "approver": box._approver,
             "approved": box._take_approval(call_id),
             "passthrough": _PAUSES,
+            "channel": _ChainChannel(box, call_id),
         }
 
     def _answer(self, call_id: str | None, result: ToolResult) -> str | llm.ToolOutput:
@@ -359,6 +480,9 @@ def toolbox(
     max_tools: int | None = None,
     approver: Callable[[ApprovalRequest], Any] | None = None,
     request: str | None = None,
+    asker: Asker | None = None,
+    answers: Answers | None = None,
+    model: llm.Model | llm.AsyncModel | None = None,
 ) -> Toolplug:
     """A ``Toolplug`` toolbox of this registry's tools, for ``model.chain(tools=[...])``.
 
@@ -372,10 +496,16 @@ def toolbox(
             (A ``Toolplug()`` made by llm's command line asks at the terminal instead.)
         request: The user's own words: the toolbox's calls run in one conversation carrying
             them (docs/security.md).
+        asker: Puts a tool's question (``context.ask``) to the user and returns the
+            ``Answer`` (it may be async).
+        answers: Without ``asker``: the answers by tool call id; a question without one
+            pauses the chain (``ToolQuestion``) until the host puts it there and resumes.
+        model: The llm model a tool's ``context.sample`` asks.
     """
     box = Toolplug(toolset=toolset, task=task, max_tools=max_tools, request=request)
     box._registry = registry
     box._approver = approver
+    box._asker, box._answers, box._model = asker, answers, model
     return box
 
 

@@ -31,6 +31,13 @@ How toolplug's concepts map to the SDK's::
                                               http(s) link), ToolOutputText (text, other
                                               links); the SDK has no audio type: a
                                               recording is its description, logged
+    a tool's context.ask, context.sample,     the Channel the host gives as the run's context
+    progress and log lines                    (Runner.run(agent, input, context=channel)), or
+                                              as its context's toolplug_channel attribute:
+                                              the SDK cannot pause a running tool, so the
+                                              host answers while the tool waits; without
+                                              one, ask and sample fail saying so, and log
+                                              lines go to Python logging
     cancelling the run                        cancels the tool (Registry.acall)
 
 Install with ``pip install "toolplug[openai-agents]"``.
@@ -43,7 +50,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from toolplug import Conversation, export_tool
+from toolplug import Channel, Conversation, export_tool
 from toolplug.integrations._offer import (
     aapproval_reason,
     guard_may_ask,
@@ -72,7 +79,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
 if TYPE_CHECKING:
     from toolplug import Part, Registry, ToolMetadata, ToolResult, Toolset
 
-__all__ = ["function_tools", "instructions"]
+__all__ = ["channel_of", "function_tools", "instructions"]
 
 ToolOutput = ToolOutputText | ToolOutputImage | ToolOutputFileContent
 """One item of a function tool's output, in the SDK's types."""
@@ -144,7 +151,10 @@ def _invoker(
         # needs_approval was turned off by the host still meets toolplug's own gate.
         approved = gated and context.is_tool_approved(name, call_id) is True
         with _conversation(registry, context):
-            result = await run(registry, name, arguments, approved=approved, call_id=call_id)
+            result = await run(
+                registry, name, arguments, approved=approved, call_id=call_id,
+                channel=channel_of(context),
+            )
         if result.error is not None:
             return result.for_model()
         text = json.dumps(success_body(result), ensure_ascii=False)
@@ -153,6 +163,27 @@ def _invoker(
         return [ToolOutputText(text=text), *_outputs(name, result)]
 
     return invoke
+
+
+class _Unasked(Channel):
+    why_not = (
+        "the Agents SDK cannot pause a running tool to ask; give the run a toolplug Channel "
+        "that asks: Runner.run(agent, input, context=channel), or a context whose "
+        "toolplug_channel attribute is one"
+    )
+
+
+_UNASKED: Final = _Unasked()
+
+
+def channel_of(context: RunContextWrapper[Any]) -> Channel:
+    """The host's ``Channel`` in a run's context: the context itself, or its
+    ``toolplug_channel`` attribute; else one that cannot ask, and says what to do."""
+    given = context.context
+    if isinstance(given, Channel):
+        return given
+    found = getattr(given, "toolplug_channel", None)
+    return found if isinstance(found, Channel) else _UNASKED
 
 
 def _outputs(name: str, result: ToolResult) -> list[ToolOutput]:

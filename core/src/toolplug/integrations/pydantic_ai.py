@@ -29,6 +29,16 @@ How toolplug's concepts map to pydantic-ai's::
                                               resource link with a MIME type), str (text,
                                               other links); pydantic-ai turns a file the
                                               model cannot read into a note itself
+    a tool's context.ask                      ApprovalRequired whose metadata is the question
+                                              ("type": "tool_question"): the run ends with
+                                              DeferredToolRequests; resumed with answers()
+                                              (the call approved, its metadata the answers),
+                                              the tool runs again from its start and its
+                                              questions return the answers, in order; a
+                                              ToolDenied refuses: the model reads why
+    a tool's context.sample                   the agent's own model (ctx.model), called
+                                              directly (pydantic_ai.direct.model_request)
+    a tool's progress and log lines           Python logging (logger toolplug.tools)
     a hook deferring a call                   ApprovalRequired or CallDeferred raised by a
                                               tool_call hook passes through toolplug as is
     cancelling the run                        cancels the tool (Registry.acall)
@@ -39,10 +49,22 @@ Install with ``pip install "toolplug[pydantic-ai]"``.
 from __future__ import annotations
 
 import copy
+import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from toolplug import Conversation, ToolResult, Trust
+from toolplug import (
+    Answer,
+    AskError,
+    Channel,
+    Conversation,
+    Question,
+    Sampled,
+    SamplingRequest,
+    ToolResult,
+    Trust,
+)
 from toolplug.integrations._offer import (
     aapproval_reason,
     describe_call,
@@ -60,6 +82,8 @@ try:
         AudioUrl,
         BinaryContent,
         CallDeferred,
+        DeferredToolRequests,
+        DeferredToolResults,
         DocumentUrl,
         ImageUrl,
         InstructionPart,
@@ -67,6 +91,8 @@ try:
         ModelResponse,
         ModelRetry,
         RunContext,
+        SystemPromptPart,
+        TextPart,
         ToolFailed,
         ToolReturn,
         ToolReturnPart,
@@ -83,7 +109,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
 if TYPE_CHECKING:
     from toolplug import Part, Registry, ToolMetadata, Toolset
 
-__all__ = ["ToolplugToolset"]
+__all__ = ["ToolplugToolset", "answers"]
 
 # toolplug validates every call against the tool's schema and names each bad field; the
 # framework only checks that the model sent an object.
@@ -91,6 +117,8 @@ _ANY_OBJECT = SchemaValidator(
     core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
 )
 
+
+_log: Final = logging.getLogger("toolplug.tools")
 
 _RUNS_KEPT: Final = 256
 """Conversations of runs a toolset remembers (the oldest are dropped)."""
@@ -183,7 +211,8 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
             ModelRetry: the call failed with an error a retry may fix.
             ToolFailed: the call failed otherwise; the model reads why.
         """
-        approved = ctx.tool_call_approved
+        channel = _RunChannel(ctx, name)
+        approved = channel.approved
         with self._conversation(ctx):
             if not approved:
                 reason = await aapproval_reason(self.registry, name, tool_args)
@@ -201,6 +230,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
                 approved=approved,
                 call_id=ctx.tool_call_id,
                 passthrough=_PAUSES,
+                channel=channel,
             )
         if result.error is None:
             return _return(name, result)
@@ -226,6 +256,131 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         while len(self._conversations) > _RUNS_KEPT:
             self._conversations.popitem(last=False)
         return conversation
+
+
+QUESTION: Final = "tool_question"
+"""The ``type`` of a deferred request's metadata when it is a tool's question."""
+
+
+def answers(
+    requests: DeferredToolRequests, given: Mapping[str, Answer | Mapping[str, Any]]
+) -> DeferredToolResults:
+    """The ``DeferredToolResults`` that answer the tools' questions among ``requests``.
+
+    ``given`` maps a call's ``tool_call_id`` to the user's ``Answer`` (or its dict,
+    ``{"action": "accept", "content": {...}}``). Each answered call is approved, and its
+    metadata carries its earlier answers and this one: resumed, the tool runs again from
+    its start, and its questions return them in order. Add approvals of your own to the
+    result (``results.approvals[...] = ...``) before resuming.
+
+    Raises:
+        ValueError: a call id is not one of the questions in ``requests``.
+    """
+    results = DeferredToolResults()
+    for call_id, answer in given.items():
+        asked = requests.metadata.get(call_id) or {}
+        if asked.get("type") != QUESTION:
+            raise ValueError(
+                f"{call_id!r} is not a tool's question among these requests: "
+                f"the questions are {sorted(_questions(requests))}"
+            )
+        shown = (
+            {"action": answer.action, "content": dict(answer.content)}
+            if isinstance(answer, Answer) else dict(answer)
+        )
+        results.approvals[call_id] = True
+        results.metadata[call_id] = {
+            "answers": [*asked.get("answers", []), shown], "approved": asked.get("approved"),
+        }
+    return results
+
+
+def _questions(requests: DeferredToolRequests) -> list[str]:
+    return [k for k, v in requests.metadata.items() if (v or {}).get("type") == QUESTION]
+
+
+class _RunChannel(Channel):
+    """A call's channel in a pydantic-ai run: a question defers the call
+    (``ApprovalRequired`` with the question), its answers come back in the approved call's
+    metadata; sampling asks the run's own model; log lines and progress go to logging."""
+
+    can_ask = True
+    can_sample = True
+    pauses = _PAUSES
+
+    def __init__(self, ctx: RunContext[Any], tool: str) -> None:
+        self._ctx, self._tool = ctx, tool
+        metadata = ctx.tool_call_metadata if ctx.tool_call_approved else None
+        given = metadata.get("answers") if isinstance(metadata, dict) else None
+        self._answers: list[Any] = list(given) if isinstance(given, list) else []
+        self.answering = isinstance(given, list)
+        """Whether this run of the call resumes a question (not an approval)."""
+        self.approved = (
+            metadata.get("approved") is True
+            if isinstance(metadata, dict) and self.answering
+            else ctx.tool_call_approved
+        )
+        """Whether the person approved this call (a question's approval is not one)."""
+        self._asked = 0
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        _log.debug("%s: %g of %s%s", self._tool, done, total, f": {message}" if message else "")
+
+    async def ask(self, question: Question) -> Answer:
+        index = self._asked
+        self._asked += 1
+        if index < len(self._answers):
+            return _answer(self._answers[index])
+        raise ApprovalRequired(
+            metadata={
+                "type": QUESTION, "name": question.tool, "message": question.message,
+                "schema": dict(question.schema), "answers": self._answers[:index],
+                "approved": self.approved,
+            }
+        )
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        from pydantic_ai.direct import model_request
+
+        parts: list[Any] = [] if request.system is None else [SystemPromptPart(request.system)]
+        history: list[ModelRequest | ModelResponse] = []
+        for message in request.messages:
+            content = message.content
+            if message.role == "assistant":
+                if not isinstance(content, str):
+                    raise AskError("invalid_question", "an assistant message is text only")
+                if parts:
+                    history.append(ModelRequest(parts=parts))
+                    parts = []
+                history.append(ModelResponse(parts=[TextPart(content)]))
+                continue
+            said = content if isinstance(content, str) else BinaryContent(
+                content.data, media_type=content.mime_type
+            )
+            parts.append(UserPromptPart([said]))
+        if parts:
+            history.append(ModelRequest(parts=parts))
+        settings: dict[str, Any] = {"max_tokens": request.max_tokens}
+        if request.temperature is not None:
+            settings["temperature"] = request.temperature
+        if request.stop:
+            settings["stop_sequences"] = list(request.stop)
+        reply = await model_request(self._ctx.model, history, model_settings=settings)  # type: ignore[arg-type]
+        return Sampled(
+            reply.text or "", reply.model_name or self._ctx.model.model_name, reply.finish_reason
+        )
+
+
+def _answer(given: Any) -> Answer:
+    if isinstance(given, dict) and given.get("action") in ("accept", "decline", "cancel"):
+        content = given.get("content") or {}
+        if isinstance(content, dict):
+            return Answer(given["action"], content)
+    raise AskError(
+        "invalid_answer",
+        "a tool question's answer is {'action': 'accept', 'content': {...}}, "
+        f"{{'action': 'decline'}} or {{'action': 'cancel'}} (see answers()); got {given!r}",
+    )
 
 
 def _return(name: str, result: ToolResult) -> ToolReturn:
