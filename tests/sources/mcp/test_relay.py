@@ -1,0 +1,281 @@
+"""A mounted server that talks back: its questions, sampling requests, progress and log
+lines reach the calling host's ``Channel``, and what the host answers reaches the server.
+
+The server is the SDK's own (``mcp.server.mcpserver``), in a child process over stdio and
+over streamable HTTP on 127.0.0.1; its tools ask through the 2026-07-28 way (an
+``InputRequiredResult`` the client answers and retries) and return what they were told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolplug
+from tests.helpers.mcp_servers import http_server, stdio_table
+from toolplug import Answer, Channel, Question, Sampled, SamplingRequest
+
+SERVER = r'''
+import argparse
+import json
+import warnings
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import (
+    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestFormParams,
+    InputRequiredResult, ModelHint, ModelPreferences, SamplingMessage, TextContent,
+)
+
+warnings.simplefilter("ignore")  # the SDK marks logging and sampling deprecated (SEP-2577)
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", type=int)
+options = parser.parse_args()
+app = MCPServer("talker")
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "seats": {"type": "integer", "minimum": 1, "default": 2},
+    },
+    "required": ["name"],
+}
+NESTED = {
+    "type": "object",
+    "properties": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
+
+
+def told(answer):
+    return json.dumps(answer.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+@app.tool()
+async def book(city: str, ctx: Context) -> str | InputRequiredResult:
+    """Books a table: asks who for, reporting and logging as it goes."""
+    if not ctx.input_responses:
+        await ctx.report_progress(1, 2, f"looking in {city}")
+        await ctx.log("info", {"city": city}, logger_name="booker")
+        form = ElicitRequestFormParams(message=f"A table in {city}: for whom?",
+                                       requested_schema=FORM)
+        return InputRequiredResult(input_requests={"who": ElicitRequest(params=form)})
+    return told(ctx.input_responses["who"])
+
+
+@app.tool()
+async def muse(topic: str, ctx: Context) -> str | InputRequiredResult:
+    """Asks the client's model for a line about a topic."""
+    if not ctx.input_responses:
+        ask = CreateMessageRequestParams(
+            messages=[SamplingMessage(
+                role="user", content=TextContent(type="text", text=f"a line on {topic}"))],
+            max_tokens=40, system_prompt="Be brief.", stop_sequences=["\n"],
+            model_preferences=ModelPreferences(hints=[ModelHint(name="small")]),
+        )
+        return InputRequiredResult(input_requests={"line": CreateMessageRequest(params=ask)})
+    return told(ctx.input_responses["line"])
+
+
+@app.tool()
+async def odd(ctx: Context) -> str | InputRequiredResult:
+    """Asks with a nested form, which MCP elicitation does not allow."""
+    if not ctx.input_responses:
+        form = ElicitRequestFormParams(message="Where?", requested_schema=NESTED)
+        return InputRequiredResult(input_requests={"where": ElicitRequest(params=form)})
+    return told(ctx.input_responses["where"])
+
+
+@app.tool()
+async def chatty(ctx: Context) -> str:
+    """Logs at every level it knows."""
+    for level in ("debug", "warning", "error"):
+        await ctx.log(level, f"a {level} line", logger_name="chatter")
+    return "done"
+
+
+@app.tool()
+async def caps(ctx: Context) -> str:
+    """What the client declared it can do."""
+    declared = ctx.client_capabilities
+    return json.dumps(declared.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+if options.http is None:
+    app.run()
+else:
+    import uvicorn
+
+    uvicorn.run(app.streamable_http_app(), host="127.0.0.1", port=options.http, log_level="warning")
+'''
+
+
+class Scripted(Channel):
+    """A host that answers from a script and records all it was told."""
+
+    can_ask = True
+    can_sample = True
+
+    def __init__(self, answer: Answer | None = None, completion: str = "roses are red") -> None:
+        self.answer = answer or Answer("accept", {"name": "Ann"})
+        self.completion = completion
+        self.questions: list[Question] = []
+        self.requests: list[SamplingRequest] = []
+        self.progressed: list[tuple[float, float | None, str | None]] = []
+        self.logged: list[tuple[str, str, Mapping[str, Any] | None]] = []
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        self.progressed.append((done, total, message))
+
+    def log(self, level: Any, message: str, data: Mapping[str, Any] | None) -> None:
+        self.logged.append((level, message, data))
+
+    async def ask(self, question: Question) -> Answer:
+        self.questions.append(question)
+        return self.answer
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        self.requests.append(request)
+        return Sampled(self.completion, model="test-model", stop_reason="endTurn")
+
+
+RUN = 'approval = "never"'  # these calls are about talking back, not about approvals
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "talker.py"
+    path.write_text(SERVER, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(params=["stdio", "http"])
+def table(request: pytest.FixtureRequest, script: Path) -> Iterator[Any]:
+    """A function of the extra settings giving the ``[mcp_servers.talker]`` table, over
+    stdio and over streamable HTTP."""
+    if request.param == "stdio":
+        yield lambda extra="": stdio_table("talker", script, extra=f"{RUN}\n{extra}")
+        return
+    with http_server(script) as url:
+        yield lambda extra="": f'[mcp_servers.talker]\nurl = "{url}"\n{RUN}\n{extra}\n'
+
+
+@pytest.fixture
+def load(tmp_path: Path) -> Iterator[Any]:
+    made: list[toolplug.Registry] = []
+
+    def loaded(tables: str) -> toolplug.Registry:
+        config = tmp_path / "toolplug.toml"
+        config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n' + tables, encoding="utf-8")
+        registry = toolplug.load(config)
+        made.append(registry)
+        return registry
+
+    yield loaded
+    for registry in made:
+        registry.close()
+
+
+def _told(result: toolplug.ToolResult) -> dict[str, Any]:
+    assert result.ok, result.error
+    return dict(json.loads(result.output))
+
+
+def test_a_question_reaches_the_host_and_its_answer_the_server(table: Any, load: Any) -> None:
+    registry = load(table())
+    channel = Scripted()
+    result = asyncio.run(registry.acall("talker_book", {"city": "Oslo"}, channel=channel))
+    told = _told(result)
+    assert told == {"action": "accept", "content": {"name": "Ann", "seats": 2}}  # default filled
+    [question] = channel.questions
+    assert question.message == "A table in Oslo: for whom?"
+    assert question.schema["required"] == ["name"]
+    assert question.tool == "talker_book"
+    assert (1.0, 2.0, "looking in Oslo") in channel.progressed
+    [(level, message, data)] = [entry for entry in channel.logged if "Oslo" in entry[1]]
+    assert level == "info"
+    assert message == 'booker: {"city": "Oslo"}'
+    assert data == {"server": "talker", "logger": "booker", "data": {"city": "Oslo"}}
+
+
+def test_a_declined_question_is_declined_to_the_server(table: Any, load: Any) -> None:
+    registry = load(table())
+    channel = Scripted(Answer("decline"))
+    told = _told(asyncio.run(registry.acall("talker_book", {"city": "Rome"}, channel=channel)))
+    assert told == {"action": "decline"}
+
+
+def test_a_host_that_cannot_ask_cancels_and_the_call_answers(
+    table: Any, load: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = load(table())
+    with caplog.at_level(logging.INFO, "toolplug.mount"):
+        told = _told(asyncio.run(registry.acall("talker_book", {"city": "Bern"})))
+    assert told["action"] == "cancel"
+    assert "cannot ask the user" in told["_meta"]["dev.toolplug/reason"]
+    assert "answered cancel" in caplog.text
+    assert "cannot ask the user" in caplog.text
+
+
+def test_a_form_mcp_does_not_allow_is_declined_with_the_reason(table: Any, load: Any) -> None:
+    registry = load(table())
+    channel = Scripted()
+    told = _told(asyncio.run(registry.acall("talker_odd", {}, channel=channel)))
+    assert told["action"] == "decline"
+    assert "field 'address'" in told["_meta"]["dev.toolplug/reason"]
+    assert channel.questions == []  # nobody was asked a form they could not fill
+
+
+def test_sampling_is_refused_by_default_naming_the_setting(table: Any, load: Any) -> None:
+    registry = load(table())
+    channel = Scripted()
+    result = asyncio.run(registry.acall("talker_muse", {"topic": "tea"}, channel=channel))
+    assert not result.ok
+    assert "sampling = true in [mcp_servers.talker]" in result.error.message
+    assert channel.requests == []
+
+
+def test_sampling_when_allowed_reaches_the_host_model_redacted(
+    table: Any, load: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = load(table("sampling = true"))
+    channel = Scripted(completion="a calm cup")
+    told = _told(asyncio.run(registry.acall("talker_muse", {"topic": "tea"}, channel=channel)))
+    assert told["content"] == {"type": "text", "text": "a calm cup"}
+    assert told["model"] == "test-model"
+    assert told["role"] == "assistant"
+    [request] = channel.requests
+    assert [(m.role, m.content) for m in request.messages] == [("user", "a line on tea")]
+    assert request.system == "Be brief."
+    assert request.max_tokens == 40
+    assert request.stop == ("\n",)
+    assert request.model_hints == ("small",)
+    assert request.tool == "talker_muse"
+
+
+def test_log_lines_outside_a_host_channel_go_to_the_python_logger(
+    table: Any, load: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = load(table())
+    channel = Scripted()
+    result = asyncio.run(registry.acall("talker_chatty", {}, channel=channel))
+    assert result.ok
+    levels = [(level, message) for level, message, _data in channel.logged]
+    assert ("debug", "chatter: a debug line") in levels
+    assert ("warning", "chatter: a warning line") in levels
+    assert ("error", "chatter: a error line") in levels
+
+
+@pytest.mark.parametrize("sampling", [False, True])
+def test_the_mount_declares_form_elicitation_and_sampling_only_when_allowed(
+    table: Any, load: Any, sampling: bool
+) -> None:
+    registry = load(table(f"sampling = {str(sampling).lower()}"))
+    declared = _told(registry.call("talker_caps", {}))
+    assert declared["elicitation"] == {"form": {}}  # no URL mode: the mount declines it
+    assert ("sampling" in declared) is sampling
