@@ -23,10 +23,12 @@ from toolplug import Answer, Channel, Question, Sampled, SamplingRequest
 
 SERVER = r'''
 import argparse
+import asyncio
 import json
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 from mcp_types import (
     CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestFormParams,
     InputRequiredResult, ModelHint, ModelPreferences, SamplingMessage, TextContent,
@@ -35,8 +37,19 @@ from mcp_types import (
 warnings.simplefilter("ignore")  # the SDK marks logging and sampling deprecated (SEP-2577)
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int)
+parser.add_argument("--legacy", action="store_true")
 options = parser.parse_args()
 app = MCPServer("talker")
+
+if options.legacy:  # a handshake-era server: it asks by requests of its own, mid-call
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import RequestParams
+
+    async def discover(ctx, params):
+        raise MCPError(code=-32601, message="Method not found")
+
+    app._lowlevel_server.add_request_handler("server/discover", RequestParams, discover)
+
 
 FORM = {
     "type": "object",
@@ -99,6 +112,22 @@ async def chatty(ctx: Context) -> str:
     return "done"
 
 
+class Party(BaseModel):
+    name: str
+    seats: int = 2
+
+
+@app.tool()
+async def greet(wait: float, ctx: Context) -> str:
+    """Asks a name the older way (a request of its own during the call)."""
+    await ctx.report_progress(1, 2, "greeting")
+    await ctx.log("notice", "about to ask", logger_name="greeter")
+    await asyncio.sleep(wait)
+    asked = await ctx.elicit("Whom do I greet?", Party)
+    data = asked.data.model_dump() if asked.action == "accept" else None
+    return json.dumps({"action": asked.action, "data": data, "protocol": ctx.protocol_version})
+
+
 @app.tool()
 async def caps(ctx: Context) -> str:
     """What the client declared it can do."""
@@ -106,7 +135,19 @@ async def caps(ctx: Context) -> str:
     return json.dumps(declared.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-if options.http is None:
+async def handshake_only():
+    from mcp.server.runner import serve_loop
+    from mcp.server.stdio import stdio_server
+
+    low = app._lowlevel_server
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        await serve_loop(low, read, write, lifespan_state=state,
+                         init_options=low.create_initialization_options())
+
+
+if options.http is None and options.legacy:
+    asyncio.run(handshake_only())
+elif options.http is None:
     app.run()
 else:
     import uvicorn
@@ -279,3 +320,80 @@ def test_the_mount_declares_form_elicitation_and_sampling_only_when_allowed(
     declared = _told(registry.call("talker_caps", {}))
     assert declared["elicitation"] == {"form": {}}  # no URL mode: the mount declines it
     assert ("sampling" in declared) is sampling
+
+
+@pytest.fixture(params=["stdio", "http"])
+def legacy(request: pytest.FixtureRequest, script: Path) -> Iterator[str]:
+    """The ``[mcp_servers.talker]`` table of the server speaking the handshake era."""
+    if request.param == "stdio":
+        yield stdio_table("talker", script, "--legacy", extra=RUN)
+        return
+    with http_server(script, "--legacy") as url:
+        yield f'[mcp_servers.talker]\nurl = "{url}"\n{RUN}\n'
+
+
+def _two_hosts(registry: toolplug.Registry) -> tuple[Scripted, Scripted, list[dict[str, Any]]]:
+    """Two calls at once from two hosts (channels), the first accepting, the second
+    declining: what each host was asked and what each call's server heard."""
+    first, second = Scripted(Answer("accept", {"name": "A"})), Scripted(Answer("decline"))
+
+    async def both() -> list[toolplug.ToolResult]:
+        return list(await asyncio.gather(
+            registry.acall("talker_greet", {"wait": 0.5}, channel=first),
+            registry.acall("talker_greet", {"wait": 0.5}, channel=second),
+        ))
+
+    return first, second, [_told(result) for result in asyncio.run(both())]
+
+
+def test_an_older_servers_own_requests_reach_the_call_in_flight(legacy: str, load: Any) -> None:
+    registry = load(legacy)
+    channel = Scripted(Answer("accept", {"name": "Bo"}))
+    told = _told(asyncio.run(registry.acall("talker_greet", {"wait": 0}, channel=channel)))
+    assert told == {
+        "action": "accept", "data": {"name": "Bo", "seats": 2}, "protocol": "2025-11-25"
+    }
+    [question] = channel.questions
+    assert question.message == "Whom do I greet?"
+    assert (1.0, 2.0, "greeting") in channel.progressed
+    assert ("notice", "greeter: about to ask") in [(lv, m) for lv, m, _d in channel.logged]
+
+
+def test_over_stdio_calls_from_two_hosts_at_once_ask_neither_for_the_other(
+    script: Path, load: Any
+) -> None:
+    # a request of its own over stdio names no call: with two hosts' calls in flight,
+    # nobody is asked on another's behalf
+    registry = load(stdio_table("talker", script, "--legacy", extra=RUN))
+    first, second, answers = _two_hosts(registry)
+    assert [a["action"] for a in answers] == ["cancel", "cancel"]
+    assert first.questions == second.questions == []
+
+
+def test_over_http_each_request_reaches_the_host_of_its_own_call(
+    script: Path, load: Any
+) -> None:
+    # over streamable HTTP a server's request comes on its call's own response stream
+    with http_server(script, "--legacy") as url:
+        registry = load(f'[mcp_servers.talker]\nurl = "{url}"\n{RUN}\n')
+        first, second, answers = _two_hosts(registry)
+    assert [a["action"] for a in answers] == ["accept", "decline"]
+    assert answers[0]["data"] == {"name": "A", "seats": 2}
+    assert len(first.questions) == len(second.questions) == 1
+    assert [m for _l, m, _d in first.logged] == ["greeter: about to ask"]
+    assert [m for _l, m, _d in second.logged] == ["greeter: about to ask"]
+
+
+def test_calls_from_one_host_at_once_are_each_answered(legacy: str, load: Any) -> None:
+    registry = load(legacy)
+    channel = Scripted(Answer("accept", {"name": "Cy"}))
+
+    async def both() -> list[toolplug.ToolResult]:
+        return list(await asyncio.gather(
+            registry.acall("talker_greet", {"wait": 0.3}, channel=channel),
+            registry.acall("talker_greet", {"wait": 0.3}, channel=channel),
+        ))
+
+    answers = [_told(result) for result in asyncio.run(both())]
+    assert [a["data"] for a in answers] == [{"name": "Cy", "seats": 2}] * 2
+    assert len(channel.questions) == 2

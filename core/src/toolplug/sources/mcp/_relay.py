@@ -6,15 +6,18 @@ A server may ask its user (``elicitation/create``), ask the client's model
 ``sampling = true``), ``report_progress`` and ``log``. The client declares form
 elicitation, and sampling only where allowed: nothing it would refuse.
 
-Which call a request belongs to: on a 2026-07-28 session the server's questions come back
-embedded in the call's own result (``InputRequiredResult``) and the SDK answers them in
-the call's task, so the call is known exactly (a context variable). On an older session
-they arrive as requests of their own, and log lines always do; then they belong to the
-call in flight on that connection when there is one, or, with several, to the newest
-when they all came from the same host (one ``Channel``). Calls from different hosts in
-flight at once cannot be told apart: a question is then cancelled (nobody is asked on
-another's behalf) and a log line goes to the ``toolplug.mount`` logger, as do log lines
-outside any call.
+Which call a request belongs to: the SDK's client callbacks are per session, not per
+call, so the mount marks each call's task (a context variable) and a request handled in
+that task's context is the call's own. That is exact on a 2026-07-28 session, where the
+server's questions come back embedded in the call's result (``InputRequiredResult``) and
+the SDK answers them in the call's task, and on streamable HTTP, where a server's
+requests and log lines during a call come on that call's own response stream (the SDK
+reads it in the call's context). Over stdio, an older server's requests and every
+server's log lines arrive on the one shared pipe naming no call; then they go to the call
+in flight on that connection, or with several, to the newest when they all came from one
+host (one ``Channel``). Calls of different hosts in flight at once over stdio cannot be
+told apart: a question is then cancelled (nobody is asked on another's behalf) and a log
+line goes to the ``toolplug.mount`` logger, as do log lines outside any call.
 """
 
 from __future__ import annotations
