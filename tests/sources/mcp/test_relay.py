@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 from mcp_types import (
     CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestFormParams,
+    ElicitRequestURLParams,
     InputRequiredResult, ModelHint, ModelPreferences, SamplingMessage, TextContent,
 )
 
@@ -102,6 +104,17 @@ async def odd(ctx: Context) -> str | InputRequiredResult:
         form = ElicitRequestFormParams(message="Where?", requested_schema=NESTED)
         return InputRequiredResult(input_requests={"where": ElicitRequest(params=form)})
     return told(ctx.input_responses["where"])
+
+
+@app.tool()
+async def visit(ctx: Context) -> str | InputRequiredResult:
+    """Asks the user to visit a page (URL-mode elicitation)."""
+    if not ctx.input_responses:
+        page = ElicitRequestURLParams(
+            message="Sign in", url="https://127.0.0.1/sign-in", elicitation_id="e1"
+        )
+        return InputRequiredResult(input_requests={"page": ElicitRequest(params=page)})
+    return told(ctx.input_responses["page"])
 
 
 @app.tool()
@@ -397,3 +410,80 @@ def test_calls_from_one_host_at_once_are_each_answered(legacy: str, load: Any) -
     answers = [_told(result) for result in asyncio.run(both())]
     assert [a["data"] for a in answers] == [{"name": "Cy", "seats": 2}] * 2
     assert len(channel.questions) == 2
+
+
+class Silent(Scripted):
+    """A host whose user never answers."""
+
+    async def ask(self, question: Question) -> Answer:
+        self.questions.append(question)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def test_a_url_mode_question_is_declined_with_the_reason(table: Any, load: Any) -> None:
+    registry = load(table())
+    channel = Scripted()
+    told = _told(asyncio.run(registry.acall("talker_visit", {}, channel=channel)))
+    assert told["action"] == "decline"
+    assert "URL-mode" in told["_meta"]["dev.toolplug/reason"]
+    assert channel.questions == []
+
+
+def test_nobody_answering_in_time_is_cancel_and_the_call_answers(table: Any, load: Any) -> None:
+    registry = load("[calls]\nask_timeout_seconds = 0.5\n" + table())
+    channel = Silent()
+    told = _told(asyncio.run(registry.acall("talker_book", {"city": "Lima"}, channel=channel)))
+    assert told["action"] == "cancel"
+    assert "ask_timeout_seconds" in told["_meta"]["dev.toolplug/reason"]
+    assert len(channel.questions) == 1
+
+
+def test_sampling_allowed_with_no_model_to_ask_is_refused_to_the_server(
+    table: Any, load: Any
+) -> None:
+    registry = load(table("sampling = true"))
+    result = asyncio.run(registry.acall("talker_muse", {"topic": "tea"}))
+    assert not result.ok
+    assert "cannot ask the host's model" in result.error.message
+
+
+def test_the_answer_is_the_users_words_and_the_completion_the_models(
+    table: Any, load: Any
+) -> None:
+    registry = load(table("sampling = true"))
+    with registry.conversation("book a table") as conversation:
+        asyncio.run(registry.acall(
+            "talker_book", {"city": "Oslo"}, channel=Scripted(Answer("accept", {"name": "Zed"}))
+        ))
+        asyncio.run(registry.acall("talker_muse", {"topic": "tea"}, channel=Scripted()))
+    assert "zed" in conversation.request.lower()  # the user's answer: trusted
+    sampled = [s for s in conversation.sources if s.tool == "talker_muse (sampled)"]
+    assert [s.trust.output for s in sampled] == ["untrusted"]
+
+
+def test_what_goes_to_the_host_is_redacted(script: Path, tmp_path: Path) -> None:
+    # the server's configured secret ({ env = }) is kept out of what the host is shown
+    secret = "tok-9f8e7d6c5b4a3210"
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\n'
+        + stdio_table(
+            "talker", script, extra=f'{RUN}\nsampling = true\nenv = {{ TOKEN = {{ env = "TT" }} }}'
+        ),
+        encoding="utf-8",
+    )
+    registry = toolplug.load(config, env={**os.environ, "TT": secret})
+    try:
+        asking, sampling = Scripted(), Scripted()
+        asyncio.run(registry.acall("talker_book", {"city": secret}, channel=asking))
+        asyncio.run(registry.acall("talker_muse", {"topic": secret}, channel=sampling))
+    finally:
+        registry.close()
+    [question] = asking.questions
+    assert secret not in question.message
+    assert "***" in question.message
+    [request] = sampling.requests
+    assert [m.content for m in request.messages] == ["a line on ***"]
+    assert not any(secret in message or secret in repr(data) for _l, message, data in asking.logged)
+    assert not any(secret in (message or "") for _d, _t, message in asking.progressed)
