@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,22 @@ async def greet(wait: float, ctx: Context) -> str:
     asked = await ctx.elicit("Whom do I greet?", Party)
     data = asked.data.model_dump() if asked.action == "accept" else None
     return json.dumps({"action": asked.action, "data": data, "protocol": ctx.protocol_version})
+
+
+@app.tool()
+async def later(ctx: Context) -> str:
+    """Answers at once, and logs a line once the call is over."""
+    session = ctx.session
+
+    async def after() -> None:
+        await asyncio.sleep(0.3)
+        await session.send_log_message(level="warning", data="after the call", logger="late")
+
+    keep.append(asyncio.get_running_loop().create_task(after()))
+    return "soon"
+
+
+keep = []
 
 
 @app.tool()
@@ -312,7 +329,7 @@ def test_sampling_when_allowed_reaches_the_host_model_redacted(
     assert request.tool == "talker_muse"
 
 
-def test_log_lines_outside_a_host_channel_go_to_the_python_logger(
+def test_log_lines_keep_the_servers_level_and_logger(
     table: Any, load: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = load(table())
@@ -487,3 +504,21 @@ def test_what_goes_to_the_host_is_redacted(script: Path, tmp_path: Path) -> None
     assert [m.content for m in request.messages] == ["a line on ***"]
     assert not any(secret in message or secret in repr(data) for _l, message, data in asking.logged)
     assert not any(secret in (message or "") for _d, _t, message in asking.progressed)
+
+
+def test_a_log_line_outside_any_call_goes_to_the_mount_logger(
+    script: Path, load: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = load(stdio_table("talker", script, "--legacy", extra=RUN))
+    channel = Scripted()
+    with caplog.at_level(logging.DEBUG, "toolplug.mount"):
+        assert asyncio.run(registry.acall("talker_later", {}, channel=channel)).ok
+        for _ in range(100):
+            if "after the call" in caplog.text:
+                break
+            time.sleep(0.05)
+    [record] = [r for r in caplog.records if "after the call" in r.getMessage()]
+    assert record.name == "toolplug.mount"
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "MCP server talker: late: after the call"
+    assert not any("after the call" in message for _l, message, _d in channel.logged)
