@@ -1,5 +1,7 @@
 """The part of mounting that speaks MCP: it opens a server's session, listens for changes
-to its tools, and calls them, through the MCP SDK (imported here, at the top).
+to its tools, and calls them, through the MCP SDK (imported here, at the top). What a
+server sends back during a call (questions, sampling, progress, log lines) is relayed to
+the call's host by ``_relay``.
 
 ``toolplug.sources.mcp._host.session()`` imports this module once, when a server is first
 started or called, so reading mounted tools from their cached lists never loads the SDK.
