@@ -1,4 +1,5 @@
-"""The official MCP conformance suite's server scenarios, against a real ``toolplug serve``.
+"""The official MCP conformance suite's server scenarios, against a real ``toolplug serve``,
+and its client scenarios, against toolplug's mount (``mount_client.py``).
 
 The harness (npm ``@modelcontextprotocol/conformance``, pinned in package.json; ``npm
 install --no-package-lock`` here, as .ci/run does) runs its active server scenarios
@@ -15,8 +16,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,10 @@ MUST_PASS = (
     "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
     "tools-call-mixed-content",
 )
+# the client scenarios toolplug's mount must pass (the harness's client mode runs
+# mount_client.py with the URL of the scenario's server)
+CLIENT_SCENARIOS = ("elicitation-sep1034-client-defaults",)
+_CLIENT_DIR = re.compile(r"^(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 _RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 
 
@@ -101,3 +108,27 @@ def test_the_server_scenarios_meet_the_baseline(tmp_path: Path) -> None:
     assert not unknown, f"expected-failures.yml names scenarios the harness did not run: {unknown}"
     for name in MUST_PASS:
         assert outcomes.get(name) == [], name
+
+
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
+def test_the_mount_passes_the_client_scenarios(tmp_path: Path, scenario: str) -> None:
+    results = tmp_path / "results"
+    client = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'mount_client.py'))}"
+    run = subprocess.run(
+        ["node", str(HARNESS), "client", "--command", client, "--scenario", scenario,
+         "-o", str(results)],
+        env={**os.environ, "NODE_OPTIONS": f"--import={PRELOAD.as_uri()}"},
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+    )
+    [folder] = [f for f in results.iterdir() if _CLIENT_DIR.match(f.name)]
+    checks = json.loads((folder / "checks.json").read_text(encoding="utf-8"))
+    passed = [c["id"] for c in checks if c["status"] == "SUCCESS"]
+    failed = [
+        f"{c['status']} {c['id']}: {c.get('errorMessage') or c.get('description')}"
+        for c in checks if c["status"] in ("FAILURE", "WARNING")
+    ]
+    said = (folder / "stdout.txt").read_text(encoding="utf-8") + (
+        folder / "stderr.txt"
+    ).read_text(encoding="utf-8")
+    assert not failed, "\n".join(failed) + f"\nthe client said:\n{said}\n{run.stdout[-2000:]}"
+    assert passed, f"the scenario checked nothing:\n{said}"

@@ -93,6 +93,11 @@ class ServerSettings(StrictTable):
         "lower approvals and its results' trust annotations raise trust",
     )
     accept_findings: list[RuleId] = Field(default_factory=list, description=RULES_TEXT)
+    sampling: bool = Field(
+        default=False,
+        description="a boolean: true lets the server ask the host's model for completions "
+        "(sampling) during a call of its tools",
+    )
     list_ttl_seconds: float = Field(
         default=3600.0, ge=0, description="a number of seconds a tool list is trusted"
     )

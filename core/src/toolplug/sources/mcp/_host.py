@@ -27,6 +27,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import shlex
 import shutil
@@ -43,9 +44,11 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from toolplug.config._servers import ServerSettings
+    from toolplug.contract._tool import ToolContext
 
 __all__ = [
-    "Connection", "Resolved", "ServerDown", "close_all", "run", "run_blocking", "session", "tail",
+    "Connection", "InFlight", "Resolved", "ServerDown", "close_all", "run", "run_blocking",
+    "session", "tail",
 ]
 
 log = logging.getLogger("toolplug.mount")
@@ -140,6 +143,57 @@ def session() -> Any:
     return _session
 
 
+@dataclass(eq=False)
+class InFlight:
+    """One call of a mounted tool in flight: what a server's request during it talks to.
+
+    The call's ``ToolContext`` answers on the caller's loop (``loop``), in the caller's
+    context variables (``variables``: the conversation the flow guard tracks), so a
+    question the server asks reaches the caller's host as the tool's own would.
+    """
+
+    context: ToolContext
+    loop: asyncio.AbstractEventLoop
+    variables: contextvars.Context
+
+    @classmethod
+    def here(cls, context: ToolContext) -> InFlight:
+        """The call of ``context`` running in the current task."""
+        return cls(context, asyncio.get_running_loop(), contextvars.copy_context())
+
+    async def on_caller(self, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Await ``work()`` on the caller's loop and in its context, from any loop."""
+        if asyncio.get_running_loop() is self.loop:
+            return await self.loop.create_task(work(), context=self.variables)
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        started: list[asyncio.Task[T]] = []
+
+        def start() -> None:
+            if done.cancelled():
+                return
+            task = self.loop.create_task(work(), context=self.variables)
+            started.append(task)
+
+            def settle(task: asyncio.Task[T]) -> None:
+                if done.cancelled():
+                    return
+                if task.cancelled():
+                    done.cancel()
+                elif task.exception() is not None:
+                    done.set_exception(task.exception())
+                else:
+                    done.set_result(task.result())
+
+            task.add_done_callback(settle)
+
+        self.loop.call_soon_threadsafe(start)
+        try:
+            return await asyncio.wrap_future(done)
+        except asyncio.CancelledError:
+            self.loop.call_soon_threadsafe(lambda: [t.cancel() for t in started])
+            raise
+
+
 @dataclass
 class Resolved:
     """A server's settings with its ``{ env = ... }`` and ``{ file = ... }`` values read."""
@@ -178,6 +232,8 @@ class Connection:
         self._retry_at = 0.0
         self._last_problem: str | None = None
         self._on_tools_changed = on_tools_changed
+        self.calls: list[InFlight] = []
+        """The calls in flight on this connection, oldest first (``_session`` keeps it)."""
         _connections.append(self)
 
     # -- on the sessions' loop ---------------------------------------------------------

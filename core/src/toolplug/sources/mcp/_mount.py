@@ -117,7 +117,7 @@ class MountedServer(_gathered.Origin):
         refused = self._refused(remote, context.tool)
         if refused is not None:
             return refused
-        report: Any = context.host.get("progress")
+        call = _host.InFlight.here(context)
         connection = self.connection
         assert connection is not None
 
@@ -149,7 +149,7 @@ class MountedServer(_gathered.Origin):
                 if refused is not None:
                     return refused
             result: ToolResult = await _host.session().call_tool(
-                connection, client, remote, arguments, report=report,
+                connection, client, remote, arguments, call=call,
                 done=lambda answer: _result(
                     answer, self.name, labels, self.settings.trust_annotations
                 ),

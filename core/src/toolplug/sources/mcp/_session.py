@@ -1,5 +1,7 @@
 """The part of mounting that speaks MCP: it opens a server's session, listens for changes
-to its tools, and calls them, through the MCP SDK (imported here, at the top).
+to its tools, and calls them, through the MCP SDK (imported here, at the top). What a
+server sends back during a call (questions, sampling, progress, log lines) is relayed to
+the call's host by ``_relay``.
 
 ``toolplug.sources.mcp._host.session()`` imports this module once, when a server is first
 started or called, so reading mounted tools from their cached lists never loads the SDK.
@@ -23,10 +25,11 @@ from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
 from toolplug.sources.mcp._down import ServerDown, tail
+from toolplug.sources.mcp._relay import CALL, Relay, capabilities
 
 if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
-    from toolplug.sources.mcp._host import Connection
+    from toolplug.sources.mcp._host import Connection, InFlight
 
 __all__ = ["call_tool", "own"]
 
@@ -55,7 +58,13 @@ async def own(
         if isinstance(message, types.ToolListChangedNotification):
             await connection.tools_changed()
 
-    client = Client(target, message_handler=message, client_info=_client_info(), cache=None)
+    relay = Relay(connection)
+    client = Client(
+        target, message_handler=message, client_info=_client_info(), cache=None,
+        elicitation_callback=relay.elicit, sampling_callback=relay.sample,
+        logging_callback=relay.logged, log_level="debug",
+    )
+    _declare(client, relay.sampling)
     try:
         async with client:
             if not ready.done():
@@ -77,24 +86,46 @@ async def own(
         connection.ended(client)
 
 
+def _declare(client: Client, sampling: bool) -> None:
+    """Make ``client`` declare only what the mount honours (``_relay.capabilities``): the
+    SDK declares URL elicitation with form, and sampling whenever it has a callback (the
+    mount's refuses, naming the setting, when sampling is off)."""
+    build = client._build_session  # the SDK offers no switch for this
+
+    async def built(exit_stack: Any) -> Any:
+        session = await build(exit_stack)
+        full = session._build_capabilities
+
+        def declared(version: str) -> types.ClientCapabilities:
+            own = capabilities(sampling)
+            return full(version).model_copy(
+                update={"elicitation": own.elicitation, "sampling": own.sampling}
+            )
+
+        session._build_capabilities = declared  # type: ignore[method-assign]
+        return session
+
+    client._build_session = built  # type: ignore[method-assign]
+
+
 async def call_tool(
     connection: Connection, client: Client, remote: str, arguments: dict[str, Any], *,
-    report: Callable[[float, float | None], None] | None,
+    call: InFlight,
     done: Callable[[Any], ToolResult],
 ) -> ToolResult:
-    """Call one tool of the server on its open session (``report`` hears its progress):
+    """Call one tool of the server on its open session: what the server sends back during
+    it (progress, log lines, questions, sampling) reaches ``call``'s context (``_relay``);
     ``done`` turns the answer into a result; an MCP error becomes a structured one (a
     closed connection is dropped)."""
     name = connection.name
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        assert report is not None
-        report(progress, total)  # the remote server's progress, to this call's caller
+        call.context.report_progress(progress, total, message)  # to this call's caller
 
+    token = CALL.set(call)
+    connection.calls.append(call)
     try:
-        answer = await client.call_tool(
-            remote, arguments, progress_callback=None if report is None else forward
-        )
+        answer = await client.call_tool(remote, arguments, progress_callback=forward)
     except MCPError as exc:
         if exc.code == CONNECTION_CLOSED:
             connection.lost(f"the connection closed during a call of {remote}")
@@ -106,6 +137,9 @@ async def call_tool(
             )
         kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
         return ToolResult.failure(kind, f"MCP server {name!r}: {exc.message}")
+    finally:
+        connection.calls.remove(call)
+        CALL.reset(token)
     return done(answer)
 
 
