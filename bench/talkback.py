@@ -103,7 +103,7 @@ server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 '''
 
 
-def site(folder: Path) -> dict[str, str]:
+def site(folder: Path, interval: float | None = None) -> dict[str, str]:
     dist_info = folder / "bench_talk-1.0.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text(
@@ -112,7 +112,8 @@ def site(folder: Path) -> dict[str, str]:
     (dist_info / "entry_points.txt").write_text("[toolplug]\ntalk = bench_talk\n", encoding="utf-8")
     (folder / "bench_talk.py").write_text(PLUGIN, encoding="utf-8")
     (folder / "anchor_server.py").write_text(SDK_SERVER, encoding="utf-8")
-    (folder / "none.toml").write_text("", encoding="utf-8")
+    chosen = "" if interval is None else f"[serve]\nprogress_interval_seconds = {interval}\n"
+    (folder / "none.toml").write_text(chosen, encoding="utf-8")
     return {
         **os.environ,
         "PYTHONPATH": str(folder),
@@ -258,10 +259,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-question", action="store_true")
+    parser.add_argument(
+        "--interval", type=float, default=None,
+        help="[serve] progress_interval_seconds (default: toolplug's own)",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        env = site(folder)
+        env = site(folder, options.interval)
         progress_figures(env, folder, options.calls, options.rounds)
         if not options.skip_question:
             print("a question over MCP (elicitation, streamable HTTP)")

@@ -96,7 +96,7 @@ class Steps(Tool):
         for done in range(4):
             if progress is not None:
                 progress(done, 3)
-            await asyncio.sleep(0)
+            await asyncio.sleep(0.08)  # past [serve] progress_interval_seconds: each is sent
         return ToolResult.success("three steps" if progress else "three steps, unreported")
 
 

@@ -232,13 +232,29 @@ def test_progress_comes_with_its_messages_and_log_lines_at_the_sessions_level(
         return levels
 
     before, after = session(tmp_path, transport, work, logging_callback=on_log)
-    assert reported == [(1, 3, "step one"), (2, 3, "step two"), (3, 3, "step three")]
+    # Reported at once: the first goes out, the second waits the progress interval
+    # ([serve] progress_interval_seconds) and the third replaces it before the result.
+    assert reported == [(1, 3, "step one"), (3, 3, "step three")]
     assert before == ["debug", "info", "warning", "error"]
     assert after == ["warning", "error"]
     assert {entry.logger for entry in logs} == {"steps"}
     assert logs[0].data["message"].startswith("warning line, token ")
     assert logs[0].data["data"]["level"] == "warning"
     assert TOKEN not in json.dumps([entry.model_dump() for entry in logs])  # redacted
+
+
+def test_with_no_progress_interval_every_report_is_sent(tmp_path: Path) -> None:
+    reported: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
+
+    async def work(c: Client) -> None:
+        await c.call_tool("steps", {}, progress_callback=on_progress)
+
+    config = CONFIG + "\n[serve]\nprogress_interval_seconds = 0\n"
+    session(tmp_path, "stdio", work, config=config)
+    assert reported == [1, 2, 3]
 
 
 def test_a_modern_client_hears_log_lines_only_from_the_level_its_call_opted_in_to(

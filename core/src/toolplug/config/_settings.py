@@ -426,6 +426,14 @@ class ServeSettings(StrictTable):
     )
     """``Origin`` values ``serve --http`` answers besides its own hosts'."""
 
+    progress_interval_seconds: float = Field(
+        default=0.05, ge=0, allow_inf_nan=False,
+        description="a number of seconds, 0 or more: the least time between two progress "
+        "notifications of one call",
+    )
+    """Progress a tool reports sooner than this after the call's last notification waits,
+    and a later report replaces it: the latest is sent when the time is up, and always
+    before the call's result. 0 sends every report."""
     auth: AuthSettings | None = Field(
         default=None,
         description="a table: issuer, audience, jwks_uri or introspection_url, "

@@ -191,7 +191,8 @@ def build_server(
     )
     # approvals asked of modern clients (serve/_approvals.py)
     install_request_state(server, registry.config.calls.store)
-    talking = install_talk(server)  # logging/setLevel, and each call's channel (serve/_talk.py)
+    # logging/setLevel, and each call's channel (serve/_talk.py)
+    talking = install_talk(server, registry.config.serve.progress_interval_seconds)
     return server
 
 

@@ -83,8 +83,9 @@ class Talking:
     """The server's side of talking back: each session's log level (``logging/setLevel``)
     and a ``McpChannel`` for each call."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float) -> None:
         self._levels: dict[str, str] = {}
+        self._interval = interval
 
     async def set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
@@ -104,13 +105,13 @@ class Talking:
         """The channel of one call of ``params.name``."""
         key = _session(ctx)
         level = self._levels.get(key, "debug") if key is not None else "debug"
-        return McpChannel(ctx, params, level)
+        return McpChannel(ctx, params, level, self._interval)
 
 
-def install_talk(server: Server[Any]) -> Talking:
+def install_talk(server: Server[Any], interval: float = 0.0) -> Talking:
     """Answer ``logging/setLevel`` (which declares the ``logging`` capability) and return
-    what builds each call's channel."""
-    talking = Talking()
+    what builds each call's channel; ``interval``: ``[serve] progress_interval_seconds``."""
+    talking = Talking(interval)
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, talking.set_level)
     return talking
 
@@ -129,11 +130,16 @@ class McpChannel(Channel):
     """One served call's end of its tool's talking back (the module's docstring says how)."""
 
     def __init__(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, level: str
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, level: str,
+        interval: float = 0.0,
     ) -> None:
         self._ctx, self._tool = ctx, params.name
         self._loop = asyncio.get_running_loop()
         self._last: asyncio.Task[None] | None = None
+        self._interval = interval
+        self._progress_at = -interval  # loop time the last progress notification was queued
+        self._held: Any = None  # the latest progress reported too soon after it
+        self._timer: asyncio.TimerHandle | None = None
         request = ctx.request_id
         self._related = None if request is None else str(request)
         meta: Mapping[str, Any] = ctx.meta or {}
@@ -210,7 +216,31 @@ class McpChannel(Channel):
             self._loop.call_soon_threadsafe(self._chain, notification)
 
     def _chain(self, notification: Any) -> None:
+        if self._interval and isinstance(notification, types.ProgressNotification):
+            now = self._loop.time()
+            wait = self._progress_at + self._interval - now
+            if wait > 0:  # too soon: held, and replaced by any later report meanwhile
+                self._held = notification
+                if self._timer is None:
+                    self._timer = self._loop.call_later(wait, self._release)
+                return
+            self._progress_at = now
+            self._drop_held()
         self._last = self._loop.create_task(self._send(self._last, notification))
+
+    def _release(self) -> None:
+        """The held report, once its time is up (or the call ends)."""
+        held = self._held
+        self._drop_held()
+        if held is not None:
+            self._progress_at = self._loop.time()
+            self._last = self._loop.create_task(self._send(self._last, held))
+
+    def _drop_held(self) -> None:
+        self._held = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     async def _send(self, before: asyncio.Task[None] | None, notification: Any) -> None:
         if before is not None:
@@ -223,6 +253,7 @@ class McpChannel(Channel):
     async def sent(self) -> None:
         """Wait until every notification queued so far is on its way."""
         await asyncio.sleep(0)  # let reports made from worker threads land first
+        self._release()  # the latest report goes out before the result
         if self._last is not None:
             await self._last
 
