@@ -100,6 +100,7 @@ class Pipeline:
                 if guard.long(call.tool, call.arguments)
                 else guard.check(call.tool, call.arguments, meta)
             )
+            guard.decided(call.tool, call.arguments, verdict)  # a log record, a span event
             if verdict is not None:
                 if verdict.action == "deny":
                     return _refused(call.tool, verdict)
