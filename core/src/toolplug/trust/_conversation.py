@@ -16,6 +16,7 @@ loop goes on, and the next call sees the result as it would have.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 import json
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from toolplug.trust._decisions import Decision
     from toolplug.trust._settings import GuardSettings
 
+from toolplug.trust._decisions import KEPT
 from toolplug.trust._effects import effects_given, named_in
 from toolplug.trust._text import (
     MOST_NAMES,
@@ -287,9 +289,11 @@ class Conversation:
         self._untrusted_chars = 0
         self._private_chars = 0
         self._effects: frozenset[str] | None = None
-        self.decisions: list[Decision] = parent.root.decisions if parent is not None else []
-        """What the guard decided about each call it looked at here, in order
-        (``toolplug.trust._decisions``): the outermost conversation's list, shared."""
+        self.decisions: collections.deque[Decision] = (
+            parent.root.decisions if parent is not None else collections.deque(maxlen=KEPT)
+        )
+        """What the guard decided about each call it looked at here, in order, the last
+        ``KEPT`` (``toolplug.trust._decisions``): the outermost conversation's, shared."""
         if allow is not None:
             self.allow(*effects_given(allow))
         if request:

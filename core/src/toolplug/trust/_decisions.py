@@ -14,16 +14,21 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = ["EVENT", "Carried", "Decision", "log", "trace"]
+__all__ = ["EVENT", "KEPT", "Carried", "Decision", "log", "trace"]
 
 log: Final = logging.getLogger("toolplug.guard")
 
 EVENT: Final = "toolplug.guard"
 """The name of the span event and the logger."""
+
+KEPT: Final = 1000
+"""The decisions a conversation keeps, the latest (an MCP session's lasts as long as the
+session: its log records and span events keep the rest)."""
 
 _LEVELS: Final = {"allow": logging.DEBUG, "ask": logging.INFO, "deny": logging.WARNING}
 
@@ -92,7 +97,7 @@ def carried_of(details: Mapping[str, Any], redact: Callable[[str], str]) -> tupl
     )
 
 
-def trace(decision: Decision, decisions: list[Decision] | None) -> None:
+def trace(decision: Decision, decisions: deque[Decision] | None) -> None:
     """Keep ``decision``: on ``decisions`` (the conversation's), in a log record, and as an
     event on the current span."""
     if decisions is not None:
