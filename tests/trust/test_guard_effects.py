@@ -451,3 +451,30 @@ async def test_a_decision_is_a_span_event(
     (mailed,) = events["execute_tool send_mail"]
     assert (mailed["toolplug.guard.action"], mailed["toolplug.guard.rule"]) == ("ask", "effects")
     assert "effects rule" in str(mailed["toolplug.guard.reason"])
+
+
+async def test_a_policy_refusal_is_logged_outside_a_conversation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = {"policies": {"delete_file": [{"action": "deny", "reason": "never by an agent"}]}}
+    registry = toolplug.load(config, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("lodge", Lodge())])
+    try:
+        with caplog.at_level(logging.INFO, logger="toolplug.guard"):
+            refused = await registry.acall("delete_file", {"file_id": "file-2"})
+    finally:
+        registry.close()
+    assert refused.error is not None
+    assert refused.error.details["denied"] is True
+    (record,) = [r for r in caplog.records if r.name == "toolplug.guard"]
+    assert record.levelname == "WARNING"
+    assert record.guard["rule"] == "policies.delete_file[0]"  # type: ignore[attr-defined]
+    assert record.guard["action"] == "deny"  # type: ignore[attr-defined]
+
+
+def test_a_plan_inside_shares_the_bound_and_the_decisions() -> None:
+    outer = toolplug.Conversation("Book a room", allow=["book_room"])
+    inner = outer.child()
+    assert inner.effects == frozenset({"book_room"})
+    assert inner.decisions is outer.decisions
+    inner.allow("send_mail")
+    assert outer.effects == frozenset({"book_room", "send_mail"})
