@@ -102,7 +102,9 @@ class BookRoom(Tool):
         name="book_room",
         description="Book a room of the lodge.",
         category="utility",
-        parameters=_params("room", "guest"),
+        parameters=_params("room", "guest", kinds={"room": {"anyOf": [
+            {"type": "string"}, {"type": "array", "items": {"type": "string"}},
+        ]}}),
         trust=Trust(output="trusted", sinks=("room", "guest"), refs=("room",)),
     )
 
@@ -220,6 +222,17 @@ async def test_a_name_inside_a_longer_word_or_number_is_not_named(lodge: Registr
         result = await lodge.acall("delete_file", {"file_id": "3"})
     assert result.ok, result.error
     assert DELETED == ["3"]
+
+
+async def test_a_list_with_one_name_only_the_review_gave_asks(lodge: Registry) -> None:
+    async with lodge.conversation("Read the reviews and book rooms for the family"):
+        await lodge.acall("read_reviews", {})
+        await lodge.acall("list_rooms", {})
+        result = await lodge.acall(
+            "book_room", {"room": ["Garden Room", "  QUIET pine cabin "], "guest": "Ana"}
+        )
+    details = _asked(result)
+    assert (details["rule"], details["fragment"]) == ("flow.ref", "quiet pine cabin")
 
 
 async def test_a_ref_before_any_untrusted_text_runs(lodge: Registry) -> None:
