@@ -408,6 +408,7 @@ async def test_a_decision_is_a_log_record(
         "source": None, "label": "untrusted",
     }
     assert body["carried"][0]["source"]["tool"] == "read_reviews"
+    assert body["approved"] is False
     json.dumps(body)  # JSON data, for a structured handler
 
 
@@ -491,3 +492,15 @@ def test_a_plan_inside_shares_the_bound_and_the_decisions() -> None:
     assert inner.decisions is outer.decisions
     inner.allow("send_mail")
     assert outer.effects == frozenset({"book_room", "send_mail"})
+
+
+async def test_an_ask_already_approved_is_kept_as_approved(lodge: Registry) -> None:
+    # a framework's own approval flow asked the person (guard_reason), then calls approved
+    async with lodge.conversation("Read the reviews and book a room") as conversation:
+        await lodge.acall("read_reviews", {})
+        arguments = {"room": "Quiet Pine Cabin"}
+        assert "flow rule" in str(await lodge.aguard_reason("book_room", arguments))
+        result = await lodge.acall("book_room", arguments, approved=True)
+    assert result.ok, result.error
+    (decision,) = conversation.decisions
+    assert (decision.action, decision.rule, decision.approved) == ("ask", "flow.ref", True)

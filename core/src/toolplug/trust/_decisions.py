@@ -73,13 +73,16 @@ class Decision:
     """Each argument that carries outside data, with its source and label."""
     call: int = 0
     """How many calls the conversation had recorded before this one."""
+    approved: bool = False
+    """The call came approved already (a framework's own approval flow asked the person,
+    ``approved=True``): an ``ask`` then ran without another question."""
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as JSON data (the log record's ``guard`` attribute)."""
         return {
             "tool": self.tool, "action": self.action, "rule": self.rule, "reason": self.reason,
             "looked": list(self.looked), "carried": [c.to_dict() for c in self.carried],
-            "call": self.call,
+            "call": self.call, "approved": self.approved,
         }
 
 

@@ -516,7 +516,8 @@ class FlowGuard:
     # -- traces ----------------------------------------------------------------------
 
     def decided(
-        self, name: str, arguments: Mapping[str, Any], verdict: Verdict | None
+        self, name: str, arguments: Mapping[str, Any], verdict: Verdict | None,
+        *, approved: bool = False,
     ) -> None:
         """Keep the decision ``check`` made about this call (``toolplug.trust._decisions``):
         on the current conversation's ``decisions``, as a log record and as a span event.
@@ -543,7 +544,7 @@ class FlowGuard:
         decision = Decision(
             name, verdict.action, str(details.get("rule")), redact(verdict.reason),
             self.labels(name).sinks, carried_of(details, redact),
-            0 if conversation is None else conversation.root.calls,
+            0 if conversation is None else conversation.root.calls, approved,
         )
         trace(decision, None if conversation is None else conversation.root.decisions)
 
