@@ -56,7 +56,7 @@ class Carried:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
     """What the guard decided about one call."""
 

@@ -524,17 +524,19 @@ class FlowGuard:
         An ``allow`` is kept only where a rule looked: a conversation that read untrusted
         content, or a ``[policies]`` rule of the tool."""
         conversation = CURRENT.get()
-        if verdict is None:
-            looked = (
-                conversation is not None and conversation.untrusted and self.settings.enabled
+        if verdict is None:  # the common case, kept cheap (bench/guard.py)
+            if conversation is None or not conversation.untrusted or not self.settings.enabled:
+                if name not in self._rules:
+                    return
+                if conversation is None:
+                    trace(Decision(name, "allow", None, "", self.labels(name).sinks), None)
+                    return
+            root = conversation._root
+            labels = self._labels.get(name) or self.labels(name)
+            trace(
+                Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved),
+                root.decisions,
             )
-            if not looked and name not in self._rules:
-                return
-            sinks = self.labels(name).sinks
-            trace(Decision(
-                name, "allow", None, "", sinks,
-                call=0 if conversation is None else conversation.root.calls,
-            ), None if conversation is None else conversation.root.decisions)
             return
         redactor = getattr(self.registry, "redactor", None)
         redact: Callable[[str], str] = (
