@@ -22,7 +22,14 @@ Before a call runs, ``FlowGuard.check`` looks at
 A ref (``Trust.refs``: a sink that names something the service holds) whose value, a
 string or a list of strings, is each a whole string of an earlier result's ``data`` (case
 folded, stripped) is a choice among what was listed: neither rule reads it. Anything else
-in a ref is read as in any sink.
+in a ref is read as in any sink, and asks too when an untrusted output names it, at any
+length, and no listing and no trusted text did (``flow.ref``).
+
+A conversation opened with the effects the user's request asked for
+(``Conversation.effects``: tools or categories, ``toolplug.trust._effects``) asks, once
+untrusted content entered, about a call with an effect outside them (the effects rule).
+An ask names every argument that carries outside data (``details["arguments"]``), and
+each decision is kept (``decided``: ``toolplug.trust._decisions``).
 
 The pipeline (``toolplug.engine._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal. A check searches what was read (the records of
