@@ -233,9 +233,11 @@ class Replayer:
 
     def __init__(
         self, suite: Any, attack: str = DEFAULT_ATTACK, *, result_labels: bool = True,
-        dropped: Sequence[str] = (),
+        dropped: Sequence[str] = (), bound_effects: str = "none",
     ) -> None:
         self.suite = suite
+        self.bound_effects = bound_effects
+        self._given: dict[str, list[str]] = {}
         self.bound = Bound()
         self.registry = build_registry(
             suite, self.bound, result_labels=result_labels, dropped=dropped
@@ -262,11 +264,22 @@ class Replayer:
         return self._with_policies if mode == "policies" else self.registry
 
     @contextlib.contextmanager
-    def _conversation(self, mode: Mode, request: str) -> Iterator[None]:
+    def _conversation(self, mode: Mode, user_task: Any) -> Iterator[None]:
         if mode == "undefended":
             yield
             return
-        with self._registry(mode).conversation(request):
+        allow: Any = None
+        if self.bound_effects == "given":
+            # what a host that planned from the request alone would allow: the functions
+            # the user task's own ground truth calls (its effects among them)
+            allow = self._given.get(user_task.ID)
+            if allow is None:
+                environment = user_task.init_environment(self._environment({}))
+                calls = user_task.ground_truth(environment)
+                allow = self._given[user_task.ID] = sorted({call.function for call in calls})
+        elif self.bound_effects == "inferred":
+            allow = "inferred"
+        with self._registry(mode).conversation(user_task.PROMPT, allow=allow):
             yield
 
     def _run(
@@ -359,7 +372,7 @@ class Replayer:
         before = environment.model_copy(deep=True)
         self.bound.environment = environment
         replay = Replay(user_task.ID, None if injection_task is None else injection_task.ID)
-        with self._conversation(mode, user_task.PROMPT):
+        with self._conversation(mode, user_task):
             # In an attack the user's own calls are approved when asked (a person approves
             # what they asked for), so the injected text is read whatever the guard thinks
             # of them: the injection's calls then face the guard with it in the conversation.
@@ -380,7 +393,7 @@ class Replayer:
         before = environment.model_copy(deep=True)
         self.bound.environment = environment
         replay = Replay(user_task.ID, None)
-        with self._conversation(mode, user_task.PROMPT):
+        with self._conversation(mode, user_task):
             self._run(user_task.ground_truth(environment.model_copy(deep=True)), replay,
                       injected=False, mode=mode, answer=True)
         replay.agentdojo_verdict = self._verdict(user_task, before, environment, replay)
@@ -543,6 +556,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--drop-sink", action="append", default=[], metavar="FUNCTION.PARAM",
                         help="take this sink away from the suite's labels (repeat for "
                         "several): what letting that flow through would cost")
+    parser.add_argument("--effects", choices=["none", "given", "inferred"], default="none",
+                        help="bound each conversation's effects (the effects rule): none "
+                        "(the default), given (the functions the user task's ground truth "
+                        "calls, as a host planning from the request would allow), or "
+                        "inferred (allow=\"inferred\": read from the request)")
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--details", action="store_true",
                         help="list each legitimate call not run and each attack that ran")
@@ -552,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.suite:
         replayer = Replayer(
             load_suite(name), attack=args.attack, result_labels=not args.no_result_labels,
-            dropped=args.drop_sink,
+            dropped=args.drop_sink, bound_effects=args.effects,
         )
         try:
             for mode in modes:

@@ -26,7 +26,7 @@ import difflib
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
 from toolplug.contract._approval import Approver
@@ -39,6 +39,7 @@ from toolplug.state._spill import Entry, Page, Spills
 from toolplug.state._store import Store, open_store
 from toolplug.state._tasks import Task, Tasks
 from toolplug.trust._conversation import Conversation, current
+from toolplug.trust._effects import INFERRED, implied
 from toolplug.trust._redaction import redacted_result
 from toolplug.utilities._bridge import Bridge, loop_running, offload_pool
 from toolplug.utilities._limits import (
@@ -225,9 +226,14 @@ class Engine:
         call = self.prepare(name, arguments, host, approver, **options)
         return await self._run(call, self._chain.links())
 
-    def conversation(self, request: str | None = None) -> Conversation:
-        """A new conversation carrying ``request`` as trusted text (``Registry.conversation``)."""
-        return Conversation(request)
+    def conversation(
+        self, request: str | None = None, allow: Iterable[str] | str | None = None
+    ) -> Conversation:
+        """A new conversation carrying ``request`` as trusted text (``Registry.conversation``),
+        its effects bounded by ``allow`` (``"inferred"``: those ``request`` names)."""
+        if allow == INFERRED:
+            allow = implied(request or "", self.registry.tools)
+        return Conversation(request, allow=allow)
 
     def guard_reason(self, name: str, arguments: Any) -> str | None:
         """Why the flow guard or a policy would ask about this call now (``deny`` and

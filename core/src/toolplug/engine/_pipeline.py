@@ -100,6 +100,8 @@ class Pipeline:
                 if guard.long(call.tool, call.arguments)
                 else guard.check(call.tool, call.arguments, meta)
             )
+            # kept: a log record, a span event, on the conversation
+            guard.decided(call.tool, call.arguments, verdict, approved=asked)
             if verdict is not None:
                 if verdict.action == "deny":
                     return _refused(call.tool, verdict)

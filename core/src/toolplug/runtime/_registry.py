@@ -83,8 +83,11 @@ class CallEngine(Protocol):
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller in this thread."""
 
-    def conversation(self, request: str | None) -> Conversation:
-        """A new conversation carrying ``request`` as trusted text."""
+    def conversation(
+        self, request: str | None, allow: Iterable[str] | str | None = None
+    ) -> Conversation:
+        """A new conversation carrying ``request`` as trusted text, its effects bounded by
+        ``allow``."""
 
     def guard_reason(self, name: str, arguments: Any) -> str | None:
         """Why the flow guard or a policy would ask about this call now, or None."""
@@ -637,14 +640,21 @@ class Registry:
             hints = tool.metadata.annotations
         return approval_reason(tool.metadata, policy, hints)
 
-    def conversation(self, request: str | None = None) -> Conversation:
+    def conversation(
+        self, request: str | None = None, *, allow: Iterable[str] | str | None = None
+    ) -> Conversation:
         """A conversation: use it as ``with`` (or ``async with``) around an agent's run.
 
         Calls made inside it are recorded with their tools' labels, and the flow guard asks
         before a sink argument carries text that came from untrusted output and not from
         ``request``, the user's own words (docs/security.md).
+
+        ``allow``: the effects the user's request asked for, tool names or tool categories
+        (``["send_email", "calendar"]``), or ``"inferred"`` to read them from ``request``
+        (a tool's verb or whole name in it); once untrusted content entered, a call with
+        an effect outside them asks (the effects rule). None (the default) bounds nothing.
         """
-        return self._engine.conversation(request)
+        return self._engine.conversation(request, allow)
 
     def guard_reason(self, name: str, arguments: Any = None) -> str | None:
         """Why the flow guard or a ``[policies]`` rule would ask about this call in the

@@ -16,11 +16,12 @@ loop goes on, and the next call sees the result as it would have.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,8 +30,11 @@ from toolplug.contract._tool import ToolResult
 from toolplug.utilities._bridge import loop_running, offload_pool
 
 if TYPE_CHECKING:
+    from toolplug.trust._decisions import Decision
     from toolplug.trust._settings import GuardSettings
 
+from toolplug.trust._decisions import KEPT
+from toolplug.trust._effects import effects_given, named_in
 from toolplug.trust._text import (
     MOST_NAMES,
     NO_NAMES,
@@ -247,7 +251,12 @@ class Conversation:
     """
 
     def __init__(
-        self, request: str | None = None, *, parent: Conversation | None = None, exact: bool = False
+        self,
+        request: str | None = None,
+        *,
+        parent: Conversation | None = None,
+        exact: bool = False,
+        allow: Iterable[str] | None = None,
     ) -> None:
         self.parent = parent
         """The conversation this one runs inside, or None."""
@@ -279,8 +288,30 @@ class Conversation:
         what a check searches, in the outermost conversation (``FlowGuard.long``)."""
         self._untrusted_chars = 0
         self._private_chars = 0
+        self._effects: frozenset[str] | None = None
+        self.decisions: collections.deque[Decision] = (
+            parent.root.decisions if parent is not None else collections.deque(maxlen=KEPT)
+        )
+        """What the guard decided about each call it looked at here, in order, the last
+        ``KEPT`` (``toolplug.trust._decisions``): the outermost conversation's, shared."""
+        if allow is not None:
+            self.allow(*effects_given(allow))
         if request:
             self.trust(request)
+
+    @property
+    def effects(self) -> frozenset[str] | None:
+        """The tools and tool categories whose effects the user's request asked for
+        (``allow``); None when the host bounded none (every effect may run, as the other
+        rules let it). Once untrusted content entered, a call with an effect outside them
+        asks (the effects rule, docs/security.md)."""
+        return self._root._effects
+
+    def allow(self, *effects: str) -> None:
+        """Add tools or tool categories to the effects the user asked for: a later message
+        of theirs asking for more. The first call bounds a conversation opened unbounded."""
+        root = self._root
+        root._effects = (root._effects or frozenset()) | frozenset(effects)
 
     @staticmethod
     def current() -> Conversation | None:
@@ -650,6 +681,36 @@ class Conversation:
                         return source, phrase, "phrase"
                 if handing:
                     since = _searched(since, root, untrusted=untrusted)
+        return None
+
+    def _named_outside(self, value: Any) -> tuple[Record, str] | None:
+        """The first untrusted source that names a string of ``value`` (a ref's: a string or
+        a list of strings; a number read as its digits) which neither the user's trusted
+        text nor any result's listing named, and that name; None when there is none. A
+        name counts at any length, found as a whole run of the source's text (not inside a
+        longer word or number), not from the source call's own arguments."""
+        root = self._root
+        wanted = root._untrusted
+        if not wanted:
+            return None
+        if type(value) is list:
+            items: list[Any] | tuple[Any] = value
+        else:
+            items = (value,)
+        request = root._request
+        listings = root._listings
+        for item in items:
+            text = str(item) if type(item) is int else item
+            if type(text) is not str:
+                continue
+            name = name_of(text)
+            if name is None or named_in(name, request):
+                continue
+            if any(name in source.names() for source in listings):
+                continue
+            for source in reversed(wanted):
+                if named_in(name, source.text) and not named_in(name, source.given):
+                    return source, name
         return None
 
     def _exact_numbers(self, value: Any) -> tuple[Record, Any] | None:

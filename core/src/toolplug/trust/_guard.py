@@ -22,7 +22,14 @@ Before a call runs, ``FlowGuard.check`` looks at
 A ref (``Trust.refs``: a sink that names something the service holds) whose value, a
 string or a list of strings, is each a whole string of an earlier result's ``data`` (case
 folded, stripped) is a choice among what was listed: neither rule reads it. Anything else
-in a ref is read as in any sink.
+in a ref is read as in any sink, and asks too when an untrusted output names it, at any
+length, and no listing and no trusted text did (``flow.ref``).
+
+A conversation opened with the effects the user's request asked for
+(``Conversation.effects``: tools or categories, ``toolplug.trust._effects``) asks, once
+untrusted content entered, about a call with an effect outside them (the effects rule).
+An ask names every argument that carries outside data (``details["arguments"]``), and
+each decision is kept (``decided``: ``toolplug.trust._decisions``).
 
 The pipeline (``toolplug.engine._pipeline``) turns an ``ask`` into the approval it already
 knows and a ``deny`` into a refusal. A check searches what was read (the records of
@@ -57,6 +64,7 @@ from toolplug.trust._conversation import (
     Conversation,
     Record,
 )
+from toolplug.trust._decisions import Decision, carried_of, trace
 from toolplug.trust._text import (
     NO_NAMES,
     SEARCH_CHARS,
@@ -314,6 +322,7 @@ class FlowGuard:
             if labels.refs
             else NO_NAMES
         )
+        hits: list[tuple[str, Record | None, str, str]] = []  # every argument that carries
         for sink in sinks:
             value = arguments.get(sink)
             if value is None or value == "" or (type(value) in (list, dict) and not value):
@@ -321,15 +330,25 @@ class FlowGuard:
             if chosen and sink in chosen:
                 continue
             if derived is not None and sink in derived:
-                source = derived[sink]
-                return self._tainted(name, sink, source, "", "reference")
+                hits.append((sink, derived[sink], "", "reference"))
+                continue
             hit = conversation._carried(value, settings)
             if hit is None and conversation.exact:
                 number = conversation._exact_numbers(value)
                 if number is not None:
                     hit = (number[0], str(number[1]), "exact")
+            if hit is None and sink in labels.refs:  # named by the attacker alone, any length
+                named = conversation._named_outside(value)
+                if named is not None:
+                    hit = (named[0], named[1], "ref")
             if hit is not None:
-                return self._tainted(name, sink, *hit)
+                hits.append((sink, *hit))
+        if hits:
+            return self._tainted_all(name, hits)
+        if conversation.root._effects is not None:
+            outside = self._outside_effects(name, labels, hints, metadata, conversation)
+            if outside is not None:
+                return outside
         if settings.trifecta == "off" or not conversation.root.private:
             return None
         if reads and hints is not None and not hints.open_world:
@@ -342,11 +361,12 @@ class FlowGuard:
             if destinations and sink in destinations and conversation._points(value):
                 continue  # where the user's own data points: it reaches only that place
             if settings.trifecta == "always":
-                return self._trifecta(name, sink, None, "")
+                hits.append((sink, None, "", "trifecta"))
+                continue
             hit = conversation._carried(value, settings, untrusted=False)
             if hit is not None:
-                return self._trifecta(name, sink, hit[0], hit[1])
-        return None
+                hits.append((sink, hit[0], hit[1], "trifecta"))
+        return self._trifecta_all(name, hits) if hits else None
 
     def _hints(
         self, name: str, arguments: Mapping[str, Any], metadata: ToolMetadata | None
@@ -378,12 +398,7 @@ class FlowGuard:
         return tool.cls.annotations_for
 
     def _tainted(self, tool: str, sink: str, source: Record, text: str, rule: str) -> Verdict:
-        what = {
-            "token": f"the text {quoted(text)}",
-            "phrase": f"the words {quoted(text)}",
-            "exact": f"the value {quoted(text)}",
-            "reference": "a value passed by reference",
-        }[rule]
+        what = self._what(rule, text)
         reason = (
             f"this session read untrusted content: {tool}'s {sink} carries {what} from "
             f"{source.describe()}, whose output anyone outside could have written, and not "
@@ -408,7 +423,139 @@ class FlowGuard:
             "phrase": f"{settings.min_phrase_words} consecutive words",
             "exact": "a whole value received from that call",
             "reference": "a $step reference to that step",
+            "ref": "a ref naming what only untrusted text named: no listing, not the user",
         }[rule]
+
+    def _tainted_all(
+        self, tool: str, hits: list[tuple[str, Record | None, str, str]]
+    ) -> Verdict:
+        """The flow rule's verdict naming every argument of ``hits`` (sink, source, text,
+        rule) that carries untrusted data: the first as ``_tainted`` says it, and its keys
+        in ``details``; all of them in ``details["arguments"]``."""
+        sink, source, text, rule = hits[0]
+        assert source is not None
+        first = self._tainted(tool, sink, source, text, rule)
+        if len(hits) == 1:
+            return Verdict("ask", first.reason, {**first.details, "arguments": [
+                _argument(sink, f"flow.{rule}", text, source, "untrusted")
+            ]})
+        more = []
+        arguments = [_argument(sink, f"flow.{rule}", text, source, "untrusted")]
+        for sink, source, text, rule in hits[1:]:
+            assert source is not None
+            what = self._what(rule, text)
+            more.append(
+                f"its {sink} carries {what} from {source.describe()}, untrusted (flow rule: "
+                f"{self._rule(rule)})"
+            )
+            arguments.append(_argument(sink, f"flow.{rule}", text, source, "untrusted"))
+        reason = f"{first.reason}; and " + "; and ".join(more)
+        return Verdict("ask", reason, {**first.details, "arguments": arguments})
+
+    def _what(self, rule: str, text: str) -> str:
+        return {
+            "token": f"the text {quoted(text)}",
+            "phrase": f"the words {quoted(text)}",
+            "exact": f"the value {quoted(text)}",
+            "reference": "a value passed by reference",
+            "ref": f"the name {quoted(text)}",
+        }[rule]
+
+    def _trifecta_all(
+        self, tool: str, hits: list[tuple[str, Record | None, str, str]]
+    ) -> Verdict:
+        """The trifecta rule's verdict naming every sink of ``hits`` it read."""
+        sink, source, text, _rule = hits[0]
+        first = self._trifecta(tool, sink, source, text)
+        arguments = [_argument(sink, "trifecta", text, source, "private")]
+        more = []
+        for sink, source, text, _rule in hits[1:]:
+            arguments.append(_argument(sink, "trifecta", text, source, "private"))
+            carried = (
+                f" and carries {quoted(text)} from {source.describe()}, private"
+                if source is not None
+                else ""
+            )
+            more.append(f"its {sink} leaves the machine or changes something{carried}")
+        reason = first.reason if not more else f"{first.reason}; and " + "; and ".join(more)
+        return Verdict("ask", reason, {**first.details, "arguments": arguments})
+
+    def _outside_effects(
+        self,
+        tool: str,
+        labels: Trust,
+        hints: Annotations | None,
+        metadata: ToolMetadata | None,
+        conversation: Conversation,
+    ) -> Verdict | None:
+        """The effects rule: once untrusted content entered a conversation whose effects
+        the user's request bounded (``Conversation.effects``), a call with an effect (a tool
+        that declares it is not read-only; one that declares nothing and has sinks) of a
+        tool outside them, by name and by category, asks."""
+        allowed = conversation.root._effects
+        assert allowed is not None
+        if tool in allowed:
+            return None
+        category = metadata.category if metadata is not None else None
+        if category is not None and category in allowed:
+            return None
+        if hints is None:
+            if not labels.sinks:
+                return None
+        elif hints.read_only:
+            return None
+        bound = ", ".join(sorted(allowed)) if allowed else "none"
+        reason = (
+            f"this session read untrusted content, and {tool} changes something or sends "
+            f"it out, an effect the user's request did not ask for (it allows: {bound}); "
+            "the call may come from what the untrusted content said (effects rule)"
+        )
+        return Verdict("ask", reason, {
+            "rule": "effects",
+            "argument": None,
+            "fragment": "",
+            "source": None,
+            "allowed": sorted(allowed),
+            "category": category,
+            "arguments": [],
+        })
+
+    # -- traces ----------------------------------------------------------------------
+
+    def decided(
+        self, name: str, arguments: Mapping[str, Any], verdict: Verdict | None,
+        *, approved: bool = False,
+    ) -> None:
+        """Keep the decision ``check`` made about this call (``toolplug.trust._decisions``):
+        on the current conversation's ``decisions``, as a log record and as a span event.
+        An ``allow`` is kept only where a rule looked: a conversation that read untrusted
+        content, or a ``[policies]`` rule of the tool."""
+        conversation = CURRENT.get()
+        if verdict is None:  # the common case, kept cheap (bench/guard.py)
+            if conversation is None or not conversation.untrusted or not self.settings.enabled:
+                if name not in self._rules:
+                    return
+                if conversation is None:
+                    trace(Decision(name, "allow", None, "", self.labels(name).sinks), None)
+                    return
+            root = conversation._root
+            labels = self._labels.get(name) or self.labels(name)
+            trace(
+                Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved),
+                root.decisions,
+            )
+            return
+        redactor = getattr(self.registry, "redactor", None)
+        redact: Callable[[str], str] = (
+            redactor.redact if redactor is not None else (lambda text: text)
+        )
+        details = verdict.details
+        decision = Decision(
+            name, verdict.action, str(details.get("rule")), redact(verdict.reason),
+            self.labels(name).sinks, carried_of(details, redact),
+            0 if conversation is None else conversation.root.calls, approved,
+        )
+        trace(decision, None if conversation is None else conversation.root.decisions)
 
     def _trifecta(self, tool: str, sink: str, source: Record | None, text: str) -> Verdict:
         carried = (
@@ -430,3 +577,13 @@ class FlowGuard:
                 "source": None if source is None else source.to_dict(),
             },
         )
+
+
+def _argument(
+    sink: str, rule: str, text: str, source: Record | None, label: str
+) -> dict[str, Any]:
+    """One argument that carries outside data, as ``details["arguments"]`` lists it."""
+    return {
+        "argument": sink, "rule": rule, "fragment": text,
+        "source": None if source is None else source.to_dict(), "label": label,
+    }
