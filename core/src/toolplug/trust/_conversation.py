@@ -54,6 +54,7 @@ from toolplug.trust._text import (
     strings_of,
     whole_token,
 )
+from toolplug.trust._values import canon, joined, pieces, url_prefix_in
 
 __all__ = [
     "CURRENT", "DERIVED", "OFF_LOOP_CHARS", "Conversation", "Record", "current",
@@ -161,6 +162,9 @@ class Record:
     """The whole strings of its data, as they came: what a ref may name (``names``)."""
     echoed: frozenset[str] = NO_NAMES
     """The strings of the call's own arguments: the data repeating them lists nothing."""
+    joined: str | None = None
+    """``text`` with its line breaks removed (``_values.joined``), when it has any: a value
+    a page broke across lines is found whole there."""
     _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
     _names: frozenset[str] | None = field(default=None, repr=False)
@@ -441,16 +445,18 @@ class Conversation:
             mine: set[Any] = set()
             leaves(arguments, given, mine)
             values -= mine
+        text = fold_all(strings)
         source = Record(
             0,
             tool,
             call_id,
             trust,
-            fold_all(strings),
+            text,
             frozenset(values) if self.exact else frozenset(),
             "\n".join(fold(s) for s in given),
             listed,
             frozenset(given) if listed else NO_NAMES,
+            joined(text),
         )
         return source, values
 
@@ -497,6 +503,7 @@ class Conversation:
             here = Record(
                 root.calls, source.tool, source.call_id, source.trust, source.text,
                 given=source.given, listed=source.listed, echoed=source.echoed,
+                joined=joined(source.text),
             )
             here._names = source._names
             root.sources.append(here)
@@ -603,11 +610,11 @@ class Conversation:
                 whole = text.strip()
                 for node in exact:
                     found = node._exact_values.get(whole)
-                    if found is not None and whole.casefold() not in request:
+                    if found is not None and canon(whole) not in request:
                         return found, whole, "exact"
             if not wanted:
                 continue
-            folded = text.casefold()
+            folded = canon(text)
             parts = folded.split()
             for word in parts:
                 if len(word) < min_chars and "@" not in word and "://" not in word:
@@ -615,16 +622,26 @@ class Conversation:
                 if len(word) < 3:
                     continue
                 token = word.strip(STRIP)
-                if "@" in token or "://" in token:
-                    if len(token) < 3:
-                        continue
-                elif len(token) < min_chars or letters(token):
+                if not _counts(token, min_chars) or token in request:
                     continue
-                if token in request:
-                    continue
-                for source in reversed(wanted):
-                    if token in source.text and token not in source.given:
-                        return source, token, "token"
+                found = _found(token, wanted)
+                if found is not None:
+                    return found, token, "token"
+                if "@" in token or "/" in token or "," in token or ";" in token:
+                    # what the token is made of: addresses glued into a list or a mailto:,
+                    # a URL's path segments and query values, a path resolved
+                    for piece in pieces(token):
+                        if _counts(piece, min_chars) and piece not in request:
+                            found = _found(piece, wanted)
+                            if found is not None:
+                                return found, piece, "token"
+                    if untrusted and "://" in token and not url_prefix_in(token, request):
+                        # a host and path an outside text named, with more appended
+                        for source in reversed(wanted):
+                            if url_prefix_in(token, source.text) and not url_prefix_in(
+                                token, source.given
+                            ):
+                                return source, token, "token"
                 if root.read_chars >= OFF_LOOP_CHARS and not loop_running():  # few tokens
                     since = _searched(since, root, untrusted=untrusted)
             if len(folded) < 2 * size - 1:
@@ -662,6 +679,25 @@ class Conversation:
                     return found, number
                 node = node.parent
         return None
+
+
+def _counts(token: str, min_chars: int) -> bool:
+    """Whether the token rule reads ``token``: one with ``@`` or ``://`` of 3 characters or
+    more, else one of ``min_chars`` or more that is not only letters."""
+    if "@" in token or "://" in token:
+        return len(token) >= 3
+    return len(token) >= min_chars and not letters(token)
+
+
+def _found(token: str, wanted: list[Record]) -> Record | None:
+    """The latest of ``wanted`` whose text holds ``token`` (or holds it once its line breaks
+    are removed), not as the call's own arguments."""
+    for source in reversed(wanted):
+        if (token in source.text or (source.joined is not None and token in source.joined)) and (
+            token not in source.given
+        ):
+            return source
+    return None
 
 
 def _searched(since: int, root: Conversation, *, untrusted: bool) -> int:

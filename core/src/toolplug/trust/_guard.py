@@ -65,6 +65,7 @@ from toolplug.trust._text import (
     sliced_words,
     strings_in,
 )
+from toolplug.trust._values import policy_forms
 
 __all__ = ["Catalog", "FlowGuard", "GuardConfig", "Verdict"]
 
@@ -124,6 +125,18 @@ class Catalog(Protocol):
 
     def labels(self, name: str) -> Trust:
         """The trust labels in force for ``name``."""
+
+
+def _rule_matches(rule: PolicyRule, matches: Callable[[Any], bool], value: Any) -> bool:
+    """Whether ``rule`` matches ``value`` as it reads (``_values.policy_forms``: each address
+    of a list, a path resolved, a URL's real host): an ``allow`` only when every form
+    matches, an ``ask`` or a ``deny`` when the value or any form does."""
+    forms = policy_forms(value)
+    if not forms:
+        return matches(value)
+    if rule.action == "allow":
+        return all(matches(form) for form in forms)
+    return matches(value) or any(matches(form) for form in forms)
 
 
 class FlowGuard:
@@ -268,7 +281,7 @@ class FlowGuard:
                 value = arguments[rule.argument]
             else:
                 continue
-            if not matches(value):
+            if not _rule_matches(rule, matches, value):
                 continue
             if rule.action == "allow":
                 return None
