@@ -36,7 +36,7 @@ __all__ = [
 _LINE_BREAK: Final = re.compile(r"[ \t]*(?:\r\n|[\n\r\v\f\x85\u2028\u2029])[ \t]*")
 """A line break and the blanks around it: what a page breaks a value across lines with."""
 
-_ADDRESS_SPLIT: Final = re.compile(r"[,;\s]+")
+_ADDRESS_SPLIT: Final = re.compile(r"[,;\s<>\"]+")
 
 _DISPLAY_NAME: Final = re.compile(r"(?:\"[^\"]*\"|[^,;<>\"]*)\s*<([^<>]*)>")
 """``"Me" <me@x>`` or ``Me <me@x>``: the address between the angle brackets."""
