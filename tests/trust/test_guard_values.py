@@ -336,6 +336,7 @@ MIXED = [
 def test_the_docs_recipient_rule_is_checked_per_address(ruled: Registry, to: str) -> None:
     result = ruled.call("send_mail", {"to": to, "body": "hi"})
     assert _asked(result), result
+    assert result.error is not None
     assert result.error.details["rule"] == "policies.send_mail[1]"
     assert DONE == []
 
