@@ -7,9 +7,10 @@ Before a call runs, ``FlowGuard.check`` looks at
    this conversation that is not in the user's request asks (for a call that only reads,
    such as a fetch's GET, once the conversation has also read something private).
    "Carries" means, both sides normalised (``_values.canon``: decoded, NFKC, invisible
-   characters removed, look-alike letters mapped, case folded): a *token* of the value (no spaces, surrounding
-   punctuation stripped) of ``min_token_chars`` or more that is not only letters (a URL,
-   an address, an account number, a path), or any token with ``@`` or ``://``, found
+   characters removed, look-alike letters mapped, case folded): a *token* of the value
+   (no spaces, surrounding punctuation stripped) of ``min_token_chars`` or more that is
+   not only letters (a URL, an address, an account number, a path), or any token with
+   ``@`` or ``://``, found
    inside the output, or a piece of one (an address of a list, a URL's path segment or
    query value, a path resolved), or a URL whose host and path prefix the output names;
    or ``min_phrase_words`` consecutive words found in it. Inside a
