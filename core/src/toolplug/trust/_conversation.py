@@ -6,8 +6,11 @@ inside it is recorded with its tool's labels (``Registry.labels``): an untrusted
 result becomes a ``Record`` of its folded text, the whole values exact tracking keeps and
 the names it listed. The user's request is trusted text.
 
-Folding an untrusted or private result's text and listing its words (what the phrase rule
-searches) costs about 10 ns a character. For a result of ``OFF_LOOP_CHARS`` characters or
+Folding an untrusted or private result's text (``_values.canon``: for ASCII text without
+``&`` or ``%``, case folding alone) and listing its words (what the phrase rule searches)
+costs about 10 ns a character; text that is not ASCII costs about 20 ns more a character
+(NFKC, format characters removed, look-alike letters mapped), and a text with line breaks
+about 2 more (``Record.joined``). For a result of ``OFF_LOOP_CHARS`` characters or
 more, where an event loop runs, the engine has both done in a worker thread, a slice at a
 time, and awaits that before the call returns (``Conversation.record_off_loop``): the
 loop goes on, and the next call sees the result as it would have.
@@ -590,10 +593,17 @@ class Conversation:
         return True
 
     def _carried(  # noqa: C901 - the value-flow rules tried in turn, each a short exit
-        self, value: Any, settings: GuardSettings, *, untrusted: bool = True
+        self,
+        value: Any,
+        settings: GuardSettings,
+        *,
+        untrusted: bool = True,
+        kind: str | None = None,
     ) -> tuple[Record, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
-        the text, and the rule that found it; None when it carries none."""
+        the text, and the rule that found it; None when it carries none. ``kind``: what
+        the sink's value is (``url``, ``address``, ``path``), its pieces read that way
+        only (``_values.pieces``); None, undeclared, tries each way."""
         root = self._root
         wanted = root._untrusted if untrusted else root._private
         request = root._request
@@ -630,12 +640,17 @@ class Conversation:
                 if "@" in token or "/" in token or "," in token or ";" in token:
                     # what the token is made of: addresses glued into a list or a mailto:,
                     # a URL's path segments and query values, a path resolved
-                    for piece in pieces(token):
+                    for piece in pieces(token, kind):
                         if _counts(piece, min_chars) and piece not in request:
                             found = _found(piece, wanted)
                             if found is not None:
                                 return found, piece, "token"
-                    if untrusted and "://" in token and not url_prefix_in(token, request):
+                    if (
+                        untrusted
+                        and kind in (None, "url")
+                        and "://" in token
+                        and not url_prefix_in(token, request)
+                    ):
                         # a host and path an outside text named, with more appended
                         for source in reversed(wanted):
                             if url_prefix_in(token, source.text) and not url_prefix_in(

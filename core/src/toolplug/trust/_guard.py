@@ -131,11 +131,28 @@ class Catalog(Protocol):
         """The trust labels in force for ``name``."""
 
 
-def _rule_matches(rule: PolicyRule, matches: Callable[[Any], bool], value: Any) -> bool:
+def _kind(labels: Trust, sink: str | None) -> str | None:
+    """What the tool declares ``sink``'s value is (``Trust.url_sinks``, ``address_sinks``,
+    ``path_sinks``): ``url``, ``address``, ``path``; None when it declares none (read
+    every way)."""
+    if sink is None:
+        return None
+    if sink in labels.url_sinks:
+        return "url"
+    if sink in labels.address_sinks:
+        return "address"
+    if sink in labels.path_sinks:
+        return "path"
+    return None
+
+
+def _rule_matches(
+    rule: PolicyRule, matches: Callable[[Any], bool], value: Any, kind: str | None
+) -> bool:
     """Whether ``rule`` matches ``value`` as it reads (``_values.policy_forms``: each address
     of a list, a path resolved, a URL's real host): an ``allow`` only when every form
     matches, an ``ask`` or a ``deny`` when the value or any form does."""
-    forms = policy_forms(value)
+    forms = policy_forms(value, kind)
     if not forms:
         return matches(value)
     if rule.action == "allow":
@@ -285,7 +302,7 @@ class FlowGuard:
                 value = arguments[rule.argument]
             else:
                 continue
-            if not _rule_matches(rule, matches, value):
+            if not _rule_matches(rule, matches, value, _kind(self.labels(name), rule.argument)):
                 continue
             if rule.action == "allow":
                 return None
@@ -340,7 +357,7 @@ class FlowGuard:
             if derived is not None and sink in derived:
                 source = derived[sink]
                 return self._tainted(name, sink, source, "", "reference")
-            hit = conversation._carried(value, settings)
+            hit = conversation._carried(value, settings, kind=_kind(labels, sink))
             if hit is None and conversation.exact:
                 number = conversation._exact_numbers(value)
                 if number is not None:
@@ -360,7 +377,7 @@ class FlowGuard:
                 continue  # where the user's own data points: it reaches only that place
             if settings.trifecta == "always":
                 return self._trifecta(name, sink, None, "")
-            hit = conversation._carried(value, settings, untrusted=False)
+            hit = conversation._carried(value, settings, untrusted=False, kind=_kind(labels, sink))
             if hit is not None:
                 return self._trifecta(name, sink, hit[0], hit[1])
         return None

@@ -116,10 +116,10 @@ def canon(text: str) -> str:
 def joined(text: str) -> str | None:
     """``text`` (canonical) with its line breaks, and the blanks around them, removed: a
     value a page broke across lines reads whole in it. None when it has none."""
-    if "\n" not in text and "\r" not in text and text.isascii():
+    lines = text.splitlines()
+    if len(lines) < 2:
         return None
-    glued = _LINE_BREAK.sub("", text)
-    return glued if glued != text else None
+    return "".join([line.strip(" \t") for line in lines])  # 2 ms a MB; a regex takes 70
 
 
 def resolved(path: str) -> str | None:
@@ -166,14 +166,15 @@ def _url(token: str) -> tuple[str, list[str], list[str]] | None:
     return host, segments, values
 
 
-def pieces(token: str) -> list[str]:
+def pieces(token: str, kind: str | None = None) -> list[str]:
     """What a sink token (canonical, no blanks) is made of, beside itself: the addresses of
     a list or a ``mailto:``; a URL's path segments and query values (each part of a URL
     that may carry data out; its host and path prefix are ``url_prefix_in``'s); a path
-    resolved. Empty
-    for a token of none of these shapes (most)."""
+    resolved. Empty for a token of none of these shapes (most). ``kind`` (``url``,
+    ``address``, ``path``): what the tool declares the value is, read that way only; None
+    (undeclared) tries each way."""
     found: list[str] = []
-    if "://" in token:
+    if "://" in token and kind in (None, "url"):
         parts = _url(token)
         if parts is not None:
             _, segments, values = parts  # the host alone is read by url_prefix_in
@@ -182,9 +183,11 @@ def pieces(token: str) -> list[str]:
             for value in values:  # an address or list in a query: ?to=a@x,b@y
                 if "@" in value or "," in value:
                     found += _addresses(value)
-    elif "@" in token or "," in token or ";" in token or token.startswith("mailto:"):
+    elif kind in (None, "address") and (
+        "@" in token or "," in token or ";" in token or token.startswith("mailto:")
+    ):
         found += _addresses(token)
-    path = resolved(token) if "://" not in token else None
+    path = resolved(token) if "://" not in token and kind in (None, "path") else None
     if path is not None:
         found.append(path)
     return [piece for piece in dict.fromkeys(found) if piece != token]
@@ -223,28 +226,30 @@ def url_prefix_in(token: str, text: str) -> bool:
     return False
 
 
-def policy_forms(value: Any) -> list[Any]:
+def policy_forms(value: Any, kind: str | None = None) -> list[Any]:
     """What a ``[policies]`` rule reads of ``value`` besides the value itself: each address
     of an address list, a URL rebuilt from its parts (its real host: not the user name of
     ``https://api.example@evil.example/``), a path resolved; for a list of strings, one
-    list of them all. Empty when the value is none of these (a number, plain text)."""
+    list of them all. Empty when the value is none of these (a number, plain text).
+    ``kind``: what the tool declares the value is (``url``, ``address``, ``path``), which
+    reads it that way only; None (undeclared) tries each way."""
     if type(value) is str:
-        return _string_forms(value)
+        return _string_forms(value, kind)
     if type(value) is list and value and all(type(item) is str for item in value):
         flat: list[str] = []
         changed = False
         for item in value:
-            forms = _string_forms(item)
+            forms = _string_forms(item, kind)
             changed = changed or bool(forms)
             flat += forms or [item]
         return [flat] if changed else []
     return []
 
 
-def _string_forms(value: str) -> list[str]:
+def _string_forms(value: str, kind: str | None) -> list[str]:
     plain = unmask(value)
     glued = _LINE_BREAK.sub("\n", plain).strip()
-    if "://" in glued and not any(c.isspace() for c in glued):
+    if kind in (None, "url") and "://" in glued and not any(c.isspace() for c in glued):
         host: str | None = None
         try:
             split = urlsplit(glued)
@@ -257,10 +262,10 @@ def _string_forms(value: str) -> list[str]:
             query = f"?{split.query}" if split.query else ""
             rebuilt = f"{split.scheme}://{host}{port}{'' if where == '.' else where}{query}"
             return [rebuilt] if rebuilt != value else []
-    if "@" in glued or "mailto:" in glued.lower():
-        addresses = _addresses(glued)
-        return addresses if addresses != [value] else []
-    normal = resolved(glued)
+    if kind in (None, "address") and ("@" in glued or "mailto:" in glued.lower()):
+        found = _addresses(glued)
+        return found if found != [value] else []
+    normal = resolved(glued) if kind in (None, "path") else None
     if normal is not None:
         return [normal]
     return [glued] if glued != value else []
