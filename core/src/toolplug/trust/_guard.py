@@ -69,7 +69,7 @@ from toolplug.trust._text import (
     sliced_words,
     strings_in,
 )
-from toolplug.trust._values import policy_forms
+from toolplug.trust._values import plain, policy_forms
 
 __all__ = ["Catalog", "FlowGuard", "GuardConfig", "Verdict"]
 
@@ -302,7 +302,10 @@ class FlowGuard:
                 value = arguments[rule.argument]
             else:
                 continue
-            if not _rule_matches(rule, matches, value, _kind(self.labels(name), rule.argument)):
+            if plain(value):  # most values: nothing to read but the value
+                if not matches(value):
+                    continue
+            elif not _rule_matches(rule, matches, value, _kind(self.labels(name), rule.argument)):
                 continue
             if rule.action == "allow":
                 return None

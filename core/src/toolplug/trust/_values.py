@@ -30,7 +30,8 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
-    "canon", "joined", "pieces", "policy_forms", "resolved", "unmask", "url_prefix_in",
+    "canon", "joined", "pieces", "plain", "policy_forms", "resolved", "unmask",
+    "url_prefix_in",
 ]
 
 _LINE_BREAK: Final = re.compile(r"[ \t]*(?:\r\n|[\n\r\v\f\x85\u2028\u2029])[ \t]*")
@@ -224,6 +225,17 @@ def url_prefix_in(token: str, text: str) -> bool:
                     return True
         start = text.find(host, start + 1)
     return False
+
+
+_SHAPED: Final = re.compile(r"[&%@/\\\n\r\v\f]")
+"""A character one of ``policy_forms``'s readings starts from: an entity, an escape, an
+address, a path or URL, a line break (or, outside this pattern, any non-ASCII one)."""
+
+
+def plain(value: Any) -> bool:
+    """Whether ``value`` is a string ``policy_forms`` reads nothing more of, decided
+    quickly (most queries, titles, names)."""
+    return type(value) is str and value.isascii() and _SHAPED.search(value) is None
 
 
 def policy_forms(value: Any, kind: str | None = None) -> list[Any]:
