@@ -351,14 +351,15 @@ def test_provides_registers_its_items_in_order_under_the_name_it_is_bound_to() -
     [
         (None, None),  # plugins from before contract versions: nothing to check
         ('"1.0"', None),  # an older minor of this core's major: minors only add
-        ('"1.1"', None),  # the contract of this core
-        ('"1.7"', "written for toolplug contract 1.7, but this toolplug implements 1.1: "
+        ('"1.1"', None),  # the minor before the URL, address and path sink kinds
+        ('"1.2"', None),  # the contract of this core
+        ('"1.7"', "written for toolplug contract 1.7, but this toolplug implements 1.2: "
                   "upgrade toolplug (pip install -U toolplug)"),  # a newer minor
-        ('"2.0"', "written for toolplug contract 2.0, but this toolplug implements 1.1: "
+        ('"2.0"', "written for toolplug contract 2.0, but this toolplug implements 1.2: "
                   "upgrade toolplug"),  # a newer major
-        ('"0.9"', "written for toolplug contract 0.9, but this toolplug implements 1.1: "
+        ('"0.9"', "written for toolplug contract 0.9, but this toolplug implements 1.2: "
                   "install a release of the plugin written for contract 1.x"),  # an older major
-        ("1.0", "TOOLPLUG_CONTRACT is 1.0; expected a string such as '1.1'"),  # not a string
+        ("1.0", "TOOLPLUG_CONTRACT is 1.0; expected a string such as '1.2'"),  # not a string
     ],
 )
 def test_a_plugin_for_another_contract_is_reported(
@@ -390,4 +391,4 @@ def test_strict_load_raises_for_another_contract() -> None:
     plugin = types.SimpleNamespace(TOOLPLUG_CONTRACT="9.0")
     with pytest.raises(toolplug.PluginError, match=r"\[contract\] old: written for toolplug"):
         toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("old", plugin)], strict=True)
-    assert toolplug.CONTRACT_VERSION == "1.1"
+    assert toolplug.CONTRACT_VERSION == "1.2"

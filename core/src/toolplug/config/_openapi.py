@@ -53,6 +53,18 @@ class ApiTrust(StrictTable):
         description="a list of argument names whose values say where a call goes (each a "
         "destination of the operations where it is a sink)",
     )
+    url_sinks: list[str] = Field(
+        default_factory=list,
+        description="a list of argument names whose values are URLs (where each is a sink)",
+    )
+    address_sinks: list[str] = Field(
+        default_factory=list,
+        description="a list of argument names whose values are addresses (where each is a sink)",
+    )
+    path_sinks: list[str] = Field(
+        default_factory=list,
+        description="a list of argument names whose values are file paths (where each is a sink)",
+    )
 
 
 class ApiAuth(StrictTable):

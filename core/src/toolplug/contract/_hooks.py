@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTRACT_VERSION", "PROJECT_NAME", "hookimpl", "hookspec", "provides"]
 
 PROJECT_NAME: Final = "toolplug"
-CONTRACT_VERSION: Final = "1.1"
+CONTRACT_VERSION: Final = "1.2"
 """The contract this toolplug implements, ``MAJOR.MINOR``: what a tool and a plugin may
 declare and rely on (metadata fields, hooks, results). A plugin's entry module states the one
 it was written for as ``TOOLPLUG_CONTRACT = "1.0"``; one written for a newer minor, or for

@@ -173,6 +173,18 @@ class Trust(_Frozen):
     contacts, a link a colleague posted) goes where the user's own data points: the
     trifecta rule does not read it. The flow rule does, as for any sink. Each must be
     among ``sinks``."""
+    url_sinks: tuple[str, ...] = ()
+    """Sinks whose values are URLs: the flow guard reads them by host and path prefix, path
+    segments and query values only, and a policy sees the URL's real host. A sink of no
+    declared kind is read every way (``toolplug.trust._values``). Each must be among
+    ``sinks``."""
+    address_sinks: tuple[str, ...] = ()
+    """Sinks whose values are addresses, or lists of them: each address is read on its own
+    (split on ``,`` ``;`` and blanks, display names and ``mailto:`` dropped), by the flow
+    guard and by a policy. Each must be among ``sinks``."""
+    path_sinks: tuple[str, ...] = ()
+    """Sinks whose values are file paths: the flow guard and the policies read them
+    resolved (``..``, ``.``, ``//``). Each must be among ``sinks``."""
 
     @property
     def untrusted(self) -> bool:

@@ -79,6 +79,24 @@ SINK_KINDS: Final[Mapping[str, SinkKind]] = {
         "sinks whose values say where the call goes: a place the user's own data names, "
         "whole, is not read by the trifecta rule",
     ),
+    "url_sinks": SinkKind(
+        "URLs",
+        "a URL sink is one whose value is a URL",
+        "sinks whose values are URLs: read by host and path prefix, path segments and query "
+        "values, and a policy sees the URL's real host",
+    ),
+    "address_sinks": SinkKind(
+        "Addresses",
+        "an address sink is one whose value is an address or a list of them",
+        "sinks whose values are addresses: each address of a list (`,` `;`, display names, "
+        "`mailto:`) is read, by the flow guard and by a policy, on its own",
+    ),
+    "path_sinks": SinkKind(
+        "Paths",
+        "a path sink is one whose value is a file path",
+        "sinks whose values are file paths: read, and seen by a policy, resolved (`..`, `.`, "
+        "`//`)",
+    ),
 }
 """The kinds of sink a trust label names besides ``sinks``: each is a field of ``Trust``,
 ``TrustOverlay`` and OpenAPI's ``ApiTrust`` (a test holds them equal) and a rule of the
@@ -105,8 +123,21 @@ class TrustOverlay(_Settings):
         default=None,
         description="a list of the tool's sinks whose values say where the call goes",
     )
+    url_sinks: tuple[str, ...] | None = Field(
+        default=None, description="a list of the tool's sinks whose values are URLs"
+    )
+    address_sinks: tuple[str, ...] | None = Field(
+        default=None,
+        description="a list of the tool's sinks whose values are addresses or lists of them",
+    )
+    path_sinks: tuple[str, ...] | None = Field(
+        default=None, description="a list of the tool's sinks whose values are file paths"
+    )
 
-    @field_validator("sinks", "refs", "destinations", mode="before")
+    @field_validator(
+        "sinks", "refs", "destinations", "url_sinks", "address_sinks", "path_sinks",
+        mode="before",
+    )
     @classmethod
     def _from_list(cls, value: Any) -> Any:
         # TOML has arrays, not tuples; strict mode would refuse a list as a tuple
@@ -192,7 +223,8 @@ class ToolSettings(_Settings):
         default=None,
         description='a table: output = "trusted" or "untrusted", private = true or false, '
         "sinks = [the tool's parameter names], refs = [sinks that name what the service holds], "
-        "destinations = [sinks that say where the call goes]",
+        "destinations = [sinks that say where the call goes], url_sinks, address_sinks, "
+        "path_sinks = [sinks whose values are URLs, addresses, file paths]",
     )
     scopes: list[Scope] | None = Field(
         default=None,

@@ -6,8 +6,11 @@ inside it is recorded with its tool's labels (``Registry.labels``): an untrusted
 result becomes a ``Record`` of its folded text, the whole values exact tracking keeps and
 the names it listed. The user's request is trusted text.
 
-Folding an untrusted or private result's text and listing its words (what the phrase rule
-searches) costs about 10 ns a character. For a result of ``OFF_LOOP_CHARS`` characters or
+Folding an untrusted or private result's text (``_values.canon``: for ASCII text without
+``&`` or ``%``, case folding alone) and listing its words (what the phrase rule searches)
+costs about 10 ns a character; text that is not ASCII costs about 20 ns more a character
+(NFKC, format characters removed, look-alike letters mapped), and a text with line breaks
+about 2 more (``Record.joined``). For a result of ``OFF_LOOP_CHARS`` characters or
 more, where an event loop runs, the engine has both done in a worker thread, a slice at a
 time, and awaits that before the call returns (``Conversation.record_off_loop``): the
 loop goes on, and the next call sees the result as it would have.
@@ -58,6 +61,7 @@ from toolplug.trust._text import (
     strings_of,
     whole_token,
 )
+from toolplug.trust._values import canon, joined, pieces, url_prefix_in
 
 __all__ = [
     "CURRENT", "DERIVED", "OFF_LOOP_CHARS", "Conversation", "Record", "current",
@@ -165,6 +169,9 @@ class Record:
     """The whole strings of its data, as they came: what a ref may name (``names``)."""
     echoed: frozenset[str] = NO_NAMES
     """The strings of the call's own arguments: the data repeating them lists nothing."""
+    joined: str | None = None
+    """``text`` with its line breaks removed (``_values.joined``), when it has any: a value
+    a page broke across lines is found whole there."""
     _words: str | None = field(default=None, repr=False)
     _given_words: str | None = field(default=None, repr=False)
     _names: frozenset[str] | None = field(default=None, repr=False)
@@ -472,16 +479,18 @@ class Conversation:
             mine: set[Any] = set()
             leaves(arguments, given, mine)
             values -= mine
+        text = fold_all(strings)
         source = Record(
             0,
             tool,
             call_id,
             trust,
-            fold_all(strings),
+            text,
             frozenset(values) if self.exact else frozenset(),
             "\n".join(fold(s) for s in given),
             listed,
             frozenset(given) if listed else NO_NAMES,
+            joined(text),
         )
         return source, values
 
@@ -528,6 +537,7 @@ class Conversation:
             here = Record(
                 root.calls, source.tool, source.call_id, source.trust, source.text,
                 given=source.given, listed=source.listed, echoed=source.echoed,
+                joined=joined(source.text),
             )
             here._names = source._names
             root.sources.append(here)
@@ -614,10 +624,17 @@ class Conversation:
         return True
 
     def _carried(  # noqa: C901 - the value-flow rules tried in turn, each a short exit
-        self, value: Any, settings: GuardSettings, *, untrusted: bool = True
+        self,
+        value: Any,
+        settings: GuardSettings,
+        *,
+        untrusted: bool = True,
+        kind: str | None = None,
     ) -> tuple[Record, str, str] | None:
         """The first source ``value`` carries text of (untrusted ones, else private ones),
-        the text, and the rule that found it; None when it carries none."""
+        the text, and the rule that found it; None when it carries none. ``kind``: what
+        the sink's value is (``url``, ``address``, ``path``), its pieces read that way
+        only (``_values.pieces``); None, undeclared, tries each way."""
         root = self._root
         wanted = root._untrusted if untrusted else root._private
         request = root._request
@@ -634,11 +651,11 @@ class Conversation:
                 whole = text.strip()
                 for node in exact:
                     found = node._exact_values.get(whole)
-                    if found is not None and whole.casefold() not in request:
+                    if found is not None and canon(whole) not in request:
                         return found, whole, "exact"
             if not wanted:
                 continue
-            folded = text.casefold()
+            folded = canon(text)
             parts = folded.split()
             for word in parts:
                 if len(word) < min_chars and "@" not in word and "://" not in word:
@@ -646,16 +663,31 @@ class Conversation:
                 if len(word) < 3:
                     continue
                 token = word.strip(STRIP)
-                if "@" in token or "://" in token:
-                    if len(token) < 3:
-                        continue
-                elif len(token) < min_chars or letters(token):
+                if not _counts(token, min_chars) or token in request:
                     continue
-                if token in request:
-                    continue
-                for source in reversed(wanted):
-                    if token in source.text and token not in source.given:
-                        return source, token, "token"
+                found = _found(token, wanted)
+                if found is not None:
+                    return found, token, "token"
+                if "@" in token or "/" in token or "," in token or ";" in token:
+                    # what the token is made of: addresses glued into a list or a mailto:,
+                    # a URL's path segments and query values, a path resolved
+                    for piece in pieces(token, kind):
+                        if _counts(piece, min_chars) and piece not in request:
+                            found = _found(piece, wanted)
+                            if found is not None:
+                                return found, piece, "token"
+                    if (
+                        untrusted
+                        and kind in (None, "url")
+                        and "://" in token
+                        and not url_prefix_in(token, request)
+                    ):
+                        # a host and path an outside text named, with more appended
+                        for source in reversed(wanted):
+                            if url_prefix_in(token, source.text) and not url_prefix_in(
+                                token, source.given
+                            ):
+                                return source, token, "token"
                 if root.read_chars >= OFF_LOOP_CHARS and not loop_running():  # few tokens
                     since = _searched(since, root, untrusted=untrusted)
             if len(folded) < 2 * size - 1:
@@ -723,6 +755,25 @@ class Conversation:
                     return found, number
                 node = node.parent
         return None
+
+
+def _counts(token: str, min_chars: int) -> bool:
+    """Whether the token rule reads ``token``: one with ``@`` or ``://`` of 3 characters or
+    more, else one of ``min_chars`` or more that is not only letters."""
+    if "@" in token or "://" in token:
+        return len(token) >= 3
+    return len(token) >= min_chars and not letters(token)
+
+
+def _found(token: str, wanted: list[Record]) -> Record | None:
+    """The latest of ``wanted`` whose text holds ``token`` (or holds it once its line breaks
+    are removed), not as the call's own arguments."""
+    for source in reversed(wanted):
+        if (token in source.text or (source.joined is not None and token in source.joined)) and (
+            token not in source.given
+        ):
+            return source
+    return None
 
 
 def _searched(since: int, root: Conversation, *, untrusted: bool) -> int:

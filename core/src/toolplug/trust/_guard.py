@@ -6,10 +6,14 @@ Before a call runs, ``FlowGuard.check`` looks at
 2. the flow rule: a sink argument whose value carries text from an untrusted output of
    this conversation that is not in the user's request asks (for a call that only reads,
    such as a fetch's GET, once the conversation has also read something private).
-   "Carries" means, after case folding: a *token* of the value (no spaces, surrounding
-   punctuation stripped) of ``min_token_chars`` or more that is not only letters (a URL,
-   an address, an account number, a path), or any token with ``@`` or ``://``, found
-   inside the output; or ``min_phrase_words`` consecutive words found in it. Inside a
+   "Carries" means, both sides normalised (``_values.canon``: decoded, NFKC, invisible
+   characters removed, look-alike letters mapped, case folded): a *token* of the value
+   (no spaces, surrounding punctuation stripped) of ``min_token_chars`` or more that is
+   not only letters (a URL, an address, an account number, a path), or any token with
+   ``@`` or ``://``, found
+   inside the output, or a piece of one (an address of a list, a URL's path segment or
+   query value, a path resolved), or a URL whose host and path prefix the output names;
+   or ``min_phrase_words`` consecutive words found in it. Inside a
    plan or a program the tracking is exact as well: a value passed by ``$stepN``
    reference from an untrusted step, or equal to a value the program received from an
    untrusted call;
@@ -73,6 +77,7 @@ from toolplug.trust._text import (
     sliced_words,
     strings_in,
 )
+from toolplug.trust._values import plain, policy_forms
 
 __all__ = ["Catalog", "FlowGuard", "GuardConfig", "Verdict"]
 
@@ -132,6 +137,35 @@ class Catalog(Protocol):
 
     def labels(self, name: str) -> Trust:
         """The trust labels in force for ``name``."""
+
+
+def _kind(labels: Trust, sink: str | None) -> str | None:
+    """What the tool declares ``sink``'s value is (``Trust.url_sinks``, ``address_sinks``,
+    ``path_sinks``): ``url``, ``address``, ``path``; None when it declares none (read
+    every way)."""
+    if sink is None:
+        return None
+    if sink in labels.url_sinks:
+        return "url"
+    if sink in labels.address_sinks:
+        return "address"
+    if sink in labels.path_sinks:
+        return "path"
+    return None
+
+
+def _rule_matches(
+    rule: PolicyRule, matches: Callable[[Any], bool], value: Any, kind: str | None
+) -> bool:
+    """Whether ``rule`` matches ``value`` as it reads (``_values.policy_forms``: each address
+    of a list, a path resolved, a URL's real host): an ``allow`` only when every form
+    matches, an ``ask`` or a ``deny`` when the value or any form does."""
+    forms = policy_forms(value, kind)
+    if not forms:
+        return matches(value)
+    if rule.action == "allow":
+        return all(matches(form) for form in forms)
+    return matches(value) or any(matches(form) for form in forms)
 
 
 class FlowGuard:
@@ -276,7 +310,10 @@ class FlowGuard:
                 value = arguments[rule.argument]
             else:
                 continue
-            if not matches(value):
+            if plain(value):  # most values: nothing to read but the value
+                if not matches(value):
+                    continue
+            elif not _rule_matches(rule, matches, value, _kind(self.labels(name), rule.argument)):
                 continue
             if rule.action == "allow":
                 return None
@@ -332,7 +369,7 @@ class FlowGuard:
             if derived is not None and sink in derived:
                 hits.append((sink, derived[sink], "", "reference"))
                 continue
-            hit = conversation._carried(value, settings)
+            hit = conversation._carried(value, settings, kind=_kind(labels, sink))
             if hit is None and conversation.exact:
                 number = conversation._exact_numbers(value)
                 if number is not None:
@@ -363,7 +400,7 @@ class FlowGuard:
             if settings.trifecta == "always":
                 hits.append((sink, None, "", "trifecta"))
                 continue
-            hit = conversation._carried(value, settings, untrusted=False)
+            hit = conversation._carried(value, settings, untrusted=False, kind=_kind(labels, sink))
             if hit is not None:
                 hits.append((sink, hit[0], hit[1], "trifecta"))
         return self._trifecta_all(name, hits) if hits else None

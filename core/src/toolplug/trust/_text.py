@@ -11,12 +11,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    pass
-
-
+from toolplug.trust._values import canon
 
 __all__ = [
     "BREAK", "ITEM_CHARS", "MOST_NAMES", "NAME_CHARS", "NOT_WORD", "NO_NAMES", "SEARCH_CHARS",
@@ -128,18 +125,21 @@ def letters(token: str) -> bool:
 
 
 def fold(text: str) -> str:
-    return text.casefold()
+    """``text`` in the form both sides of a flow check take (``_values.canon``): decoded,
+    NFKC, invisible characters removed, look-alike letters mapped, case folded."""
+    return canon(text)
 
 
 def fold_joined(strings: list[str]) -> str:
-    """The strings case folded, one per line (``Record.text``)."""
+    """The strings folded (``fold``), one per line (``Record.text``)."""
     return "\n".join(fold(s) for s in strings)
 
 
 def sliced_fold(strings: list[str], size: int | None = None) -> str:
     """``fold_joined(strings)``, ``size`` (``SLICE_CHARS``) characters at a time, the GIL
-    handed over between slices (folding is per character: a slice folds as in the whole),
-    and the text copied once, at the end."""
+    handed over between slices (folding is per character, but for an entity, a percent
+    escape or a combining sequence cut at a slice's end: those fold as two halves), and
+    the text copied once, at the end."""
     size = size or SLICE_CHARS
     folded: list[str] = []
     since = 0
@@ -148,7 +148,7 @@ def sliced_fold(strings: list[str], size: int | None = None) -> str:
             folded.append("\n")
         for start in range(0, len(text), size):
             piece = text[start : start + size] if len(text) > size else text
-            folded.append(piece.casefold())
+            folded.append(canon(piece))
             since += len(piece)
             if since >= size:
                 hand_over()
