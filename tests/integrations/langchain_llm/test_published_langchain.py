@@ -96,3 +96,35 @@ def test_a_resource_that_is_not_offered_says_why(notes: Registry) -> None:
         load_resources(notes, ["notes://secret"])
     assert (caught.value.kind, caught.value.uri) == ("unavailable", "notes://secret")
     assert "notes_key" in str(caught.value)
+
+
+def test_a_recording_and_an_embedded_note_are_blocks_of_their_kind() -> None:
+    import toolplug
+    from tests.helpers.media import wav
+    from toolplug import Audio, EmbeddedResource, Message, ResourceLink, prompt, provides
+
+    sound = wav()
+
+    @prompt(description="Listen, read, follow.")
+    def mixed() -> list[Message]:
+        return [
+            Message("user", Audio(sound, "audio/wav")),
+            Message("user", EmbeddedResource("notes://today", text="Buy milk.")),
+            Message("user", ResourceLink("notes://elsewhere", name="elsewhere")),
+        ]
+
+    class Mixed:
+        register_prompts = provides(mixed)
+
+    registry = toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("mixed", Mixed)])
+    try:
+        audio, note, link = (m.content[0] for m in load_prompt(registry, "mixed"))
+    finally:
+        registry.close()
+    assert isinstance(audio, dict)
+    assert (audio["type"], audio["mime_type"]) == ("audio", "audio/wav")
+    assert base64.b64decode(audio["base64"]) == sound
+    assert note == {"type": "text", "text": "Buy milk."}
+    assert isinstance(link, dict)
+    assert link["type"] == "text"
+    assert "notes://elsewhere" in link["text"]
