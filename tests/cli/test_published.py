@@ -95,6 +95,9 @@ def test_list_published_names_each_with_its_arguments_and_uri(
         "Resource templates:",
         "  notes://{day}/summary - The summary of a day.",
     ]
+    narrowed = cli("list", "--published", "--category", "utility", env=_env_again(site))
+    assert narrowed.code == 2
+    assert "which have no category nor toolset: drop --category and --toolset" in narrowed.err
 
 
 def test_list_published_all_says_why_one_is_not_offered(

@@ -217,6 +217,12 @@ def _published_hint(registry: Registry) -> str:
 
 def _list_published(registry: Registry, args: argparse.Namespace) -> int:
     """``list --published``: the plugins' prompts and resources instead of the tools."""
+    if args.category is not None or args.toolset is not None:
+        raise _Exit(
+            EXIT_USAGE,
+            "--published lists prompts and resources, which have no category nor toolset: "
+            "drop --category and --toolset",
+        )
     records = published_records(registry, everything=args.all)
     if args.json:
         _emit(registry, _dumps(records))
