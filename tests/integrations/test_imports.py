@@ -51,7 +51,16 @@ def test_a_missing_framework_names_the_extra_to_install(
 def test_each_module_exports_exactly_its_public_names() -> None:
     from toolplug.integrations import openai_agents, pydantic_ai
 
-    assert pydantic_ai.__all__ == ["ToolplugToolset", "answers"]
+    assert pydantic_ai.__all__ == [
+        "ToolplugToolset",
+        "answers",
+        "aprompt_content",
+        "aprompt_messages",
+        "aresource_content",
+        "prompt_content",
+        "prompt_messages",
+        "resource_content",
+    ]
     assert openai_agents.__all__ == ["channel_of", "function_tools", "instructions"]
     for module in (pydantic_ai, openai_agents):
         public = {

@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.cli import _parser
 from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, _Exit
+from toolplug.cli._published import (
+    find_published,
+    published_lines,
+    published_records,
+    record_lines,
+)
 from toolplug.cli._reports import (
     approval_lines,
     approval_record,
@@ -157,6 +163,8 @@ def _tool_record(registry: Registry, name: str) -> dict[str, Any]:
 @_runs("list")
 def _cmd_list(args: argparse.Namespace) -> int:
     registry = _load(args)
+    if args.published:
+        return _list_published(registry, args)
     tools = registry.select(
         toolset=args.toolset, include_unavailable=args.all, category=args.category
     )
@@ -172,7 +180,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     also = "\nNot listed, their tools unknown:\n" + "\n".join(f"  {u}" for u in unlisted)
     if not records:
         _emit(registry, "No tools are available. Run 'toolplug doctor' to see why."
-              + (also if unlisted else ""))
+              + (also if unlisted else "") + _published_hint(registry))
         return EXIT_OK
     header = ["NAME", "CATEGORY", "OPTIONALITY", "DISTRIBUTION"]
     if args.all:
@@ -187,6 +195,42 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _emit(registry, _table(rows))
     if unlisted:
         _emit(registry, also)
+    hint = _published_hint(registry)
+    if hint:
+        _emit(registry, hint)
+    return EXIT_OK
+
+
+def _published_hint(registry: Registry) -> str:
+    """The line after the tools that says what else the plugins publish, or nothing."""
+    records = published_records(registry)
+    counts = [
+        f"{len(records[key])} {word}{'' if len(records[key]) == 1 else 's'}"
+        for key, word in (("prompts", "prompt"), ("resources", "resource"),
+                          ("resource_templates", "resource template"))
+        if records[key]
+    ]
+    if not counts:
+        return ""
+    return f"\n\nAlso published: {', '.join(counts)} (toolplug list --published)"
+
+
+def _list_published(registry: Registry, args: argparse.Namespace) -> int:
+    """``list --published``: the plugins' prompts and resources instead of the tools."""
+    if args.category is not None or args.toolset is not None:
+        raise _Exit(
+            EXIT_USAGE,
+            "--published lists prompts and resources, which have no category nor toolset: "
+            "drop --category and --toolset",
+        )
+    records = published_records(registry, everything=args.all)
+    if args.json:
+        _emit(registry, _dumps(records))
+        return EXIT_OK
+    lines = published_lines(records, why=args.all)
+    if not lines:
+        lines = ["", "No prompts or resources are published. Run 'toolplug doctor' to see why."]
+    _emit(registry, "\n".join(lines[1:]))
     return EXIT_OK
 
 
@@ -194,6 +238,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per section of info's output
     registry = _load(args)
     if args.name not in registry.tools:
+        published = find_published(registry, args.name)
+        if published is not None:  # a prompt's name, a resource's URI or template
+            _emit(registry, _dumps(published) if args.json else "\n".join(record_lines(published)))
+            return EXIT_OK
         close = difflib.get_close_matches(args.name, list(registry.tools), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see 'toolplug list --all'"
         raise _Exit(EXIT_USAGE, f"no installed tool is named {args.name!r}{hint}")
@@ -410,6 +458,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             out.append(f"    why: {reason}")
         for step in availability.setup:
             out.append(_indent("to enable: " + step.strip(), "    "))
+    published = published_records(registry, everything=True)
+    if any(published.values()):
+        out += ["", "Prompts and resources:"]
+        out += [f"  {line}" if line else line for line in published_lines(published, why=True)[1:]]
     for source in registry.sources:  # each source reports itself (mounted servers, APIs)
         if source.title:
             out += ["", f"{source.title}:", *source.report()]

@@ -25,6 +25,11 @@ a ``text`` block for text; an http(s) resource link with a MIME type as a block'
 any other link as its text. LangChain's tool messages take no audio block (a list holding
 one would be sent as its JSON text): a recording is its description, and logged.
 
+The plugins' prompts and resources reach LangChain as langchain-mcp-adapters hands an MCP
+server's: ``load_prompt`` renders a prompt as ``HumanMessage`` and ``AIMessage`` s (a picture
+or recording as a standard content block), ``load_resources`` reads resources as ``Blob`` s
+(``metadata["uri"]``, ``mimetype``), each with its ``a...`` form for async code.
+
 Install with ``pip install "toolplug[langchain]"``; docs/integrations/langchain.md shows a
 whole agent run.
 """
@@ -35,10 +40,12 @@ import collections
 import contextvars
 import copy
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 try:
+    from langchain_core.documents.base import Blob
+    from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -91,9 +98,16 @@ if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
     from langchain.agents.middleware.human_in_the_loop import DecisionType
 
-    from toolplug import Part, Selection, ToolMetadata, Toolset
+    from toolplug import Part, RenderedPrompt, ResourceContents, Selection, ToolMetadata, Toolset
 
-__all__ = ["ToolplugToolkit", "system_prompt"]
+__all__ = [
+    "ToolplugToolkit",
+    "aload_prompt",
+    "aload_resources",
+    "load_prompt",
+    "load_resources",
+    "system_prompt",
+]
 
 DECISIONS: Final[tuple[DecisionType, ...]] = ("approve", "edit", "reject")
 """The decisions ``interrupt_on`` allows a reviewer by default."""
@@ -461,3 +475,72 @@ def _block(part: Part) -> dict[str, Any] | None:
         return None
     kind = "image" if link.mime_type.startswith("image/") else "file"
     return {"type": kind, "url": link.uri, "mime_type": link.mime_type}
+
+
+# -- prompts and resources (docs/prompts-and-resources.md) --------------------------------
+
+
+def load_prompt(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[HumanMessage | AIMessage]:
+    """The prompt ``name`` rendered with ``arguments``, as LangChain messages.
+
+    A message of text is a message of that text; one of a part, a message of one standard
+    content block (``image``, ``audio``, ``file`` with ``base64`` and ``mime_type``; an http(s)
+    link with a MIME type as the block's ``url``; any other link, and a resource's text, as
+    a ``text`` block).
+
+    Raises:
+        PublishedError: no such prompt is offered, or an argument is missing or unknown.
+    """
+    return _messages(registry.get_prompt(name, arguments))
+
+
+async def aload_prompt(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[HumanMessage | AIMessage]:
+    """``load_prompt`` from async code (a plain ``def`` prompt runs in a worker thread)."""
+    return _messages(await registry.aget_prompt(name, arguments))
+
+
+def load_resources(registry: Registry, uris: Iterable[str] | None = None) -> list[Blob]:
+    """The resources at ``uris`` (by default every resource offered, templates aside) as
+    ``Blob`` s: text or bytes, with ``mimetype`` and ``metadata["uri"]``.
+
+    Raises:
+        PublishedError: nothing offered has one of the URIs (``kind``, ``uri``).
+    """
+    chosen = [r.uri for r in registry.resources()] if uris is None else list(uris)
+    return [_blob(registry.read_resource(uri)) for uri in chosen]
+
+
+async def aload_resources(registry: Registry, uris: Iterable[str] | None = None) -> list[Blob]:
+    """``load_resources`` from async code, one read after another."""
+    chosen = [r.uri for r in registry.resources()] if uris is None else list(uris)
+    return [_blob(await registry.aread_resource(uri)) for uri in chosen]
+
+
+def _messages(rendered: RenderedPrompt) -> list[HumanMessage | AIMessage]:
+    made: list[HumanMessage | AIMessage] = []
+    for message in rendered.messages:
+        kind = HumanMessage if message.role == "user" else AIMessage
+        content = message.content
+        if isinstance(content, str):
+            made.append(kind(content))
+            continue
+        block = _audio_block(content) or _block(content)
+        made.append(kind(content=[block or {"type": "text", "text": content.describe()}]))
+    return made
+
+
+def _audio_block(part: Part) -> dict[str, Any] | None:
+    """A recording as a chat message's ``audio`` block (tool messages take none: ``_block``)."""
+    held = binary(part)
+    if held is None or held.kind != "audio":
+        return None
+    return {"type": "audio", "base64": held.base64(), "mime_type": held.mime_type}
+
+
+def _blob(contents: ResourceContents) -> Blob:
+    data = contents.text if contents.text is not None else contents.data or b""
+    return Blob.from_data(data, mime_type=contents.mime_type, metadata={"uri": contents.uri})

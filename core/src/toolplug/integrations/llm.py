@@ -3,7 +3,9 @@
 This module is an llm plugin (entry point ``toolplug`` in llm's group ``llm``): it registers
 the ``Toolplug`` toolbox, so that ``llm tools list`` shows the available tools and ``llm -T
 Toolplug ...`` lets the model call them, and the fragment loader ``toolplug:``, so that
-``llm --sf toolplug: ...`` puts the optional-tools section into the system prompt.
+``llm --sf toolplug: ...`` puts the optional-tools section into the system prompt; the
+plugins' resources and prompts load as fragments too (``-f toolplug-resource:URI``, ``-f
+'toolplug-prompt:NAME?ARGUMENT=VALUE'``), their bytes as attachments.
 
 Each tool keeps its JSON Schema; a failed call reaches the model as toolplug's error text
 (its type, message and whether a retry may help). A call that needs a person's approval is
@@ -612,8 +614,45 @@ def register_tools(register: Callable[..., None]) -> None:
 @llm.hookimpl
 def register_fragment_loaders(register: Callable[..., None]) -> None:
     """llm's hook: ``toolplug:`` (or ``toolplug:TOOLSET``, or ``toolplug:toolset=NAME&
-    task=TEXT&max_tools=N``) loads the optional-tools section."""
+    task=TEXT&max_tools=N``) loads the optional-tools section; ``toolplug-resource:URI``
+    a plugin's resource, ``toolplug-prompt:NAME?ARGUMENT=VALUE&...`` a plugin's prompt."""
     register("toolplug", _section_fragment)
+    register("toolplug-resource", _resource_fragment)
+    register("toolplug-prompt", _prompt_fragment)
+
+
+def _resource_fragment(uri: str) -> llm.Fragment | llm.Attachment:
+    """A plugin's resource: its text as a fragment, its bytes as an attachment (which llm
+    takes with ``-f`` too, and hands the model as it does ``-a``)."""
+    contents = _default_registry().read_resource(uri)
+    if contents.text is not None:
+        return llm.Fragment(contents.text, source=f"toolplug-resource:{uri}")  # type: ignore[no-untyped-call]
+    return llm.Attachment(type=contents.mime_type, content=contents.data)
+
+
+def _prompt_fragment(argument: str) -> list[llm.Fragment | llm.Attachment]:
+    """A plugin's prompt, rendered: each text message a fragment, each picture, recording
+    or file an attachment. llm's prompt is the user's turn: a prompt with an assistant
+    message is refused."""
+    name, _, query = argument.partition("?")
+    arguments = dict(parse_qsl(query, keep_blank_values=True))
+    rendered = _default_registry().get_prompt(name, arguments)
+    made: list[llm.Fragment | llm.Attachment] = []
+    for index, message in enumerate(rendered.messages):
+        if message.role != "user":
+            raise ValueError(
+                f"toolplug-prompt:{name}: message {index} is the assistant's, and an llm "
+                "prompt holds the user's turn only; render it with Registry.get_prompt"
+            )
+        content = message.content
+        source = f"toolplug-prompt:{argument}#{index}"
+        held = None if isinstance(content, str) else binary(content)
+        if held is not None:
+            made.append(llm.Attachment(type=held.mime_type, content=held.data))
+            continue
+        text = content if isinstance(content, str) else content.describe()
+        made.append(llm.Fragment(text, source=source))  # type: ignore[no-untyped-call]
+    return made
 
 
 def _section_fragment(argument: str) -> llm.Fragment:

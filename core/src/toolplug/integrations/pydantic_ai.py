@@ -39,6 +39,13 @@ How toolplug's concepts map to pydantic-ai's::
     a tool's context.sample                   the agent's own model (ctx.model), called
                                               directly (pydantic_ai.direct.model_request)
     a tool's progress and log lines           Python logging (logger toolplug.tools)
+    a plugin's prompt                         prompt_content: the user prompt of agent.run
+                                              (str, BinaryContent, ImageUrl...); or
+                                              prompt_messages: a message history
+                                              (ModelRequest of UserPromptPart, ModelResponse
+                                              of TextPart or FilePart)
+    a plugin's resource                       resource_content: str (text) or BinaryContent
+                                              (bytes), as pydantic-ai's MCPToolset reads one
     a hook deferring a call                   ApprovalRequired or CallDeferred raised by a
                                               tool_call hook passes through toolplug as is
     cancelling the run                        cancels the tool (Registry.acall)
@@ -52,7 +59,7 @@ import copy
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from toolplug import (
     Answer,
@@ -85,6 +92,7 @@ try:
         DeferredToolRequests,
         DeferredToolResults,
         DocumentUrl,
+        FilePart,
         ImageUrl,
         InstructionPart,
         ModelRequest,
@@ -99,7 +107,7 @@ try:
         UserPromptPart,
         VideoUrl,
     )
-    from pydantic_ai.messages import FileUrl
+    from pydantic_ai.messages import FileUrl, ModelMessage, UserContent
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
@@ -107,9 +115,26 @@ except ModuleNotFoundError as exc:  # pragma: no cover - tested in a process wit
     raise missing("pydantic-ai", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
-    from toolplug import Part, Registry, ToolMetadata, Toolset
+    from toolplug import (
+        Message,
+        Part,
+        Registry,
+        RenderedPrompt,
+        ResourceContents,
+        ToolMetadata,
+        Toolset,
+    )
 
-__all__ = ["ToolplugToolset", "answers"]
+__all__ = [
+    "ToolplugToolset",
+    "answers",
+    "aprompt_content",
+    "aprompt_messages",
+    "aresource_content",
+    "prompt_content",
+    "prompt_messages",
+    "resource_content",
+]
 
 # toolplug validates every call against the tool's schema and names each bad field; the
 # framework only checks that the model sent an object.
@@ -456,3 +481,114 @@ def _definition(metadata: ToolMetadata, *, deferred: bool) -> ToolDefinition:
         },
         defer_loading=deferred,
     )
+
+
+# -- prompts and resources (docs/prompts-and-resources.md) --------------------------------
+
+
+def prompt_content(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[UserContent]:
+    """The prompt ``name`` rendered, as the user prompt of ``agent.run``: its messages'
+    content in order (text as ``str``, pictures, recordings and files as ``BinaryContent``,
+    an http(s) link with a MIME type as an ``ImageUrl``, ``AudioUrl``... , other links as
+    their text).
+
+    Raises:
+        PublishedError: no such prompt is offered, or an argument is missing or unknown.
+        ValueError: the prompt has an assistant message, which a user prompt cannot hold
+            (use ``prompt_messages`` as the message history).
+    """
+    return _user_content(registry.get_prompt(name, arguments))
+
+
+async def aprompt_content(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[UserContent]:
+    """``prompt_content`` from async code (a plain ``def`` prompt runs in a worker thread)."""
+    return _user_content(await registry.aget_prompt(name, arguments))
+
+
+def prompt_messages(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[ModelMessage]:
+    """The prompt ``name`` rendered, as a message history (``agent.run(...,
+    message_history=...)``): each run of user messages one ``ModelRequest`` (a
+    ``UserPromptPart`` each), each run of assistant messages one ``ModelResponse`` (text as
+    ``TextPart``, a picture or file as ``FilePart``)."""
+    return _history(registry.get_prompt(name, arguments))
+
+
+async def aprompt_messages(
+    registry: Registry, name: str, arguments: Mapping[str, str] | None = None
+) -> list[ModelMessage]:
+    """``prompt_messages`` from async code."""
+    return _history(await registry.aget_prompt(name, arguments))
+
+
+def resource_content(registry: Registry, uri: str) -> str | BinaryContent:
+    """A plugin's resource for a user prompt: its text, or its bytes as ``BinaryContent``
+    (of the resource's MIME type, named by its URI).
+
+    Raises:
+        PublishedError: nothing offered has that URI (``kind`` ``unknown_resource``).
+    """
+    return _resource(registry.read_resource(uri))
+
+
+async def aresource_content(registry: Registry, uri: str) -> str | BinaryContent:
+    """``resource_content`` from async code."""
+    return _resource(await registry.aread_resource(uri))
+
+
+def _resource(contents: ResourceContents) -> str | BinaryContent:
+    if contents.text is not None:
+        return contents.text
+    return BinaryContent.narrow_type(BinaryContent(
+        contents.data or b"", media_type=contents.mime_type, identifier=contents.uri
+    ))
+
+
+def _content(message: Message) -> UserContent:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    made = _native(content)
+    if isinstance(made, BinaryContent):
+        return BinaryContent.narrow_type(made)
+    if made is None:
+        return content.describe()
+    return cast("UserContent", made)  # _native's FileUrl is one of ImageUrl, AudioUrl...
+
+
+def _user_content(rendered: RenderedPrompt) -> list[UserContent]:
+    said = [m for m in rendered.messages if m.role == "assistant"]
+    if said:
+        raise ValueError(
+            f"prompt {rendered.name!r} has {len(said)} assistant message(s), which a user "
+            "prompt cannot hold; pass prompt_messages(...) as the message_history instead"
+        )
+    return [_content(m) for m in rendered.messages]
+
+
+def _history(rendered: RenderedPrompt) -> list[ModelMessage]:
+    history: list[ModelMessage] = []
+    for message in rendered.messages:
+        content = _content(message)
+        if message.role == "user":
+            part = UserPromptPart(content if isinstance(content, str) else [content])
+            if history and isinstance(history[-1], ModelRequest):
+                history[-1].parts = [*history[-1].parts, part]
+            else:
+                history.append(ModelRequest(parts=[part]))
+            continue
+        if isinstance(content, BinaryContent):
+            reply: FilePart | TextPart = FilePart(content)
+        else:  # text, or a link's URL: what a reply can say
+            said = content if isinstance(content, str) else str(getattr(content, "url", ""))
+            reply = TextPart(said)
+        if history and isinstance(history[-1], ModelResponse):
+            history[-1].parts = [*history[-1].parts, reply]
+        else:
+            history.append(ModelResponse(parts=[reply]))
+    return history
