@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -232,6 +232,9 @@ class Connection:
         self._retry_at = 0.0
         self._last_problem: str | None = None
         self._on_tools_changed = on_tools_changed
+        self.watched: Callable[[], Sequence[str]] = tuple
+        """The URIs of the server's mounted resources, whose updates its session listens
+        for (the mount sets it)."""
         self.calls: list[InFlight] = []
         """The calls in flight on this connection, oldest first (``_session`` keeps it)."""
         _connections.append(self)
