@@ -203,6 +203,7 @@ class MountedServer(_gathered.Origin):
             raise
 
     async def _list_now(self, client: Any) -> None:
+        before = self.watched_uris()
         tools, prompts, resources, templates = await asyncio.wait_for(
             _list_all(client), _DISCOVERY_GRACE
         )
@@ -212,6 +213,11 @@ class MountedServer(_gathered.Origin):
         )
         self.from_cache = False
         self.store()
+        self._watch_anew(before)
+
+    def _watch_anew(self, before: list[str]) -> None:
+        if self.connection is not None and self.watched_uris() != before:
+            self.connection.relisten()
 
     async def _refresh(self) -> None:
         """The server said its tools, prompts or resources changed: store the new lists for
@@ -419,12 +425,14 @@ def _discover(servers: list[MountedServer]) -> None:
             _failed(server, said)
             await connection.stop()  # given up on: its process ends now, not at exit
             return
+        before = server.watched_uris()
         server.listing = _catalog.Listing(
             key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools,
             prompts=prompts, resources=resources, templates=templates,
         )
         server.from_cache = False
         server.store()
+        server._watch_anew(before)
 
     async def ask_all() -> None:
         await asyncio.gather(*(ask(s) for s in servers))

@@ -157,16 +157,36 @@ async def _listen(connection: Connection, client: Client) -> None:
     """Refresh the lists when the server says one changed, and tell the hosts watching a
     mounted resource when the server says it was updated (a ``subscriptions/listen`` stream
     on 2026-07-28 sessions; ``resources/subscribe`` of each mounted resource on earlier
-    ones, when the server declares it)."""
+    ones, when the server declares it). Listened for again when the mounted resources
+    change (the first listing arrives after the session opened)."""
+    while True:
+        uris = list(connection.watched())
+        again = connection.relistening()
+        stream = asyncio.ensure_future(_stream(connection, client, uris))
+        waiting = asyncio.ensure_future(again.wait())
+        try:
+            done, _ = await asyncio.wait({stream, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            if not stream.done():
+                stream.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stream
+        if stream in done and not again.is_set():
+            return
+
+
+async def _stream(connection: Connection, client: Client, uris: list[str]) -> None:
     caps = client.server_capabilities
     wanted = {
         "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
         "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed),
         "resources_list_changed": bool(caps.resources and caps.resources.list_changed),
     }
-    uris = list(connection.watched()) if caps.resources is not None else []
+    if caps.resources is None:
+        uris = []
     if not any(wanted.values()) and not uris:
-        return
+        await asyncio.Event().wait()  # nothing to hear until the mounted resources change
     try:
         async with client.listen(**wanted, resource_subscriptions=uris) as subscription:
             async for event in subscription:
@@ -177,6 +197,7 @@ async def _listen(connection: Connection, client: Client) -> None:
     except ListenNotSupportedError:
         subscribes = bool(caps.resources and caps.resources.subscribe)
         await _subscribe(connection, client, uris if subscribes else [])
+        await asyncio.Event().wait()  # updates arrive as notifications from now on
     except Exception as exc:  # a server that refuses: notices only
         log.debug("MCP server %s: no listen stream: %r", connection.name, exc)
 
