@@ -10,7 +10,9 @@ changes it and says so), and with ``--poison`` a prompt that carries instruction
 from __future__ import annotations
 
 import asyncio
+import base64
 import struct
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -19,7 +21,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, types
+from mcp import Client, ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
 
 import toolplug
 from tests.helpers.mcp_servers import http_server, stdio_table
@@ -262,7 +265,8 @@ def test_an_injected_prompt_is_held_back(
     registry = _load(tmp_path, _stdio(server, "--poison"))
     loaded.append(registry)
     names = [p.name for p in registry.prompts()]
-    assert "lib_poisoned" not in names and "lib_review" in names
+    assert "lib_poisoned" not in names
+    assert "lib_review" in names
     held = next(p for p in registry.published.registered()[0] if p.name == "lib_poisoned")
     assert "Ignore" not in held.description
     why = registry.published_availability(held)
@@ -270,7 +274,8 @@ def test_an_injected_prompt_is_held_back(
     with pytest.raises(PublishedError) as refused:  # its definition passes, its messages not
         registry.get_prompt("lib_sneaky", {"text": "a poem"})
     assert refused.value.kind == "unavailable"
-    assert "held back" in str(refused.value) and "accept_findings" in str(refused.value)
+    assert "held back" in str(refused.value)
+    assert 'accept_findings = ["' in str(refused.value)
 
 
 def test_what_a_resource_says_is_untrusted_in_the_conversation(
@@ -290,7 +295,26 @@ def test_what_a_resource_says_is_untrusted_in_the_conversation(
 
     conversation = asyncio.run(read())
     untrusted = [r for r in conversation.root.sources if r.tool and "library://readme" in r.tool]
-    assert untrusted and untrusted[0].trust.output == "untrusted"
+    assert [r.trust.output for r in untrusted] == ["untrusted"]
+
+
+def test_the_servers_trust_table_labels_what_is_read(
+    tmp_path: Path, server: tuple[Path, Path], loaded: list[toolplug.Registry]
+) -> None:
+    registry = _load(tmp_path, _stdio(server, extra='trust = { output = "trusted" }'))
+    loaded.append(registry)
+
+    async def read() -> Conversation:
+        conversation = Conversation("read the readme")
+        token = CURRENT.set(conversation)
+        try:
+            await registry.aread_resource("library://readme")
+        finally:
+            CURRENT.reset(token)
+        return conversation
+
+    records = [r for r in asyncio.run(read()).root.sources if r.tool]
+    assert [r.trust.output for r in records] == ["trusted"]
 
 
 def test_an_update_reaches_resource_changed(
@@ -340,3 +364,51 @@ def test_serve_offers_them_onward(
     assert isinstance(seen["logo"], types.BlobResourceContents)
     assert seen["logo"].mime_type == "image/png"
     assert seen["complete"].completion.values == ["rust"]
+
+
+async def _through_serve(tmp_path: Path) -> dict[str, Any]:
+    """A real ``toolplug serve`` over stdio mounting the server; the SDK's client lists,
+    gets, reads, subscribes, and hears the update a mounted tool causes."""
+    seen: dict[str, Any] = {"updated": []}
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            seen["updated"].append(str(message.params.uri))
+            updated.set()
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolplug", "serve"], cwd=str(tmp_path),
+        env={"TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"), "TOOLPLUG_PLUGINS": "",
+             "XDG_CACHE_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "xdg")},
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, message_handler=on_message) as session,
+        ):
+            await session.initialize()
+            seen["prompts"] = [p.name for p in (await session.list_prompts()).prompts]
+            seen["look"] = await session.get_prompt("lib_look")
+            seen["readme"] = (await session.read_resource("library://readme")).contents[0]
+            await session.subscribe_resource("library://counter")
+            bumped = await session.call_tool("lib_bump", {})
+            assert not bumped.is_error, bumped
+            await updated.wait()
+    return seen
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_real_serve_offers_them_and_relays_an_update(
+    tmp_path: Path, server: tuple[Path, Path]
+) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text(f'cache_dir = "{tmp_path / "cache"}"\n'
+                      + _stdio(server, extra='approval = "never"'), encoding="utf-8")
+    seen = anyio.run(_through_serve, tmp_path)
+    assert {"lib_look", "lib_review", "lib_sneaky"} <= set(seen["prompts"])
+    picture = seen["look"].messages[0].content
+    assert isinstance(picture, types.ImageContent)
+    assert base64.b64decode(picture.data) == _png()
+    assert seen["readme"].text == "A small library."
+    assert "library://counter" in seen["updated"]
