@@ -30,6 +30,7 @@ from tests.helpers.serve import TIMEOUT
 from toolplug import Image, PublishedError
 from toolplug.contract._published import watch_resources
 from toolplug.serve import build_server
+from toolplug.sources.mcp import mounted, report
 from toolplug.trust._conversation import CURRENT, Conversation
 
 SERVER = r'''
@@ -38,7 +39,7 @@ import base64
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Prompt, UserMessage
 from mcp_types import Completion, ImageContent, ResourceTemplateReference
 
 parser = argparse.ArgumentParser()
@@ -111,6 +112,16 @@ async def bump(ctx: Context) -> str:
     await ctx.notify_resource_updated("library://counter")
     await ctx.session.send_resource_updated("library://counter")
     return "bumped"
+
+
+@app.tool()
+async def more(ctx: Context) -> str:
+    """Add a prompt and say the prompts changed."""
+    def extra() -> str:
+        return "an extra prompt"
+    app.add_prompt(Prompt.from_function(extra, description="A prompt that came later."))
+    await ctx.notify_prompts_changed()
+    return "more"
 
 
 if options.http is None:
@@ -224,6 +235,26 @@ def test_the_lists_are_cached_with_the_tools(
     assert "library://readme" in [r.uri for r in again.resources()]
 
 
+def test_a_list_change_is_stored_for_the_next_load(
+    tmp_path: Path, server: tuple[Path, Path], loaded: list[toolplug.Registry]
+) -> None:
+    tables = _stdio(server, extra='approval = "never"')
+    registry = _load(tmp_path, tables)
+    loaded.append(registry)
+    assert "lib_extra" not in [p.name for p in registry.prompts()]
+    assert registry.call("lib_more", {}).output == "more"
+    cache = tmp_path / "cache" / "mcp" / "lib.json"
+    for _ in range(50):
+        if "A prompt that came later." in cache.read_text(encoding="utf-8"):
+            break
+        time.sleep(0.1)
+    registry.close()
+    again = _load(tmp_path, tables)  # from the cache the change refreshed
+    loaded.append(again)
+    extra = next(p for p in again.prompts() if p.name == "lib_extra")
+    assert extra.description == "A prompt that came later."
+
+
 def test_include_exclude_select_prompts_and_resources(
     tmp_path: Path, server: tuple[Path, Path], loaded: list[toolplug.Registry]
 ) -> None:
@@ -275,6 +306,12 @@ def test_an_injected_prompt_is_held_back(
         registry.get_prompt("lib_sneaky", {"text": "a poem"})
     assert refused.value.kind == "unavailable"
     assert "held back" in str(refused.value)
+    mounts = mounted(registry)
+    assert mounts is not None
+    lines = report(mounts)  # what toolplug doctor says
+    assert "    published: 4 prompt(s), 3 resource(s), 1 resource template(s)" in lines
+    held_lines = [line for line in lines if "withheld: the prompt lib_poisoned (scan" in line]
+    assert len(held_lines) == 1
     assert 'accept_findings = ["' in str(refused.value)
 
 

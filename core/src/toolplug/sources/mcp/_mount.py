@@ -984,6 +984,7 @@ def report(mounts: Mounted) -> list[str]:
                 f"    withheld: {final} (scan rules {', '.join(rules)}; 'toolplug scan' shows "
                 "the findings)"
             )
+        lines += _published.report(server)
         if server.locked is None:
             continue
         pin = json.dumps(server.settings.pin)

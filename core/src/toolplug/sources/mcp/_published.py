@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
     from toolplug.sources.mcp._mount import MountedServer
 
-__all__ = ["list_published", "name_prompts", "prompts_of", "resources_of", "withheld_text"]
+__all__ = [
+    "list_published", "name_prompts", "prompts_of", "report", "resources_of", "withheld_text",
+]
 
 _PAGES: Final = 100  # a server that pages forever is cut off
 _METHOD_NOT_FOUND: Final = -32601
@@ -207,7 +209,7 @@ def _prompt(
     if rules:
         return Prompt(
             name=final,
-            render=_held_back(server, final, rules),
+            render=_held_back(server, final),
             description=f"Withheld: the definition the MCP server {server.name!r} gives of "
             f"this prompt breaks the scan rules {', '.join(rules)}.",
             requires=(*requires, f"{server.capability}_scan"),
@@ -238,7 +240,7 @@ def _prompt(
     )
 
 
-def _held_back(server: MountedServer, final: str, rules: list[str]) -> Callable[..., Any]:
+def _held_back(server: MountedServer, final: str) -> Callable[..., Any]:
     def render(_given: Mapping[str, str], _context: PublishedContext) -> Any:
         raise PublishedError(
             f"prompt {final!r} is withheld: {withheld_text(server, final)}",
@@ -412,3 +414,25 @@ def _contents(server: MountedServer, uri: str, answer: Any) -> ResourceContents:
         raise PluginError(f"MCP server {server.name!r} read {uri}: its blob is not base64",
                           plugin=f"mcp:{server.name}") from None
     return ResourceContents(uri, mime or "application/octet-stream", data=data)
+
+
+def report(server: MountedServer) -> list[str]:
+    """What ``toolplug doctor`` says of a server's prompts and resources (nothing when it
+    offers none)."""
+    listing = server.listing
+    if listing is None or not (server.prompt_names or listing.resources or listing.templates):
+        return []
+    resources = [r for r in listing.resources if resource_selected(server.settings,
+                                                                   str(r.get("uri", "")))]
+    templates = [t for t in listing.templates if resource_selected(server.settings,
+                                                                   str(t.get("uriTemplate", "")))]
+    lines = [
+        f"    published: {len(server.prompt_names)} prompt(s), {len(resources)} resource(s), "
+        f"{len(templates)} resource template(s)"
+    ]
+    lines += [
+        f"    withheld: the prompt {final} (scan rules {', '.join(rules)}; 'toolplug scan' "
+        "shows the findings)"
+        for final, rules in sorted(server.prompts_withheld.items())
+    ]
+    return lines
