@@ -39,6 +39,7 @@ from toolplug.contract._published import (
     ResourceTemplate,
 )
 from toolplug.contract._tool import ToolResult
+from toolplug.sources import _gathered
 from toolplug.sources.mcp import _catalog, _host
 from toolplug.sources.mcp._content import BadBlock, blocks
 from toolplug.trust._conversation import CURRENT
@@ -113,8 +114,6 @@ def name_prompts(server: MountedServer) -> None:
         remote = str(entry.get("name", ""))
         if not remote or not _selected(server.settings.include, server.settings.exclude, remote):
             continue
-        from toolplug.sources import _gathered
-
         final = _gathered.unique_name(
             _catalog.tool_name(server.settings.name_prefix, remote), taken
         )
