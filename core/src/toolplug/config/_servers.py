@@ -64,6 +64,14 @@ class ServerSettings(StrictTable):
     exclude: list[str] = Field(
         default_factory=list, description="a list of the server's tool names or globs"
     )
+    include_resources: list[str] = Field(
+        default_factory=list,
+        description="a list of the server's resource URIs (or URI templates) or globs",
+    )
+    exclude_resources: list[str] = Field(
+        default_factory=list,
+        description="a list of the server's resource URIs (or URI templates) or globs",
+    )
     prefix: str | None = Field(
         default=None,
         pattern=r"^([a-z][a-z0-9_]{0,31})?$",

@@ -252,7 +252,14 @@ class Publications:
             )
 
     def contents(self, uri: str, mime_type: str | None, value: Any) -> ResourceContents:
-        """What ``read`` returned, as contents: text (redacted) or bytes."""
+        """What ``read`` returned, as contents: text (redacted) or bytes; contents a
+        source made itself (a mounted server's, with its own MIME type) pass as they are,
+        their text redacted."""
+        if isinstance(value, ResourceContents):
+            if value.text is None:
+                return value
+            return ResourceContents(value.uri, value.mime_type,
+                                    text=self._redactor.redact(value.text))
         if isinstance(value, str):
             return ResourceContents(uri, mime_type or "text/plain",
                                     text=self._redactor.redact(value))

@@ -1,11 +1,12 @@
 """What a mounted server offers: its tool list, cached on disk, pinned in a lock file.
 
 Listing and prompting must not start every server on every command, so each server's
-answer to ``tools/list`` is kept in ``<cache_dir>/mcp/NAME.json``, keyed by what decides
-it (the command, arguments, environment, URL and headers, hashed: no secret is written),
-and trusted for ``list_ttl_seconds``. A server that could not be reached is tried again
-after ``RETRY_SECONDS``; until then its last known tools stay listed, unavailable, with the
-reason.
+answer to ``tools/list`` (and to ``prompts/list``, ``resources/list`` and
+``resources/templates/list``, where it declares them) is kept in
+``<cache_dir>/mcp/NAME.json``, keyed by what decides it (the command, arguments,
+environment, URL and headers, hashed: no secret is written), and trusted for
+``list_ttl_seconds``. A server that could not be reached is tried again after
+``RETRY_SECONDS``; until then its last known tools stay listed, unavailable, with the reason.
 
 ``toolplug.lock`` beside the configuration holds a digest of each mounted tool's
 definition (name, title, description, schemas, annotations), and one of each of those
@@ -63,6 +64,12 @@ class Listing:
     """The ``tools/list`` entries, as JSON."""
     problem: str | None = None
     """Why the server could not be reached when it was last asked."""
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    """The ``prompts/list`` entries, as JSON (none when the server declares no prompts)."""
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    """The ``resources/list`` entries, as JSON."""
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    """The ``resources/templates/list`` entries, as JSON."""
 
     def fresh(self, ttl: float, now: float) -> bool:
         """Whether it can be used without asking the server again."""
@@ -119,6 +126,9 @@ def read_listing(cache_dir: Path, server: str) -> Listing | None:
             server=dict(raw.get("server") or {}),
             tools=[dict(t) for t in raw.get("tools") or []],
             problem=raw.get("problem"),
+            prompts=[dict(p) for p in raw.get("prompts") or []],
+            resources=[dict(r) for r in raw.get("resources") or []],
+            templates=[dict(t) for t in raw.get("templates") or []],
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -137,6 +147,9 @@ def write_listing(
         "server": listing.server,
         "tools": listing.tools,
         "problem": listing.problem,
+        "prompts": listing.prompts,
+        "resources": listing.resources,
+        "templates": listing.templates,
     }
     if redact is not None:
         body = {k: v if k in ("key", "stored") else redact(v) for k, v in body.items()}

@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -232,6 +232,10 @@ class Connection:
         self._retry_at = 0.0
         self._last_problem: str | None = None
         self._on_tools_changed = on_tools_changed
+        self._relisten: asyncio.Event | None = None
+        self.watched: Callable[[], Sequence[str]] = tuple
+        """The URIs of the server's mounted resources, whose updates its session listens
+        for (the mount sets it)."""
         self.calls: list[InFlight] = []
         """The calls in flight on this connection, oldest first (``_session`` keeps it)."""
         _connections.append(self)
@@ -336,6 +340,16 @@ class Connection:
         finally:
             if ready.done() and not ready.cancelled() and ready.exception() is None:
                 self._owner, self._closing = owner, closing
+
+    def relistening(self) -> asyncio.Event:
+        """What ``relisten`` sets: cleared here, for the session's listener to wait on."""
+        self._relisten = asyncio.Event()
+        return self._relisten
+
+    def relisten(self) -> None:
+        """The mounted resources changed: the session listens for their updates anew."""
+        if self._relisten is not None:
+            self._relisten.set()
 
     async def tools_changed(self) -> None:
         """The server said its tools changed: the mount refreshes its list."""

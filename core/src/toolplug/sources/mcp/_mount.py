@@ -26,7 +26,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.mcp import _catalog, _host
+from toolplug.sources.mcp import _catalog, _host, _published
 from toolplug.sources.mcp._content import BadBlock, blocks
 from toolplug.sources.mcp._screen import screen
 from toolplug.trust._redaction import Redactor
@@ -58,6 +58,10 @@ class MountedServer(_gathered.Origin):
     """The listing was read from the cache, not asked for now."""
     names: dict[str, str] = field(default_factory=dict)
     """toolplug name -> the server's name of each mounted tool."""
+    prompt_names: dict[str, str] = field(default_factory=dict)
+    """toolplug name -> the server's name of each mounted prompt (``_published``)."""
+    prompts_withheld: dict[str, list[str]] = field(default_factory=dict)
+    """toolplug name -> the scan rules a mounted prompt's definition breaks, not accepted."""
     locked: dict[str, str] | None = None
     """The recorded digests for this server: the lock file's, with those recorded on first
     use (None: not pinned and not in the lock file)."""
@@ -80,6 +84,14 @@ class MountedServer(_gathered.Origin):
     reasons and of the listing stored on disk."""
     _relisting: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
     """The first call's ``tools/list`` of a server whose list came from the cache."""
+
+    def watched_uris(self) -> list[str]:
+        """The URIs of its mounted resources (their updates are listened for)."""
+        resources = self.listing.resources if self.listing else []
+        return [
+            str(r["uri"]) for r in resources
+            if "uri" in r and _published.resource_selected(self.settings, str(r["uri"]))
+        ]
 
     @property
     def problem(self) -> str | None:
@@ -191,15 +203,25 @@ class MountedServer(_gathered.Origin):
             raise
 
     async def _list_now(self, client: Any) -> None:
-        tools = await asyncio.wait_for(_list_all(client), _DISCOVERY_GRACE)
+        before = self.watched_uris()
+        tools, prompts, resources, templates = await asyncio.wait_for(
+            _list_all(client), _DISCOVERY_GRACE
+        )
         self.listing = _catalog.Listing(
-            key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools
+            key=self.key, stored=_catalog.now(), server=_server_info(client), tools=tools,
+            prompts=prompts, resources=resources, templates=templates,
         )
         self.from_cache = False
         self.store()
+        self._watch_anew(before)
+
+    def _watch_anew(self, before: list[str]) -> None:
+        if self.connection is not None and self.watched_uris() != before:
+            self.connection.relisten()
 
     async def _refresh(self) -> None:
-        """The server said its tools changed: store the new list for the next load."""
+        """The server said its tools, prompts or resources changed: store the new lists for
+        the next load."""
         connection = self.connection
         assert connection is not None
         await self._list_now(await connection.client())
@@ -289,6 +311,7 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         server.locked = dict(lock[name]) if name in lock else ({} if settings.pins else None)
         server.locked_fields = dict(lock_fields.get(name, {}))
         server.connection = _host.Connection(resolved, on_tools_changed=server._refresh)
+        server.connection.watched = server.watched_uris
         servers[name] = server
     redactor = Redactor()  # until a registry attaches its own, which knows these too
     for secret in secrets:
@@ -309,6 +332,8 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
     if stale:
         _discover(stale)
     _name_tools(servers)
+    for server in servers.values():
+        _published.name_prompts(server)
     _pin(servers, lock_file)
     plugins = [(f"mcp:{s.name}", _ServerPlugin(s, config.source)) for s in servers.values()]
     files = [
@@ -385,7 +410,9 @@ def _discover(servers: list[MountedServer]) -> None:
         assert connection is not None
         try:
             client = await connection.client()
-            tools = await asyncio.wait_for(_list_all(client), _DISCOVERY_GRACE)
+            tools, prompts, resources, templates = await asyncio.wait_for(
+                _list_all(client), _DISCOVERY_GRACE
+            )
         except _host.ServerDown as down:
             _failed(server, down.reason)
             return
@@ -398,11 +425,14 @@ def _discover(servers: list[MountedServer]) -> None:
             _failed(server, said)
             await connection.stop()  # given up on: its process ends now, not at exit
             return
+        before = server.watched_uris()
         server.listing = _catalog.Listing(
-            key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools
+            key=server.key, stored=_catalog.now(), server=_server_info(client), tools=tools,
+            prompts=prompts, resources=resources, templates=templates,
         )
         server.from_cache = False
         server.store()
+        server._watch_anew(before)
 
     async def ask_all() -> None:
         await asyncio.gather(*(ask(s) for s in servers))
@@ -426,12 +456,20 @@ def _failed(server: MountedServer, reason: str) -> None:
         server=last.server if last else {},
         tools=last.tools if last else [],
         problem=server.redactor.redact(reason),  # it may quote the server's stderr
+        prompts=last.prompts if last else [],
+        resources=last.resources if last else [],
+        templates=last.templates if last else [],
     )
     server.from_cache = False
     server.store()
 
 
-async def _list_all(client: Any) -> list[dict[str, Any]]:
+async def _list_all(client: Any) -> tuple[list[dict[str, Any]], ...]:
+    """Its tools, prompts, resources and resource templates (``_published``)."""
+    return (await _list_tools(client), *await _published.list_published(client))
+
+
+async def _list_tools(client: Any) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(100):  # a server that pages forever is cut off
@@ -718,6 +756,19 @@ class _ServerPlugin(_gathered.OriginPlugin):
         self.server = server
         self.source = source
 
+    @hookimpl
+    def register_prompts(self, register: Any) -> None:
+        made = self.__dict__.get("_prompts")
+        if made is None:  # scanned once, however often the hook is called
+            made = self.__dict__["_prompts"] = _published.prompts_of(self.server)
+        for each in made:
+            register(each)
+
+    @hookimpl
+    def register_resources(self, register: Any) -> None:
+        for each in _published.resources_of(self.server):
+            register(each)
+
     def _made(self, final: str) -> type[Tool] | str:
         server = self.server
         listed = self.__dict__.get("_listed")
@@ -762,11 +813,13 @@ class _ServerPlugin(_gathered.OriginPlugin):
             )
 
         def screened(_ctx: DetectContext) -> str | None:
-            if not server.withheld:
+            if not server.withheld and not server.prompts_withheld:
                 return None
             return "; ".join(
-                f"{name} is withheld: {_findings_text(server, name)}"
-                for name in sorted(server.withheld)
+                [f"{name} is withheld: {_findings_text(server, name)}"
+                 for name in sorted(server.withheld)]
+                + [f"the prompt {name} is withheld: {_published.withheld_text(server, name)}"
+                   for name in sorted(server.prompts_withheld)]
             )
 
         register(
@@ -931,6 +984,7 @@ def report(mounts: Mounted) -> list[str]:
                 f"    withheld: {final} (scan rules {', '.join(rules)}; 'toolplug scan' shows "
                 "the findings)"
             )
+        lines += _published.report(server)
         if server.locked is None:
             continue
         pin = json.dumps(server.settings.pin)

@@ -19,9 +19,12 @@ import httpx2  # the SDK's HTTP client
 from mcp import Client, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 
+from toolplug.contract._published import resource_changed
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
 from toolplug.sources.mcp._down import ServerDown, tail
@@ -34,6 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["call_tool", "own"]
 
 log = logging.getLogger("toolplug.mount")
+_LIST_CHANGED = (
+    types.ToolListChangedNotification, types.PromptListChangedNotification,
+    types.ResourceListChangedNotification,
+)
 
 
 async def own(
@@ -54,9 +61,12 @@ async def own(
         target = _http_transport(settings.url or "", server.headers, statuses)
 
     async def message(message: Any) -> None:
-        """Notifications of a legacy session: ``tools/list_changed`` refreshes the list."""
-        if isinstance(message, types.ToolListChangedNotification):
+        """Notifications of a legacy session: a list changed refreshes the lists; a
+        resource updated is told to the hosts watching it (``resource_changed``)."""
+        if isinstance(message, _LIST_CHANGED):
             await connection.tools_changed()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            resource_changed(str(message.params.uri))
 
     relay = Relay(connection)
     client = Client(
@@ -144,16 +154,61 @@ async def call_tool(
 
 
 async def _listen(connection: Connection, client: Client) -> None:
-    """Refresh the tool list when the server says it changed (2026-07-28 sessions)."""
+    """Refresh the lists when the server says one changed, and tell the hosts watching a
+    mounted resource when the server says it was updated (a ``subscriptions/listen`` stream
+    on 2026-07-28 sessions; ``resources/subscribe`` of each mounted resource on earlier
+    ones, when the server declares it). Listened for again when the mounted resources
+    change (the first listing arrives after the session opened)."""
+    while True:
+        uris = list(connection.watched())
+        again = connection.relistening()
+        stream = asyncio.ensure_future(_stream(connection, client, uris))
+        waiting = asyncio.ensure_future(again.wait())
+        try:
+            done, _ = await asyncio.wait({stream, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            if not stream.done():
+                stream.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stream
+        if stream in done and not again.is_set():
+            return
+
+
+async def _stream(connection: Connection, client: Client, uris: list[str]) -> None:
     caps = client.server_capabilities
-    if caps.tools is None or not caps.tools.list_changed:
-        return
+    wanted = {
+        "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
+        "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed),
+        "resources_list_changed": bool(caps.resources and caps.resources.list_changed),
+    }
+    if caps.resources is None:
+        uris = []
+    if not any(wanted.values()) and not uris:
+        await asyncio.Event().wait()  # nothing to hear until the mounted resources change
     try:
-        async with client.listen(tools_list_changed=True) as subscription:
-            async for _event in subscription:
-                await connection.tools_changed()
-    except Exception as exc:  # a legacy session, or a server that refuses: notices only
+        async with client.listen(**wanted, resource_subscriptions=uris) as subscription:
+            async for event in subscription:
+                if isinstance(event, ResourceUpdated):
+                    resource_changed(event.uri)
+                else:
+                    await connection.tools_changed()
+    except ListenNotSupportedError:
+        subscribes = bool(caps.resources and caps.resources.subscribe)
+        await _subscribe(connection, client, uris if subscribes else [])
+        await asyncio.Event().wait()  # updates arrive as notifications from now on
+    except Exception as exc:  # a server that refuses: notices only
         log.debug("MCP server %s: no listen stream: %r", connection.name, exc)
+
+
+async def _subscribe(connection: Connection, client: Client, uris: list[str]) -> None:
+    """``resources/subscribe`` of each mounted resource (a legacy session's way)."""
+    for uri in uris:
+        try:
+            await client.session.subscribe_resource(uri)
+        except Exception as exc:  # one refused is no reason to give up the others
+            log.debug("MCP server %s: resources/subscribe %s: %r", connection.name, uri, exc)
 
 
 def _client_info() -> Implementation:
