@@ -126,7 +126,8 @@ def test_the_same_table_in_pyproject_toml() -> None:
         ('trust = { sinks = "url" }', "tools.url_fetch.trust.sinks", "parameter names"),
         # a key the table does not have
         ("trust = { secret = true }", "tools.url_fetch.trust.secret",
-         "one of destinations, output, private, refs, sinks"),
+         "one of address_sinks, destinations, output, path_sinks, private, refs, sinks,"
+            " url_sinks"),
         # a sink that is no parameter of the tool: the parameters are listed
         ('trust = { sinks = ["url", "adress"] }', "tools.url_fetch.trust.sinks",
          "auth_profile, body, download_path, headers"),
