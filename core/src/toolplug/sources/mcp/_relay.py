@@ -119,7 +119,7 @@ class Relay:
             answer = await call.on_caller(ask)
         except AskError as exc:  # unavailable, timeout, an answer that does not fit: no choice
             return self._refused("cancel", f"{tool.tool}: {exc.message}")
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # the host answers later (a retry): the call raises it
             call.paused = exc
@@ -170,7 +170,7 @@ class Relay:
             sampled = await call.on_caller(sample)
         except AskError as exc:
             return self._no_sample(USER_REJECTED, f"{tool.tool}: {exc.message}")
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # as in elicit: raised from the call
             call.paused = exc
