@@ -248,6 +248,8 @@ def test_the_everything_server_over_streamable_http_asks_and_reports_through_ser
             "trigger_long_running_operation", {"duration": 0.2, "steps": 2},
             progress_callback=seen.on_progress,
         )
+        await client.call_tool("toggle_simulated_logging", {})
+        await client.call_tool("toggle_simulated_logging", {})  # off again
         return _texts(asked), _texts(steps)
 
     with _everything_over_http() as url:
@@ -257,6 +259,10 @@ def test_the_everything_server_over_streamable_http_asks_and_reports_through_ser
     assert len(seen.questions) == 1
     assert seen.progress == [(1, 2, None), (2, 2, None)]
     assert steps.startswith("Long running operation completed")
+    # its line comes on the session's own stream, not the call's: the call in flight gets it
+    [line] = seen.logs
+    assert (line.logger, line.data["data"]["server"]) == ("toggle_simulated_logging", "everything")
+    assert line.level in LEVELS
 
 
 MOUNTED_LATER = pytest.mark.xfail(
