@@ -522,3 +522,29 @@ def test_a_log_line_outside_any_call_goes_to_the_mount_logger(
     assert record.levelno == logging.WARNING
     assert record.getMessage() == "MCP server talker: late: after the call"
     assert not any("after the call" in message for _l, message, _d in channel.logged)
+
+
+class _Pause(BaseException):
+    """A host's pause (a framework stopping its run, a modern serve's ``input_required``)."""
+
+
+class Pausing(Scripted):
+    """A host that answers no question now: it raises its pause instead."""
+
+    async def ask(self, question: Question) -> Answer:
+        self.questions.append(question)
+        raise _Pause(question.message)
+
+
+def test_a_hosts_pause_leaves_the_call_and_the_session_goes_on(legacy: str, load: Any) -> None:
+    # raised inside the SDK's handler of the server's request, it would end the session
+    registry = load(legacy)
+    paused = Pausing()
+    with pytest.raises(_Pause, match="Whom do I greet"):
+        asyncio.run(registry.acall(
+            "talker_greet", {"wait": 0}, channel=paused, passthrough=(_Pause,)
+        ))
+    assert len(paused.questions) == 1
+    channel = Scripted(Answer("accept", {"name": "Cy"}))
+    told = _told(asyncio.run(registry.acall("talker_greet", {"wait": 0}, channel=channel)))
+    assert told["data"] == {"name": "Cy", "seats": 2}  # the same session answers the retry

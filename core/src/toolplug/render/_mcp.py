@@ -187,9 +187,13 @@ def _mcp_output(metadata: ToolMetadata) -> tuple[dict[str, Any] | None, bool]:
 
 
 def _room(schema: Mapping[str, Any]) -> bool:
-    """Whether an object schema leaves the names of ``RESULT_EXTRAS`` free."""
+    """Whether an object schema leaves the names of ``RESULT_EXTRAS`` free, or declares
+    them as ``RESULT_EXTRAS`` does (a tool ``toolplug serve`` gave, mounted again)."""
     properties = schema.get("properties")
-    return not (isinstance(properties, Mapping) and set(properties) & set(RESULT_EXTRAS))
+    if not isinstance(properties, Mapping):
+        return True
+    shared = set(properties) & set(RESULT_EXTRAS)
+    return all(properties[name] == RESULT_EXTRAS[name] for name in shared)
 
 
 def _with_extras(schema: dict[str, Any]) -> dict[str, Any]:

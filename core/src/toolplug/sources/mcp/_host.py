@@ -155,6 +155,10 @@ class InFlight:
     context: ToolContext
     loop: asyncio.AbstractEventLoop
     variables: contextvars.Context
+    paused: BaseException | None = None
+    """What the caller's host raised instead of answering (a modern ``toolplug serve``'s
+    ``InputLater``, a framework's pause): raised from the call once the server's answer is
+    in, never inside the SDK's request handler, whose session it would end."""
 
     @classmethod
     def here(cls, context: ToolContext) -> InFlight:

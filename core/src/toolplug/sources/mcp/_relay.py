@@ -22,6 +22,7 @@ line goes to the ``toolplug.mount`` logger, as do log lines outside any call.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextvars
 import json
@@ -118,6 +119,11 @@ class Relay:
             answer = await call.on_caller(ask)
         except AskError as exc:  # unavailable, timeout, an answer that does not fit: no choice
             return self._refused("cancel", f"{tool.tool}: {exc.message}")
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # the host answers later (a retry): the call raises it
+            call.paused = exc
+            return self._refused("cancel", f"{tool.tool}: the host answers on a retry")
         if answer.accepted:
             return types.ElicitResult(action="accept", content=dict(answer.content))
         return types.ElicitResult(action=answer.action)
@@ -164,6 +170,11 @@ class Relay:
             sampled = await call.on_caller(sample)
         except AskError as exc:
             return self._no_sample(USER_REJECTED, f"{tool.tool}: {exc.message}")
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # as in elicit: raised from the call
+            call.paused = exc
+            return self._no_sample(USER_REJECTED, f"{tool.tool}: the host answers on a retry")
         return types.CreateMessageResult(
             role="assistant", content=types.TextContent(type="text", text=sampled.text),
             model=sampled.model or "unknown", stop_reason=sampled.stop_reason,

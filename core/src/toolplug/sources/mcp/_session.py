@@ -137,6 +137,8 @@ async def call_tool(
     try:
         answer = await client.call_tool(remote, arguments, progress_callback=forward)
     except MCPError as exc:
+        if call.paused is not None:  # the server's error answers the refusal: moot too
+            raise call.paused from None
         if exc.code == CONNECTION_CLOSED:
             connection.lost(f"the connection closed during a call of {remote}")
             return ToolResult.failure(
@@ -150,6 +152,8 @@ async def call_tool(
     finally:
         connection.calls.remove(call)
         CALL.reset(token)
+    if call.paused is not None:  # the host answers on a retry: this call's result is moot
+        raise call.paused
     return done(answer)
 
 
