@@ -265,9 +265,6 @@ def test_the_everything_server_over_streamable_http_asks_and_reports_through_ser
     assert line.level in LEVELS
 
 
-MOUNTED_LATER = pytest.mark.xfail(
-    strict=True, reason="mounted prompts and resources land with i44-mount-published"
-)
 
 
 def _named(items: list[Any], name: str) -> Any:
@@ -276,7 +273,6 @@ def _named(items: list[Any], name: str) -> Any:
     return item
 
 
-@MOUNTED_LATER
 def test_the_everything_servers_prompts_and_resources_reach_the_client_of_serve(
     tmp_path: Path,
 ) -> None:
