@@ -344,7 +344,9 @@ class FlowGuard:
         metadata: ToolMetadata | None,
         conversation: Conversation,
     ) -> Verdict | None:
-        if not conversation.untrusted:
+        # the outermost's: a plan's or a program's conversation, opened after the page was
+        # read, has read nothing itself
+        if not conversation._root.untrusted:
             return None
         labels = self.labels(name)
         settings = self.settings
@@ -580,7 +582,11 @@ class FlowGuard:
         content, or a ``[policies]`` rule of the tool."""
         conversation = CURRENT.get()
         if verdict is None:  # the common case, kept cheap (bench/guard.py)
-            if conversation is None or not conversation.untrusted or not self.settings.enabled:
+            if (
+                conversation is None
+                or not conversation._root.untrusted
+                or not self.settings.enabled
+            ):
                 if name not in self._rules:
                     return
                 if conversation is None:
