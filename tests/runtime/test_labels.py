@@ -86,6 +86,8 @@ def test_a_trust_table_sets_the_keys_it_names_and_keeps_the_others() -> None:
         private=True,
         sinks=("url", "headers", "body", "download_path"),
         destinations=("url",),
+        url_sinks=("url",),
+        path_sinks=("download_path",),
     )
     assert registry.labels("unlabelled") == Trust(output="trusted", sinks=("text",))
     assert registry.labelled("unlabelled")  # the configuration labelled it
@@ -93,7 +95,7 @@ def test_a_trust_table_sets_the_keys_it_names_and_keeps_the_others() -> None:
     # the tool's metadata is untouched: the overlay lives in the registry
     assert registry.get("url_fetch").metadata.trust == Trust(
         output="untrusted", sinks=("url", "headers", "body", "download_path"),
-        destinations=("url",),
+        destinations=("url",), url_sinks=("url",), path_sinks=("download_path",),
     )
 
 
@@ -126,8 +128,7 @@ def test_the_same_table_in_pyproject_toml() -> None:
         ('trust = { sinks = "url" }', "tools.url_fetch.trust.sinks", "parameter names"),
         # a key the table does not have
         ("trust = { secret = true }", "tools.url_fetch.trust.secret",
-         "one of address_sinks, destinations, output, path_sinks, private, refs, sinks,"
-            " url_sinks"),
+         "one of address_sinks, destinations, output, path_sinks, private, refs, sinks, url_sinks"),
         # a sink that is no parameter of the tool: the parameters are listed
         ('trust = { sinks = ["url", "adress"] }', "tools.url_fetch.trust.sinks",
          "auth_profile, body, download_path, headers"),

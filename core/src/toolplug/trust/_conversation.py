@@ -655,7 +655,11 @@ class Conversation:
                         return found, whole, "exact"
             if not wanted:
                 continue
-            folded = canon(text)
+            folded = (  # canon's own first step, inline: most values are plain ASCII
+                text.casefold()
+                if text.isascii() and "&" not in text and "%" not in text
+                else canon(text)
+            )
             parts = folded.split()
             for word in parts:
                 if len(word) < min_chars and "@" not in word and "://" not in word:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = ["EVENT", "KEPT", "Carried", "Decision", "log", "trace"]
+__all__ = ["EVENT", "KEPT", "Carried", "Decision", "log", "quiet", "trace"]
 
 log: Final = logging.getLogger("toolplug.guard")
 
@@ -98,6 +98,13 @@ def carried_of(details: Mapping[str, Any], redact: Callable[[str], str]) -> tupl
         )
         for item in found
     )
+
+
+def quiet() -> bool:
+    """Whether an ``allow`` needs no more than its place on the conversation: the logger
+    drops DEBUG records and OpenTelemetry is not loaded (the common case: ``trace`` then
+    has nothing to do, and an allow costs a ``Decision`` and an append)."""
+    return not log.isEnabledFor(logging.DEBUG) and "opentelemetry.trace" not in sys.modules
 
 
 def trace(decision: Decision, decisions: deque[Decision] | None) -> None:

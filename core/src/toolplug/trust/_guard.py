@@ -68,7 +68,7 @@ from toolplug.trust._conversation import (
     Conversation,
     Record,
 )
-from toolplug.trust._decisions import Decision, carried_of, trace
+from toolplug.trust._decisions import Decision, carried_of, quiet, trace
 from toolplug.trust._text import (
     NO_NAMES,
     SEARCH_CHARS,
@@ -180,6 +180,8 @@ class FlowGuard:
             for tool, rules in config.policies.items()
         }
         self._labels: dict[str, Trust] = {}
+        # each tool's sinks as the flow rule reads them, (sink, kind, is a ref), read once
+        self._sinks: dict[str, tuple[tuple[str, str | None, bool], ...]] = {}
         self._lists: bool | None = None
         self._refines: dict[str, Any] = {}
 
@@ -342,7 +344,9 @@ class FlowGuard:
         metadata: ToolMetadata | None,
         conversation: Conversation,
     ) -> Verdict | None:
-        if not conversation.untrusted:
+        # the outermost's: a plan's or a program's conversation, opened after the page was
+        # read, has read nothing itself
+        if not conversation._root.untrusted:
             return None
         labels = self.labels(name)
         settings = self.settings
@@ -352,44 +356,53 @@ class FlowGuard:
         # A call that only reads changes nothing: what it sends out can harm only by
         # carrying something private, so with nothing private read, following a link
         # found in a page is no flow to ask about.
-        sinks = () if reads and not conversation.root.private else labels.sinks
+        root = conversation._root
+        planned = self._sinks.get(name)
+        if planned is None:
+            planned = self._sinks[name] = tuple(
+                (sink, _kind(labels, sink), sink in labels.refs) for sink in labels.sinks
+            )
+        sinks = () if reads and not root.private else planned
         # a ref naming, whole, what a result listed chooses among what exists: no rule reads it
         chosen = (
             {ref for ref in labels.refs if conversation._lists(arguments.get(ref))}
             if labels.refs
             else NO_NAMES
         )
-        hits: list[tuple[str, Record | None, str, str]] = []  # every argument that carries
-        for sink in sinks:
+        hits: list[tuple[str, Record | None, str, str]] | None = None  # every one that carries
+        for sink, kind, ref in sinks:
             value = arguments.get(sink)
             if value is None or value == "" or (type(value) in (list, dict) and not value):
                 continue
             if chosen and sink in chosen:
                 continue
             if derived is not None and sink in derived:
+                hits = hits or []
                 hits.append((sink, derived[sink], "", "reference"))
                 continue
-            hit = conversation._carried(value, settings, kind=_kind(labels, sink))
+            hit = conversation._carried(value, settings, kind=kind)
             if hit is None and conversation.exact:
                 number = conversation._exact_numbers(value)
                 if number is not None:
                     hit = (number[0], str(number[1]), "exact")
-            if hit is None and sink in labels.refs:  # named by the attacker alone, any length
+            if hit is None and ref:  # named by the attacker alone, any length
                 named = conversation._named_outside(value)
                 if named is not None:
                     hit = (named[0], named[1], "ref")
             if hit is not None:
+                hits = hits or []
                 hits.append((sink, *hit))
         if hits:
             return self._tainted_all(name, hits)
-        if conversation.root._effects is not None:
+        if root._effects is not None:
             outside = self._outside_effects(name, labels, hints, metadata, conversation)
             if outside is not None:
                 return outside
-        if settings.trifecta == "off" or not conversation.root.private:
+        if settings.trifecta == "off" or not root.private:
             return None
         if reads and hints is not None and not hints.open_world:
             return None  # stays on this machine and changes nothing
+        hits = []
         destinations = labels.destinations
         for sink in labels.sinks:
             value = arguments.get(sink)
@@ -569,7 +582,11 @@ class FlowGuard:
         content, or a ``[policies]`` rule of the tool."""
         conversation = CURRENT.get()
         if verdict is None:  # the common case, kept cheap (bench/guard.py)
-            if conversation is None or not conversation.untrusted or not self.settings.enabled:
+            if (
+                conversation is None
+                or not conversation._root.untrusted
+                or not self.settings.enabled
+            ):
                 if name not in self._rules:
                     return
                 if conversation is None:
@@ -577,10 +594,11 @@ class FlowGuard:
                     return
             root = conversation._root
             labels = self._labels.get(name) or self.labels(name)
-            trace(
-                Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved),
-                root.decisions,
-            )
+            decision = Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved)
+            root.decisions.append(decision)
+            if quiet():  # no DEBUG record wanted, no OpenTelemetry loaded: kept, that is all
+                return
+            trace(decision, None)
             return
         redactor = getattr(self.registry, "redactor", None)
         redact: Callable[[str], str] = (

@@ -384,7 +384,7 @@ class WriteFileTool(Tool):
         ),
         # The result only reports the path and size this tool wrote. The path and content
         # change the world: a file appears or is overwritten.
-        trust=Trust(output="trusted", sinks=("path", "content")),
+        trust=Trust(output="trusted", sinks=("path", "content"), path_sinks=("path",)),
         # What a call may do: an overwrite replaces a file (annotations_for: per call).
         annotations=Annotations(
             read_only=False, destructive=True, idempotent=False, open_world=False

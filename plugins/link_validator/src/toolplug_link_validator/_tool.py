@@ -265,7 +265,9 @@ class LinkValidator(Tool):
         # Statuses, reasons, redirect targets and content types are what remote servers
         # answered. Every URL is requested: a value placed in one leaves the machine. The
         # URLs are where the requests go (destinations).
-        trust=Trust(output="untrusted", sinks=("urls",), destinations=("urls",)),
+        trust=Trust(
+            output="untrusted", sinks=("urls",), destinations=("urls",), url_sinks=("urls",)
+        ),
         annotations=Annotations(
             read_only=True, destructive=False, idempotent=True, open_world=True
         ),

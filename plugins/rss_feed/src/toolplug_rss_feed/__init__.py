@@ -218,7 +218,9 @@ class RssFeedTool(Tool):
         # Feed titles and summaries are written by whoever publishes the feed. The url is
         # requested from its server: a value placed in it leaves the machine. It is where
         # the request goes (a destination).
-        trust=Trust(output="untrusted", sinks=("url",), destinations=("url",)),
+        trust=Trust(
+            output="untrusted", sinks=("url",), destinations=("url",), url_sinks=("url",)
+        ),
         annotations=Annotations(read_only=True, idempotent=True, open_world=True),
         timeout_seconds=45,
     )

@@ -428,6 +428,9 @@ class UrlFetch(Tool):
             output="untrusted",
             sinks=("url", "headers", "body", "download_path"),
             destinations=("url",),
+            # read as what they are: the URL decomposed, the path resolved
+            url_sinks=("url",),
+            path_sinks=("download_path",),
         ),
         # What a call may do, the worst of every method: a DELETE or a PUT destroys or
         # replaces what the server holds. annotations_for says what one call does.
