@@ -115,7 +115,9 @@ def test_a_plugins_items_are_for_the_read_scope_only(tmp_path: Path) -> None:
         assert refused.data == {"error": "insufficient_scope", "scopes": [READ]}
         assert "Brief someone" not in str(refused)  # nothing of the item: not its description
     # an unknown prompt's answer names only what the outsider may get
-    assert outsider["unknown"].message == "unknown prompt 'nope'; this server offers 'optional_tools'"
+    assert outsider["unknown"].message == (
+        "unknown prompt 'nope'; this server offers 'optional_tools'"
+    )
 
 
 async def _library(session: ClientSession, seen: dict[str, Any]) -> None:
