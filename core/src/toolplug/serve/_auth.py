@@ -20,7 +20,9 @@ and at its path-suffixed form. Each tool needs scopes (``scopes_for``: ``[tools.
 else ``read_scope`` for a read-only tool and ``write_scope`` for the rest); ``tools/list``
 shows a principal only what it may call, and ``ScopeGate`` answers a ``tools/call`` without
 them with 403 ``insufficient_scope`` naming them (the MCP authorization specification's
-scope challenge). A client's token is never passed on: it stays in this module and the
+scope challenge). The published prompts, resources and templates need ``published_scopes``
+(``read_scope``, or their mounted server's ``scopes``); ``serve/_published.py`` lists and
+refuses them by it. A client's token is never passed on: it stays in this module and the
 SDK's middleware.
 
 ``owner_of`` names who owns per-client state (kept outputs, tasks, ``--max-tools`` lists):
