@@ -39,7 +39,7 @@ from toolplug.serve._approvals import (
 from toolplug.serve._auth import access_token, may_call, owner_of, scopes_for
 from toolplug.serve._content import content_blocks
 from toolplug.serve._prompts import prompt_handlers
-from toolplug.serve._published import published_handlers
+from toolplug.serve._published import Access, published_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
 from toolplug.serve._talk import InputLater, install_talk
@@ -173,6 +173,7 @@ def build_server(
         server_class = _announcing_list_changes(Server)
         instructions = deferred.instructions()
         listen["on_subscriptions_listen"] = deferred.listen
+    access = Access(registry, auth)  # the plugins' prompts and resources each token may see
     server = server_class(
         "toolplug",
         version=toolplug_version() or "0",
@@ -180,9 +181,11 @@ def build_server(
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        **handlers(registry),
-        **published_handlers(registry),  # subscriptions, completions (serve/_published.py)
-        **prompt_handlers(registry, toolset=toolset, task=task, max_tools=max_tools),
+        **handlers(registry, access),
+        **published_handlers(registry, access),  # subscriptions, completions (serve/_published.py)
+        **prompt_handlers(
+            registry, toolset=toolset, task=task, max_tools=max_tools, access=access
+        ),
         **listen,
     )
     # calls as tasks, for clients that ask, in the same conversations as plain calls

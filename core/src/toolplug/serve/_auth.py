@@ -20,7 +20,9 @@ and at its path-suffixed form. Each tool needs scopes (``scopes_for``: ``[tools.
 else ``read_scope`` for a read-only tool and ``write_scope`` for the rest); ``tools/list``
 shows a principal only what it may call, and ``ScopeGate`` answers a ``tools/call`` without
 them with 403 ``insufficient_scope`` naming them (the MCP authorization specification's
-scope challenge). A client's token is never passed on: it stays in this module and the
+scope challenge). The published prompts, resources and templates need ``published_scopes``
+(``read_scope``, or their mounted server's ``scopes``); ``serve/_published.py`` lists and
+refuses them by it. A client's token is never passed on: it stays in this module and the
 SDK's middleware.
 
 ``owner_of`` names who owns per-client state (kept outputs, tasks, ``--max-tools`` lists):
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 
     from toolplug.config._settings import AuthSettings
     from toolplug.contract._metadata import ToolMetadata
+    from toolplug.contract._published import Prompt, Resource, ResourceTemplate
     from toolplug.runtime._registry import Registry
 
 __all__ = [
@@ -69,6 +72,7 @@ __all__ = [
     "may_call",
     "metadata_url",
     "owner_of",
+    "published_scopes",
     "scopes_for",
 ]
 
@@ -158,6 +162,28 @@ def scopes_for(
     else:
         own = [auth.write_scope]
     return sorted({*auth.required_scopes, *own})
+
+
+def published_scopes(
+    item: Prompt | Resource | ResourceTemplate, registry: Registry, auth: AuthSettings
+) -> list[str]:
+    """The scopes getting a prompt, reading a resource or completing an argument needs
+    (each only reads): its mounted server's ``[mcp_servers.NAME] scopes`` when set (an item
+    of a mounted server requires its capability, ``mcp_NAME``), else ``read_scope``,
+    always with ``required_scopes``."""
+    own = [auth.read_scope]
+    for name, server in registry.config.mcp_servers.items():
+        if f"mcp_{name}" in item.requires and server.scopes is not None:
+            own = list(server.scopes)
+            break
+    return sorted({*auth.required_scopes, *own})
+
+
+def refusal(what: str, needed: Iterable[str], token: AccessToken | None) -> str:
+    """The words of a refusal for want of scopes: ``what`` (``calling echo``) needs the
+    scopes the token lacks."""
+    granted = set(token.scopes) if token is not None else set()
+    return f"{what} needs the scope {' '.join(s for s in needed if s not in granted)}"
 
 
 def may_call(needed: Iterable[str], token: AccessToken | None) -> bool:

@@ -21,8 +21,8 @@ from mcp.shared.exceptions import MCPError
 
 from toolplug.contract._errors import UsageError
 from toolplug.render._prompt import optional_tools_section
+from toolplug.serve._published import Access, listed_prompts
 from toolplug.serve._published import get_prompt as plugin_prompt
-from toolplug.serve._published import listed_prompts
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -48,6 +48,7 @@ def prompt_handlers(
     toolset: str | Toolset | None,
     task: str | None,
     max_tools: int | None,
+    access: Access,
 ) -> dict[str, Any]:
     """``on_list_prompts`` and ``on_get_prompt`` for ``Server``: the optional-tools prompt
     of the tools served (``toolset``), with the server's ``task`` and ``max_tools`` as the
@@ -69,14 +70,14 @@ def prompt_handlers(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         return types.ListPromptsResult(
-            prompts=[prompt.model_copy(deep=True), *listed_prompts(registry)]
+            prompts=[prompt.model_copy(deep=True), *listed_prompts(registry, ctx, access)]
         )
 
     async def get_prompt(
         ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         if params.name != PROMPT:  # a plugin's, or unknown (-32602 naming it)
-            return await plugin_prompt(registry, ctx, params, own=PROMPT)
+            return await plugin_prompt(registry, ctx, params, own=PROMPT, access=access)
         options = _options(registry, params.arguments or {}, toolset, task, max_tools)
         section = optional_tools_section(registry, **options)
         return types.GetPromptResult(

@@ -9,6 +9,13 @@ beside the kept outputs and reads them here. This module also answers
 ``notifications/resources/updated``, and no other) and ``completion/complete`` (a
 plugin prompt's arguments, a template's variables).
 
+Under ``[serve.auth]`` each item needs scopes (``published_scopes``: ``read_scope``, or its
+mounted server's ``scopes``, with ``required_scopes``): the listings show a principal only
+what its token allows, and ``prompts/get``, ``resources/read``, ``resources/subscribe`` and
+``completion/complete`` of an item it does not allow are refused with -32600
+(``data.error`` "insufficient_scope", ``data.scopes`` what it needs) before anything of the
+item is read.
+
 Bad input is the client's error: an unknown URI is -32002 "resource not found" naming it
 (in ``data.uri`` too), an unknown prompt or a missing or unknown argument -32602 naming it.
 """
@@ -27,18 +34,20 @@ from mcp.shared.exceptions import MCPError
 
 from toolplug.contract._errors import PluginError, PublishedError
 from toolplug.contract._published import watch_resources
-from toolplug.serve._auth import owner_of
+from toolplug.serve._auth import access_token, may_call, owner_of, published_scopes, refusal
 from toolplug.serve._content import part_block
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
 
+    from toolplug.config._settings import AuthSettings
     from toolplug.contract._published import Prompt, Resource, ResourceTemplate
     from toolplug.runtime._registry import Registry
 
 __all__ = [
     "RESOURCE_NOT_FOUND",
+    "Access",
     "get_prompt",
     "listed_prompts",
     "listed_resources",
@@ -68,12 +77,61 @@ def _refused(exc: PublishedError | PluginError) -> NoReturn:
     raise MCPError(types.INTERNAL_ERROR, "the plugin failed to answer; see the server's log")
 
 
+# -- who may see what ---------------------------------------------------------------------
+
+_Item = Any  # a Prompt, Resource or ResourceTemplate
+
+
+class Access:
+    """Which published items a request's token allows (all of them without ``[serve.auth]``)."""
+
+    def __init__(self, registry: Registry, auth: AuthSettings | None) -> None:
+        self._registry, self._auth = registry, auth
+
+    def allows(self, ctx: ServerRequestContext[Any], item: _Item) -> bool:
+        if self._auth is None:
+            return True
+        return may_call(published_scopes(item, self._registry, self._auth), access_token(ctx))
+
+    def shown(self, ctx: ServerRequestContext[Any], items: list[Any]) -> list[Any]:
+        """The items the request's token allows."""
+        return [item for item in items if self.allows(ctx, item)]
+
+    def check(self, ctx: ServerRequestContext[Any], item: _Item | None, what: str) -> None:
+        """Refuse (-32600 naming the scopes) when the token does not allow ``item``; an
+        item that is not there (None) is for the caller to answer."""
+        if item is None or self._auth is None or self.allows(ctx, item):
+            return
+        needed = published_scopes(item, self._registry, self._auth)
+        raise MCPError(
+            types.INVALID_REQUEST, refusal(what, needed, access_token(ctx)),
+            data={"error": "insufficient_scope", "scopes": needed},
+        )
+
+    def for_uri(self, uri: str) -> _Item | None:
+        """The offered resource of that URI, else the first offered template it matches."""
+        registry = self._registry
+        found = next((r for r in registry.resources() if r.uri == uri), None)
+        if found is not None:
+            return found
+        return next((t for t in registry.resource_templates() if t.match(uri) is not None), None)
+
+    def prompt(self, name: str) -> _Item | None:
+        return next((p for p in self._registry.prompts() if p.name == name), None)
+
+    def template(self, uri_template: str) -> _Item | None:
+        templates = self._registry.resource_templates()
+        return next((t for t in templates if t.uri_template == uri_template), None)
+
+
 # -- prompts -------------------------------------------------------------------------------
 
 
-def listed_prompts(registry: Registry) -> list[types.Prompt]:
-    """The plugins' offered prompts, as MCP lists them."""
-    return [_prompt(p) for p in registry.prompts()]
+def listed_prompts(
+    registry: Registry, ctx: ServerRequestContext[Any], access: Access
+) -> list[types.Prompt]:
+    """The plugins' offered prompts the request's token allows, as MCP lists them."""
+    return [_prompt(p) for p in access.shown(ctx, registry.prompts())]
 
 
 def _prompt(prompt: Prompt) -> types.Prompt:
@@ -89,17 +147,19 @@ def _prompt(prompt: Prompt) -> types.Prompt:
 
 async def get_prompt(
     registry: Registry, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams,
-    *, own: str,
+    *, own: str, access: Access,
 ) -> types.GetPromptResult:
     """``prompts/get`` of a plugin's prompt: its messages, text redacted. ``own`` is the
     server's own prompt, named too when the prompt asked for is unknown."""
+    access.check(ctx, access.prompt(params.name), f"getting the prompt {params.name}")
     try:
         rendered = await registry.aget_prompt(
             params.name, params.arguments or {}, context=_host(ctx)
         )
     except (PublishedError, PluginError) as exc:
         if isinstance(exc, PublishedError) and exc.kind == "unknown_prompt":
-            offered = ", ".join(repr(n) for n in [own, *(p.name for p in registry.prompts())])
+            shown = access.shown(ctx, registry.prompts())
+            offered = ", ".join(repr(n) for n in [own, *(p.name for p in shown)])
             raise MCPError(
                 types.INVALID_PARAMS,
                 f"unknown prompt {params.name!r}; this server offers {offered}",
@@ -120,9 +180,11 @@ async def get_prompt(
 # -- resources -----------------------------------------------------------------------------
 
 
-def listed_resources(registry: Registry) -> list[types.Resource]:
-    """The plugins' offered resources, as MCP lists them."""
-    return [_resource(r) for r in registry.resources()]
+def listed_resources(
+    registry: Registry, ctx: ServerRequestContext[Any], access: Access
+) -> list[types.Resource]:
+    """The plugins' offered resources the request's token allows, as MCP lists them."""
+    return [_resource(r) for r in access.shown(ctx, registry.resources())]
 
 
 def _resource(item: Resource) -> types.Resource:
@@ -132,9 +194,12 @@ def _resource(item: Resource) -> types.Resource:
     )
 
 
-def listed_templates(registry: Registry) -> list[types.ResourceTemplate]:
-    """The plugins' offered resource templates, as MCP lists them."""
-    return [_template(t) for t in registry.resource_templates()]
+def listed_templates(
+    registry: Registry, ctx: ServerRequestContext[Any], access: Access
+) -> list[types.ResourceTemplate]:
+    """The plugins' offered resource templates the request's token allows, as MCP lists
+    them."""
+    return [_template(t) for t in access.shown(ctx, registry.resource_templates())]
 
 
 def _template(item: ResourceTemplate) -> types.ResourceTemplate:
@@ -145,9 +210,10 @@ def _template(item: ResourceTemplate) -> types.ResourceTemplate:
 
 
 async def read_published(
-    registry: Registry, ctx: ServerRequestContext[Any], uri: str
+    registry: Registry, ctx: ServerRequestContext[Any], uri: str, access: Access
 ) -> types.ReadResourceResult:
     """``resources/read`` of a plugin's resource: text (redacted) or a blob."""
+    access.check(ctx, access.for_uri(uri), f"reading {uri}")
     try:
         found = await registry.aread_resource(uri, context=_host(ctx))
     except (PublishedError, PluginError) as exc:
@@ -177,7 +243,8 @@ def _session_of(ctx: ServerRequestContext[Any]) -> str | None:
 class Subscriptions:
     """Each session's subscribed URIs, and the notifications a change sends them."""
 
-    def __init__(self) -> None:
+    def __init__(self, access: Access) -> None:
+        self._access = access
         self._sessions: dict[str, tuple[ServerSession, set[str]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         # held weakly: a server that is gone (one built per test, say) hears nothing more
@@ -196,6 +263,8 @@ class Subscriptions:
     async def subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
+        uri = str(params.uri)
+        self._access.check(ctx, self._access.for_uri(uri), f"subscribing to {uri}")
         key = _session_of(ctx)
         self._loop = asyncio.get_running_loop()
         if key is not None:
@@ -232,10 +301,10 @@ class Subscriptions:
                 self._sessions.pop(key, None)
 
 
-def published_handlers(registry: Registry) -> dict[str, Any]:
+def published_handlers(registry: Registry, access: Access) -> dict[str, Any]:
     """``on_subscribe_resource``, ``on_unsubscribe_resource`` and ``on_completion`` of the
     low-level ``Server``."""
-    subscriptions = Subscriptions()
+    subscriptions = Subscriptions(access)
 
     async def complete(
         ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
@@ -243,6 +312,11 @@ def published_handlers(registry: Registry) -> dict[str, Any]:
         ref = params.ref
         others = dict(params.context.arguments or {}) if params.context else {}
         values: list[str] = []
+        if isinstance(ref, types.PromptReference):
+            item, what = access.prompt(ref.name), f"completing the prompt {ref.name}"
+        else:
+            item, what = access.template(ref.uri), f"completing {ref.uri}"
+        access.check(ctx, item, what)
         try:
             if isinstance(ref, types.PromptReference):
                 if any(p.name == ref.name for p in registry.prompts()):

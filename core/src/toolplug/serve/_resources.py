@@ -31,7 +31,12 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from toolplug.serve._auth import owner_of
-from toolplug.serve._published import listed_resources, listed_templates, read_published
+from toolplug.serve._published import (
+    Access,
+    listed_resources,
+    listed_templates,
+    read_published,
+)
 from toolplug.state._spill import mime_of
 
 __all__ = ["TEMPLATE", "handlers", "links"]
@@ -63,12 +68,13 @@ def links(result: ToolResult, tool: str) -> list[Any]:
     return found
 
 
-def handlers(registry: Registry) -> dict[str, Any]:
-    """The ``on_...`` resource handlers of the low-level ``Server``."""
+def handlers(registry: Registry, access: Access) -> dict[str, Any]:
+    """The ``on_...`` resource handlers of the low-level ``Server``; ``access`` says which
+    of the plugins' resources a request's token allows (the kept outputs go by owner)."""
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources: list[types.Resource] = listed_resources(registry)
+        resources: list[types.Resource] = listed_resources(registry, ctx, access)
         owner = owner_of(ctx)
         if owner is None:  # nobody to list for: what such clients keep is listed to none
             return types.ListResourcesResult(resources=resources)
@@ -97,7 +103,7 @@ def handlers(registry: Registry) -> dict[str, Any]:
             mime_type=_MIME["output"],
         )
         return types.ListResourceTemplatesResult(
-            resource_templates=[template, *listed_templates(registry)]
+            resource_templates=[template, *listed_templates(registry, ctx, access)]
         )
 
     async def read_resource(
@@ -105,7 +111,7 @@ def handlers(registry: Registry) -> dict[str, Any]:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(_SPILLS):  # a plugin's, or not found (-32002)
-            return await read_published(registry, ctx, uri)
+            return await read_published(registry, ctx, uri, access)
         query = parse_qs(urlsplit(uri).query)
         try:
             offset = int(query.get("offset", ["0"])[0])
