@@ -22,6 +22,14 @@ ALSO = ("cli/_scaffold.py", "cli/_scaffold_openapi.py")
 NOT_YET: tuple[str, ...] = ()
 
 DEFERRED: dict[str, set[str]] = {
+    # the form check of a tool's question, on its first answer (the uncached `toolplug
+    # list` imports the contract, never an answer)
+    "contract/_talk.py": {"jsonschema"},
+    # a context's default Talk: contract/_talk.py builds on contract/_tool.py
+    "contract/_tool.py": {"toolplug.contract._talk"},
+    # a mounted server's prompts and resources read from the cache at load; the SDK only
+    # when one is got or read
+    "sources/mcp/_published.py": {"mcp.types", "mcp.shared.exceptions"},
     # the door of `toolplug serve`: the MCP SDK and the modules standing on it, once
     "serve/_server.py": {"anyio", "mcp.server.lowlevel", "toolplug.serve"},
     # `[calls] store = "redis://..."` (the redis extra)

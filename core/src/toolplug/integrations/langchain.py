@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 try:
     from langchain_core.documents.base import Blob
-    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -247,8 +247,6 @@ class _GraphChannel(Channel):
     async def sample(self, request: SamplingRequest) -> Sampled:
         if self._model is None:
             return await super().sample(request)
-        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-
         messages: list[BaseMessage] = []
         if request.system is not None:
             messages.append(SystemMessage(request.system))

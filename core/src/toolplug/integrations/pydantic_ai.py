@@ -107,6 +107,7 @@ try:
         UserPromptPart,
         VideoUrl,
     )
+    from pydantic_ai.direct import model_request
     from pydantic_ai.messages import FileUrl, ModelMessage, UserContent
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
@@ -365,8 +366,6 @@ class _RunChannel(Channel):
         )
 
     async def sample(self, request: SamplingRequest) -> Sampled:
-        from pydantic_ai.direct import model_request
-
         parts: list[Any] = [] if request.system is None else [SystemPromptPart(request.system)]
         history: list[ModelRequest | ModelResponse] = []
         for message in request.messages:
