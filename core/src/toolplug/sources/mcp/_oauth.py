@@ -206,12 +206,52 @@ class _Kept:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                if outgoing is not request:
+                    await _screen(outgoing, response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
         finally:
             self._release()
             await flow.aclose()
+
+
+_METADATA: Final = (
+    ("/.well-known/oauth-protected-resource", ProtectedResourceMetadata),
+    ("/.well-known/oauth-authorization-server", OAuthMetadata),
+    ("/.well-known/openid-configuration", OAuthMetadata),
+)
+_LARGEST_METADATA: Final = 256 * 1024
+"""Bytes of a metadata document read at most (real ones are a few kilobytes)."""
+
+
+async def _screen(request: httpx2.Request, response: httpx2.Response) -> None:
+    """Refuse a metadata document that is enormous or not a metadata document: the SDK
+    would take it as "none here" and go on to guessed endpoints; a sign-in stops instead,
+    naming the document."""
+    if response.status_code != 200:
+        return
+    path = request.url.path
+    model = next((m for prefix, m in _METADATA if path.startswith(prefix)), None)
+    if model is None:
+        return
+    declared = response.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else 0
+    content = b"" if size > _LARGEST_METADATA else await response.aread()
+    size = max(size, len(content))
+    if size > _LARGEST_METADATA:
+        raise OAuthFlowError(
+            f"the metadata document at {request.url} is {size} bytes "
+            f"(more than {_LARGEST_METADATA}): not read"
+        )
+    try:
+        model.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise OAuthFlowError(
+            f"the metadata document at {request.url} cannot be read: {where}: {first['msg']}"
+        ) from None
 
 
 class _Person(_Kept, OAuthClientProvider):
