@@ -28,12 +28,11 @@ import jwt
 import pytest
 
 import toolplug
+from tests.helpers.oidc import authorization_server, consent
+from tests.helpers.serve import CONFIG, child_env, free_port, http_server
 from toolplug.config._config import load_config
 from toolplug.sources.mcp import SignInError, mounted, sign_in, sign_out
 from toolplug.state._tokens import TokenStore
-
-from tests.helpers.oidc import authorization_server, consent
-from tests.helpers.serve import CONFIG, child_env, free_port, http_server
 
 SCOPES = '["openid", "offline_access", "tools:read", "tools:write", "echo:run"]'
 
@@ -120,7 +119,7 @@ def test_sign_in_call_refresh_and_sign_out(tmp_path: Path) -> None:
             assert jwt.decode(first, options={"verify_signature": False})["aud"] == audience
 
             added = _call(config, "upstream_add", {"a": 2, "b": 40})
-            assert added.success, added.error
+            assert added.ok, added.error
             assert "42" in str(added.output)
             # the tokens are secrets: never in the cached listing
             cached = (home / "cache" / "mcp" / "upstream.json").read_text(encoding="utf-8")
@@ -128,7 +127,7 @@ def test_sign_in_call_refresh_and_sign_out(tmp_path: Path) -> None:
 
             time.sleep(7)  # the access token expires: the next call refreshes it, once
             again = _call(config, "upstream_add", {"a": 1, "b": 1})
-            assert again.success, again.error
+            assert again.ok, again.error
             refreshed = _kept(home, audience)["tokens"]["access_token"]
             assert refreshed != first
 
@@ -181,7 +180,7 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            base = f"http://127.0.0.1:{self.server.server_address[1]}"
+            base = f"http://127.0.0.1:{self.server.server_address[1]  # type: ignore[index]}"
             path = urlsplit(self.path).path
             asked.append(f"GET {path}")
             if path.startswith("/.well-known/oauth-protected-resource"):
@@ -212,7 +211,7 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
                 self._send(404, {})
 
         def do_POST(self) -> None:
-            base = f"http://127.0.0.1:{self.server.server_address[1]}"
+            base = f"http://127.0.0.1:{self.server.server_address[1]  # type: ignore[index]}"
             path = urlsplit(self.path).path
             length = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(length)
