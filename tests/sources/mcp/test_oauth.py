@@ -180,7 +180,7 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            base = f"http://127.0.0.1:{self.server.server_address[1]  # type: ignore[index]}"
+            base = f"http://{self.headers['Host']}"
             path = urlsplit(self.path).path
             asked.append(f"GET {path}")
             if path.startswith("/.well-known/oauth-protected-resource"):
@@ -211,7 +211,7 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
                 self._send(404, {})
 
         def do_POST(self) -> None:
-            base = f"http://127.0.0.1:{self.server.server_address[1]  # type: ignore[index]}"
+            base = f"http://{self.headers['Host']}"
             path = urlsplit(self.path).path
             length = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(length)
