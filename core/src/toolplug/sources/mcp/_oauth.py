@@ -53,6 +53,15 @@ __all__ = ["LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in
 
 log = logging.getLogger("toolplug.mount")
 
+
+def _reported_here(record: logging.LogRecord) -> bool:
+    """The SDK logs its flow's error with a traceback before raising it; toolplug reports
+    that error as a reason (``sign_in_problem``, ``LoginError``), so the log line goes."""
+    return record.getMessage() != "OAuth flow error"
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_reported_here)
+
 CALLBACK_PATH: Final = "/callback"
 _CLIENT_NAME: Final = "toolplug"
 
