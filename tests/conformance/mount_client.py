@@ -28,7 +28,7 @@ import httpx
 import toolplug
 from toolplug import Answer, Channel, Question
 from toolplug.config._config import load_config
-from toolplug.sources.mcp import SignInError, sign_in
+from toolplug.sources.mcp import SignInError, mounted, sign_in
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -92,8 +92,9 @@ async def main(url: str) -> int:
         try:
             names = [name for name in registry.tools if name.startswith("conformance_")]
             if not names:
-                problem = registry.problems or [t for t in registry.tools]
-                print(f"no tools mounted from {url}: {problem}", file=sys.stderr)
+                mounts = mounted(registry)
+                why = mounts.servers["conformance"].problem if mounts is not None else None
+                print(f"no tools mounted from {url}: {why}", file=sys.stderr)
                 return 1
             for name in names:
                 result = await registry.acall(name, {}, channel=Accepting())
