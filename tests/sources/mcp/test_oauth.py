@@ -14,6 +14,8 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -130,6 +132,22 @@ def test_sign_in_call_refresh_and_sign_out(tmp_path: Path) -> None:
             assert again.ok, again.error
             refreshed = _kept(home, audience)["tokens"]["access_token"]
             assert refreshed != first
+
+            # a refresh token the authorization server no longer honours: the call says
+            # the sign-in expired and how to sign in again; the spent tokens are dropped
+            store = TokenStore(home / "state" / "oauth")
+            kept = store.entry(audience)
+            store.update(audience, expires_at=time.time() - 60,
+                         tokens={**kept["tokens"], "refresh_token": "revoked-long-ago"})
+            spent = _call(config, "upstream_add", {"a": 1, "b": 2})
+            assert not spent.ok
+            assert spent.error is not None
+            assert spent.error.message == (
+                "MCP server 'upstream' is unavailable: its sign-in expired: "
+                "run `toolplug login upstream`"
+            )
+            assert "tokens" not in store.entry(audience)
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=_browser()[0])
 
             out = sign_out(load_config(config), "upstream", env=os.environ)
             assert out.startswith("signed out of upstream")
@@ -266,3 +284,22 @@ def test_a_broken_authorization_server_is_a_clear_reason_and_keeps_no_token(
     assert "Traceback" not in said
     assert "tokens" not in _kept(tmp_path, url)
     assert "POST /mcp" in asked
+
+
+def test_doctor_and_list_say_which_server_needs_a_sign_in(tmp_path: Path) -> None:
+    with _broken("token-500") as (url, _):
+        config = _inner(tmp_path, url)
+        env = {**os.environ, "TOOLPLUG_CONFIG": str(config)}
+        doctor = subprocess.run(
+            [sys.executable, "-m", "toolplug", "doctor"], env=env, capture_output=True,
+            text=True, timeout=120, check=False,
+        )
+        listed = subprocess.run(
+            [sys.executable, "-m", "toolplug", "list", "--all"], env=env, capture_output=True,
+            text=True, timeout=120, check=False,
+        )
+    for run in (doctor, listed):
+        said = run.stdout + run.stderr
+        assert "needs a sign-in: run `toolplug login upstream`" in said, said
+        assert "Traceback" not in said
+    assert "toolplug login upstream" in doctor.stdout
