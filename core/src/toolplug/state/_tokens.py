@@ -67,11 +67,9 @@ class TokenStore:
     def lock(self, key: str) -> FileLock:
         """The lock held while ``key``'s token is refreshed (one refresh across
         processes): a file beside the tokens, named by a digest of the key."""
-        from filelock import FileLock  # the mcp extra's; only a sign-in needs it
-
         self._directory()
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-        return FileLock(self.directory / f"refresh-{digest}.lock", timeout=_LOCK_SECONDS)
+        return _file_lock(self.directory / f"refresh-{digest}.lock")
 
     # -- the file -------------------------------------------------------------------------
 
@@ -91,10 +89,8 @@ class TokenStore:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[dict[str, Any]]:
-        from filelock import FileLock
-
         self._directory()
-        with FileLock(self.directory / f"{FILE_NAME}.lock", timeout=_LOCK_SECONDS):
+        with _file_lock(self.directory / f"{FILE_NAME}.lock"):
             entries = self._read()
             yield entries
             self._write(entries)
@@ -114,3 +110,10 @@ class TokenStore:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+
+
+def _file_lock(path: Path) -> FileLock:
+    """A lock on ``path`` (filelock, of the mcp extra: only signing in needs it)."""
+    from filelock import FileLock
+
+    return FileLock(path, timeout=_LOCK_SECONDS)

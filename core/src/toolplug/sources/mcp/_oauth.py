@@ -33,9 +33,11 @@ from typing import Any, Final
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx2
+from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -478,9 +480,6 @@ async def login(
     person to the authorization URL (``open_url``), take the redirect on 127.0.0.1, and
     keep the tokens. What happened, in words; ``LoginError`` when it did not complete
     (the tokens of an earlier sign-in are dropped first, so a failed one leaves none)."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
     settings = credentials.settings
     oauth = settings.oauth_settings
     store = credentials.store

@@ -12,6 +12,7 @@ import contextlib
 import webbrowser
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from toolplug.sources.mcp import _credentials
@@ -24,6 +25,13 @@ __all__ = ["SignInError", "browser", "sign_in", "sign_out"]
 
 class SignInError(Exception):
     """Why ``login``/``logout`` could not do what was asked, in words."""
+
+
+def _flow() -> ModuleType:
+    """The OAuth flow (``_oauth``, on the MCP SDK), imported when a sign-in starts."""
+    from toolplug.sources.mcp import _oauth
+
+    return _oauth
 
 
 def _credentials_of(config: Config, name: str, env: Mapping[str, str]) -> _credentials.Credentials:
@@ -65,8 +73,7 @@ def sign_in(
     open_url: Callable[[str], Awaitable[None]], timeout: float = 300.0,
 ) -> str:
     """Sign in to server ``name``; what happened, in words. Raises ``SignInError``."""
-    from toolplug.sources.mcp import _oauth
-
+    _oauth = _flow()
     found = _credentials_of(config, name, env)
     oauth = found.settings.oauth_settings
     if oauth is not None and oauth.grant == "client_credentials":
@@ -75,7 +82,7 @@ def sign_in(
             "no person's sign-in is needed"
         )
     try:
-        said = asyncio.run(_oauth.login(found, open_url, timeout=timeout))
+        said: str = asyncio.run(_oauth.login(found, open_url, timeout=timeout))
     except _oauth.LoginError as exc:
         raise SignInError(f"{name}: {exc}") from None
     with contextlib.suppress(OSError):
@@ -85,10 +92,9 @@ def sign_in(
 
 def sign_out(config: Config, name: str, *, env: Mapping[str, str]) -> str:
     """Forget (and revoke where offered) server ``name``'s tokens; what happened."""
-    from toolplug.sources.mcp import _oauth
-
+    _oauth = _flow()
     found = _credentials_of(config, name, env)
-    said = asyncio.run(_oauth.logout(found))
+    said: str = asyncio.run(_oauth.logout(found))
     with contextlib.suppress(OSError):
         (config.cache_dir / "mcp" / f"{name}.json").unlink()
     return said
