@@ -49,6 +49,10 @@ DEFERRED: dict[str, set[str]] = {
     "utilities/_validation.py": {"fastjsonschema"},
     # the half of mounting that speaks MCP (the mcp extra), when a server is first reached
     "sources/mcp/_host.py": {"toolplug.sources.mcp"},
+    # the OAuth flow (on the MCP SDK), when `toolplug login`/`logout` starts one
+    "sources/mcp/_signin.py": {"toolplug.sources.mcp"},
+    # filelock (the mcp extra), when a sign-in's tokens are written or refreshed
+    "state/_tokens.py": {"filelock"},
     # the network guard and the HTTP client, when a request is made: a load of 1,223 cached
     # operations (bench/openapi.py) imports no network code; PyYAML (the openapi extra)
     "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._netguard"},

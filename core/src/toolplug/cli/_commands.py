@@ -407,6 +407,43 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     return EXIT_OK if not down else EXIT_FAILED
 
 
+@_runs("login")
+def _cmd_login(args: argparse.Namespace) -> int:
+    from toolplug.sources.mcp import SignInError, browser, sign_in
+
+    config = _config_of(args)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    opener = browser(say, open_browser=not args.no_browser)
+    try:
+        said = sign_in(config, args.name, env=os.environ, open_url=opener, timeout=args.timeout)
+    except SignInError as exc:
+        raise _Exit(EXIT_FAILED, str(exc)) from None
+    _emit(None, said)
+    return EXIT_OK
+
+
+@_runs("logout")
+def _cmd_logout(args: argparse.Namespace) -> int:
+    from toolplug.sources.mcp import SignInError, sign_out
+
+    try:
+        said = sign_out(_config_of(args), args.name, env=os.environ)
+    except SignInError as exc:
+        raise _Exit(EXIT_FAILED, str(exc)) from None
+    _emit(None, said)
+    return EXIT_OK
+
+
+def _config_of(args: argparse.Namespace) -> Config:
+    from toolplug.config._config import load_config
+
+    path: str | None = getattr(args, "config", None)
+    return load_config(Path(path) if path is not None else None)
+
+
 @_runs("scan")
 def _cmd_scan(args: argparse.Namespace) -> int:
     from toolplug.sources.mcp import mounted

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from toolplug.config._gathered import RULES_TEXT, GatheredToolSettings
+from toolplug.config._oauth import OAuthSettings
 from toolplug.config._settings import StrictTable, Value, parse_named_tables
 from toolplug.contract._settings import Scope, TrustOverlay
 from toolplug.trust._scan import RuleId
@@ -53,6 +54,15 @@ class ServerSettings(StrictTable):
     headers: dict[str, Value] = Field(
         default_factory=dict,
         description='a table of headers: "text", { env = "VAR" } or { file = "PATH" }',
+    )
+    auth: Literal["oauth"] | None = Field(
+        default=None,
+        description='"oauth": sign in to the server with OAuth 2.1 (its table: oauth)',
+    )
+    oauth: OAuthSettings | None = Field(
+        default=None,
+        description="a table: grant, client_id, client_secret, scopes, client_metadata_url, "
+        'redirect_port (with auth = "oauth")',
     )
     enabled: bool = Field(default=True, description="a boolean")
     category: str = Field(
@@ -124,7 +134,25 @@ class ServerSettings(StrictTable):
             raise ValueError("args, env and cwd belong to a command, not to a url")
         if self.command is not None and self.headers:
             raise ValueError("headers belong to a url, not to a command")
+        if self.auth is not None and self.url is None:
+            raise ValueError('auth = "oauth" belongs to a url, not to a command')
+        if self.oauth is not None and self.auth is None:
+            raise ValueError('an oauth table needs auth = "oauth"')
+        problem = self.oauth.problem() if self.oauth is not None else None
+        if problem is not None:
+            raise ValueError(f"oauth: {problem}")
+        if self.auth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise ValueError(
+                'auth = "oauth" sends its own Authorization header: remove the one in headers'
+            )
         return self
+
+    @property
+    def oauth_settings(self) -> OAuthSettings | None:
+        """The OAuth client's settings (defaults when ``auth = "oauth"`` has no table)."""
+        if self.auth is None:
+            return None
+        return self.oauth or OAuthSettings()
 
     @property
     def name_prefix(self) -> str:

@@ -15,14 +15,19 @@ from toolplug.sources.mcp._mount import (
     report,
     report_drift,
 )
+from toolplug.sources.mcp._signin import SignInError, browser, sign_in, sign_out
 
 __all__ = [
     "LOCK_FILE",
     "Mounted",
     "MountedServer",
+    "SignInError",
+    "browser",
     "lock",
     "mount",
     "mounted",
     "report",
     "report_drift",
+    "sign_in",
+    "sign_out",
 ]

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from toolplug.config._servers import ServerSettings
     from toolplug.contract._tool import ToolContext
+    from toolplug.sources.mcp._credentials import Credentials
 
 __all__ = [
     "Connection", "InFlight", "Resolved", "ServerDown", "close_all", "run", "run_blocking",
@@ -206,6 +207,8 @@ class Resolved:
     env: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    oauth: Credentials | None = None
+    """Its OAuth client's settings and secret (``auth = "oauth"``), with the token store."""
     problem: str | None = None
     """Why the server cannot be started with these values (an unset variable ...)."""
 

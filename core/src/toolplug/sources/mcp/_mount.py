@@ -26,7 +26,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.mcp import _catalog, _host, _published
+from toolplug.sources.mcp import _catalog, _credentials, _host, _published
 from toolplug.sources.mcp._content import BadBlock, blocks
 from toolplug.sources.mcp._screen import screen
 from toolplug.trust._redaction import Redactor
@@ -249,6 +249,7 @@ class Mounted(_gathered.GatheredSource):
         withheld = screen(self, registry)
         for server in self.servers.values():
             server.redactor = registry.redactor
+            _credentials.attach(server.resolved.oauth, registry.redactor)
         return withheld
 
     def report(self) -> list[str]:
@@ -306,6 +307,11 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         if not settings.enabled:
             continue
         resolved = _resolve(settings, env, base, config.source, secrets)
+        resolved.oauth = _credentials.credentials(
+            settings, state_dir=config.state_dir, env=env, base=base, source=config.source,
+            secrets=secrets,
+        )
+        resolved.problem = resolved.problem or (resolved.oauth.problem if resolved.oauth else None)
         server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))
         # pinned: what the lock file records (or first use records) runs, nothing else
         server.locked = dict(lock[name]) if name in lock else ({} if settings.pins else None)
@@ -318,6 +324,7 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         redactor.add(secret)
     for server in servers.values():
         server.redactor = redactor
+        _credentials.attach(server.resolved.oauth, redactor)
     now = _catalog.now()
     stale: list[MountedServer] = []
     for server in servers.values():
@@ -690,8 +697,8 @@ def _setup(server: MountedServer) -> str:
         else f"{server.settings.url} must answer MCP over streamable HTTP"
     )
     return (
-        f"[mcp_servers.{server.name}]: {transport}. 'toolplug doctor' asks it again now "
-        "and shows why it did not answer."
+        f"[mcp_servers.{server.name}]: {transport}.{_credentials.setup_note(server.settings)} "
+        "'toolplug doctor' asks it again now and shows why it did not answer."
     )
 
 

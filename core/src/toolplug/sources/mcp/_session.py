@@ -27,11 +27,13 @@ from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 from toolplug.contract._published import resource_changed
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
+from toolplug.sources.mcp import _oauth
 from toolplug.sources.mcp._down import ServerDown, tail
 from toolplug.sources.mcp._relay import CALL, Relay, capabilities
 
 if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
+    from toolplug.sources.mcp._credentials import Credentials
     from toolplug.sources.mcp._host import Connection, InFlight
 
 __all__ = ["call_tool", "own"]
@@ -58,7 +60,7 @@ async def own(
         )
         target = stdio_client(params, errlog=stderr)
     else:
-        target = _http_transport(settings.url or "", server.headers, statuses)
+        target = _http_transport(settings.url or "", server.headers, statuses, server.oauth)
 
     async def message(message: Any) -> None:
         """Notifications of a legacy session: a list changed refreshes the lists; a
@@ -219,9 +221,12 @@ def _client_info() -> Implementation:
     return Implementation(name="toolplug", version=toolplug_version() or "0")
 
 
-def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -> Any:
-    """The SDK's streamable HTTP transport with the headers; every HTTP error status is
-    noted in ``statuses`` (the SDK's error names none). The SDK's own time limits: 30 s,
+def _http_transport(
+    url: str, headers: Mapping[str, str], statuses: list[int], oauth: Credentials | None
+) -> Any:
+    """The SDK's streamable HTTP transport with the headers, and the OAuth flow as the
+    client's ``auth`` for an ``auth = "oauth"`` server (``_oauth``); every HTTP error status
+    is noted in ``statuses`` (the SDK's error names none). The SDK's own time limits: 30 s,
     300 s to read."""
 
     async def note(response: httpx2.Response) -> None:
@@ -230,9 +235,10 @@ def _http_transport(url: str, headers: Mapping[str, str], statuses: list[int]) -
 
     @contextlib.asynccontextmanager
     async def transport() -> AsyncIterator[Any]:
+        auth = None if oauth is None else await _oauth.auth_for(oauth)
         async with (
             httpx2.AsyncClient(  # the caller of the SDK's transport owns its client
-                headers=dict(headers),
+                headers=dict(headers), auth=auth,
                 timeout=httpx2.Timeout(30, read=300),
                 # No cap on connections: the SDK's 100 would count the listen stream and
                 # send the 100th of many concurrent calls after a whole earlier one.
@@ -251,6 +257,9 @@ def _start_problem(exc: BaseException, settings: ServerSettings, statuses: list[
     inner = exc
     while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
         inner = inner.exceptions[0]
+    signing_in = _oauth.sign_in_problem(exc) if settings.auth is not None else None
+    if signing_in is not None:
+        return signing_in
     status = getattr(getattr(inner, "response", None), "status_code", None)
     if status is None and statuses:
         status = statuses[-1]

@@ -1,0 +1,595 @@
+"""The OAuth 2.1 client of a mounted server (``auth = "oauth"``): the MCP SDK's.
+
+The SDK's ``OAuthClientProvider`` is an httpx auth flow that does what the MCP
+authorization specification asks of a client: discovery from the 401 (RFC 9728, then the
+authorization server's metadata with the 2025-03-26 fallbacks), registration
+(pre-registered, a Client ID Metadata Document, dynamic), the authorization code with
+PKCE S256 and the resource indicator (RFC 8707), scope selection, step-up on
+``insufficient_scope`` and refresh; its ``ClientCredentialsOAuthProvider`` does the
+machine-to-machine grant. This module adds what toolplug needs around it:
+
+- what it is given is kept in ``toolplug.state._tokens`` (per user, 0600), with the
+  metadata it discovered and the access token's expiry, so the next process refreshes an
+  expired token instead of asking a person again; every token read or written is added to
+  the server's redactor;
+- a refresh is done once when several processes race (``TokenStore.lock``; the SDK's own
+  lock serialises the flows of one process) and re-reads what another process stored;
+- a mount never asks a person: a server that wants a sign-in is unavailable with the
+  reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
+- ``login()`` is that sign-in: the authorization URL opened in a browser (or printed),
+  the redirect taken on 127.0.0.1, its ``state`` checked (by the SDK); ``logout()``
+  forgets the tokens and revokes them where the metadata names a revocation endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from typing import Any, Final
+from urllib.parse import parse_qs, quote, urlsplit
+
+import httpx2
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
+from mcp.client.auth.exceptions import OAuthRegistrationError
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from pydantic import ValidationError
+
+from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
+from toolplug.state._tokens import TokenStore
+
+__all__ = ["LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem"]
+
+log = logging.getLogger("toolplug.mount")
+
+
+def _reported_here(record: logging.LogRecord) -> bool:
+    """The SDK logs its flow's error with a traceback before raising it; toolplug reports
+    that error as a reason (``sign_in_problem``, ``LoginError``), so the log line goes."""
+    return record.getMessage() != "OAuth flow error"
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_reported_here)
+
+CALLBACK_PATH: Final = "/callback"
+_CLIENT_NAME: Final = "toolplug"
+
+
+class SignInNeeded(Exception):
+    """A mounted server answered 401 and only a person can sign in: the reason in words."""
+
+    def __init__(self, name: str, *, expired: bool = False) -> None:
+        super().__init__(needs_sign_in(name, expired=expired))
+        self.reason = needs_sign_in(name, expired=expired)
+
+
+class LoginError(Exception):
+    """A sign-in that did not complete, in words (nothing was stored)."""
+
+
+# -- what the SDK keeps, in the store -------------------------------------------------------
+
+
+class _Storage:
+    """The SDK's ``TokenStorage`` on the user's token store, one server's entry; the file
+    is read and written on a worker thread, never on the event loop."""
+
+    def __init__(self, credentials: Credentials, store: TokenStore) -> None:
+        self.credentials = credentials
+        self.store = store
+        self.key = credentials.key
+
+    async def entry(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.store.entry, self.key)
+
+    async def update(self, **fields: Any) -> None:
+        await asyncio.to_thread(self.store.update, self.key, **fields)
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens_of(await self.entry())
+
+    def tokens_of(self, entry: dict[str, Any]) -> OAuthToken | None:
+        try:
+            tokens = OAuthToken.model_validate(entry["tokens"]) if "tokens" in entry else None
+        except ValidationError:
+            return None
+        if tokens is not None:
+            self.credentials.hide(tokens.access_token, tokens.refresh_token)
+        return tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.credentials.hide(tokens.access_token, tokens.refresh_token)
+        expires = None if tokens.expires_in is None else time.time() + tokens.expires_in
+        await self.update(
+            tokens=tokens.model_dump(mode="json", exclude_none=True), expires_at=expires
+        )
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        entry = await self.entry()
+        try:
+            client = (
+                OAuthClientInformationFull.model_validate(entry["client"])
+                if "client" in entry else None
+            )
+        except ValidationError:
+            return None
+        if client is not None:
+            self.credentials.hide(client.client_secret)
+        return client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.credentials.hide(client_info.client_secret)
+        await self.update(client=client_info.model_dump(mode="json", exclude_none=True))
+
+
+class _Kept:
+    """What toolplug adds to the SDK's providers (a mixin over them): the discovered
+    metadata and the expiry kept with the tokens, a refresh once across processes, and
+    a note of a refresh that failed (the reason then says the sign-in expired)."""
+
+    context: Any
+    _initialized: bool
+    storage: _Storage
+    refresh_failed: bool = False
+    _held: Any = None
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[misc]
+        self._restore(await self.storage.entry())
+
+    def _restore(self, entry: dict[str, Any]) -> None:
+        context = self.context
+        expires = entry.get("expires_at")
+        context.token_expiry_time = float(expires) if isinstance(expires, int | float) else None
+        with contextlib.suppress(ValidationError, TypeError):
+            if "server_metadata" in entry:
+                context.oauth_metadata = OAuthMetadata.model_validate(entry["server_metadata"])
+            if "resource_metadata" in entry:
+                context.protected_resource_metadata = ProtectedResourceMetadata.model_validate(
+                    entry["resource_metadata"]
+                )
+            if isinstance(entry.get("authorization_server"), str):
+                context.auth_server_url = entry["authorization_server"]
+
+    async def _keep_metadata(self) -> None:
+        context = self.context
+        await self.storage.update(
+            server_metadata=None if context.oauth_metadata is None
+            else context.oauth_metadata.model_dump(mode="json", exclude_none=True),
+            resource_metadata=None if context.protected_resource_metadata is None
+            else context.protected_resource_metadata.model_dump(mode="json", exclude_none=True),
+            authorization_server=context.auth_server_url,
+        )
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)  # type: ignore[misc]
+        await self._keep_metadata()
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        ok: bool = await super()._handle_refresh_response(response)  # type: ignore[misc]
+        self.refresh_failed = not ok
+        if ok:
+            await self._keep_metadata()
+        else:
+            await self.storage.update(tokens=None, expires_at=None)  # spent: never again
+        self._release()
+        return ok
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.release()
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        context = self.context
+        if self._initialized and not context.is_token_valid() and context.can_refresh_token():
+            # Another process may have refreshed it already: wait for any refresh under
+            # way, then read what it stored; the SDK refreshes only if it is still stale.
+            lock = self.storage.store.lock(self.storage.key)
+            await asyncio.to_thread(lock.acquire)
+            self._held = lock
+            entry = await self.storage.entry()
+            stored = self.storage.tokens_of(entry)
+            if stored is not None and stored.access_token != getattr(
+                context.current_tokens, "access_token", None
+            ):
+                context.current_tokens = stored
+                self._restore(entry)
+            if context.is_token_valid():
+                self._release()
+        flow = super()._auth_flow(request)  # type: ignore[misc]
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is not request:
+                    await _screen(outgoing, response)
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            self._release()
+            await flow.aclose()
+
+
+_METADATA: Final = (
+    ("/.well-known/oauth-protected-resource", ProtectedResourceMetadata),
+    ("/.well-known/oauth-authorization-server", OAuthMetadata),
+    ("/.well-known/openid-configuration", OAuthMetadata),
+)
+_LARGEST_METADATA: Final = 256 * 1024
+"""Bytes of a metadata document read at most (real ones are a few kilobytes)."""
+
+
+async def _screen(request: httpx2.Request, response: httpx2.Response) -> None:
+    """Refuse a metadata document that is enormous or not a metadata document: the SDK
+    would take it as "none here" and go on to guessed endpoints; a sign-in stops instead,
+    naming the document."""
+    if response.status_code != 200:
+        return
+    path = request.url.path
+    model = next((m for prefix, m in _METADATA if path.startswith(prefix)), None)
+    if model is None:
+        return
+    declared = response.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else 0
+    content = b"" if size > _LARGEST_METADATA else await response.aread()
+    size = max(size, len(content))
+    if size > _LARGEST_METADATA:
+        raise OAuthFlowError(
+            f"the metadata document at {request.url} is {size} bytes "
+            f"(more than {_LARGEST_METADATA}): not read"
+        )
+    try:
+        model.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise OAuthFlowError(
+            f"the metadata document at {request.url} cannot be read: {where}: {first['msg']}"
+        ) from None
+
+
+class _Person(_Kept, OAuthClientProvider):
+    """The authorization code grant: a person signs in (``login``), the mount refreshes."""
+
+    def __init__(self, storage: _Storage, fixed: OAuthClientInformationFull | None, **kw: Any):
+        super().__init__(storage=storage, **kw)
+        self.storage = storage
+        self._fixed = fixed
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        if self._fixed is not None:
+            self.context.client_info = self._fixed
+
+
+class _Machine(_Kept, ClientCredentialsOAuthProvider):
+    """The client credentials grant: no person, a new token whenever one is needed."""
+
+    def __init__(self, storage: _Storage, **kw: Any) -> None:
+        super().__init__(storage=storage, **kw)
+        self.storage = storage
+
+
+def _metadata(credentials: Credentials, redirect: str) -> OAuthClientMetadata:
+    oauth = credentials.settings.oauth_settings
+    assert oauth is not None
+    method = "none"
+    if credentials.client_secret is not None:
+        method = oauth.token_endpoint_auth
+    return OAuthClientMetadata.model_validate({
+        "redirect_uris": [redirect], "client_name": _CLIENT_NAME,
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+        "token_endpoint_auth_method": method, "scope": oauth.scope,
+    })
+
+
+def _fixed_client(credentials: Credentials, redirect: str) -> OAuthClientInformationFull | None:
+    oauth = credentials.settings.oauth_settings
+    if oauth is None or oauth.client_id is None:
+        return None
+    method = oauth.token_endpoint_auth if credentials.client_secret is not None else "none"
+    return OAuthClientInformationFull.model_validate({
+        "client_id": oauth.client_id, "client_secret": credentials.client_secret,
+        "redirect_uris": [redirect], "token_endpoint_auth_method": method,
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+        "scope": oauth.scope,
+    })
+
+
+def _provider(
+    credentials: Credentials,
+    store: TokenStore,
+    redirect: str,
+    open_url: Callable[[str], Awaitable[None]],
+    answer: Callable[[], Awaitable[AuthorizationCodeResult]],
+) -> _Kept:
+    settings = credentials.settings
+    oauth = settings.oauth_settings
+    assert oauth is not None
+    credentials.hide(credentials.client_secret)
+    storage = _Storage(credentials, store)
+    if oauth.grant == "client_credentials":
+        assert oauth.client_id is not None
+        assert credentials.client_secret is not None
+        return _Machine(
+            storage, server_url=credentials.key, client_id=oauth.client_id,
+            client_secret=credentials.client_secret, scope=oauth.scope,
+            token_endpoint_auth_method=oauth.token_endpoint_auth, issuer=oauth.issuer,
+        )
+    return _Person(
+        storage, _fixed_client(credentials, redirect), server_url=credentials.key,
+        client_metadata=_metadata(credentials, redirect), redirect_handler=open_url,
+        callback_handler=answer, client_metadata_url=oauth.client_metadata_url,
+    )
+
+
+# -- the mount --------------------------------------------------------------------------
+
+
+class _NoSignIn(httpx2.Auth):
+    """A server nobody has signed in to yet: its 401 is the reason, no flow is started
+    (nothing is registered on the user's behalf before they ask to sign in)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            raise SignInNeeded(self.name)
+
+
+async def auth_for(credentials: Credentials) -> httpx2.Auth:
+    """The ``auth`` of a mount's HTTP client: the SDK's flow over the stored tokens (which
+    it refreshes), the client credentials grant, or, with no sign-in kept, a 401 that says
+    so. A mount never opens a browser: where a person is wanted, ``SignInNeeded``."""
+    oauth = credentials.settings.oauth_settings
+    assert oauth is not None
+    store = credentials.store
+    assert store is not None
+    name = credentials.settings.name
+    entry = await asyncio.to_thread(store.entry, credentials.key)
+    if oauth.grant == "authorization_code" and "tokens" not in entry:
+        return _NoSignIn(name)
+    provider: _Kept
+
+    async def ask_a_person(url: str) -> None:
+        raise SignInNeeded(name, expired=provider.refresh_failed)
+
+    async def never() -> AuthorizationCodeResult:  # pragma: no cover - ask_a_person raised
+        raise SignInNeeded(name)
+
+    client = entry.get("client") or {}
+    redirect = (client.get("redirect_uris") or ["http://127.0.0.1/callback"])[0]
+    provider = _provider(credentials, store, redirect, ask_a_person, never)
+    return provider  # type: ignore[return-value]
+
+
+def sign_in_problem(exc: BaseException) -> str | None:
+    """The reason of a start-up that failed in the OAuth flow, or None when it did not."""
+    for inner in _chain(exc):
+        if isinstance(inner, SignInNeeded):
+            return inner.reason
+        if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
+            return f"the OAuth sign-in failed: {inner}"
+    return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        inner = todo.pop()
+        if id(inner) in seen:
+            continue
+        seen.add(id(inner))
+        yield inner
+        if isinstance(inner, BaseExceptionGroup):
+            todo.extend(inner.exceptions)
+        for linked in (inner.__cause__, inner.__context__):
+            if linked is not None:
+                todo.append(linked)
+
+
+# -- signing in and out -------------------------------------------------------------------
+
+
+class _Callback:
+    """The loopback end of the redirect: one ``GET /callback?code=...&state=...``."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[AuthorizationCodeResult] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.server: asyncio.Server | None = None
+
+    async def start(self, port: int) -> int:
+        self.server = await asyncio.start_server(self._take, "127.0.0.1", port)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _take(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
+            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
+                pass
+            parts = line.split()
+            target = urlsplit(parts[1]) if len(parts) >= 2 else urlsplit("/")
+            query = {k: v[0] for k, v in parse_qs(target.query).items()}
+            if target.path != CALLBACK_PATH:
+                await _respond(writer, 404, "Not the sign-in's address.")
+                return
+            if "error" in query:
+                said = query.get("error_description") or query["error"]
+                if not self.answer.done():
+                    self.answer.set_exception(
+                        LoginError(f"the authorization server refused the sign-in: {said}")
+                    )
+                await _respond(writer, 400, f"The sign-in was refused: {said}")
+                return
+            if not self.answer.done():
+                self.answer.set_result(AuthorizationCodeResult(
+                    code=query.get("code", ""), state=query.get("state"), iss=query.get("iss"),
+                ))
+            await _respond(writer, 200, "Signed in: you can close this tab.")
+        except (TimeoutError, OSError, ValueError):
+            writer.close()
+
+
+async def _respond(writer: asyncio.StreamWriter, status: int, text: str) -> None:
+    body = f"<!doctype html><title>toolplug</title><p>{text}</p>".encode()
+    writer.write(
+        f"HTTP/1.1 {status} OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+    )
+    with contextlib.suppress(OSError):
+        await writer.drain()
+    writer.close()
+
+
+async def login(
+    credentials: Credentials,
+    open_url: Callable[[str], Awaitable[None]],
+    *,
+    timeout: float = 300.0,
+) -> str:
+    """Sign in to the server: connect, let the SDK's flow discover and register, send the
+    person to the authorization URL (``open_url``), take the redirect on 127.0.0.1, and
+    keep the tokens. What happened, in words; ``LoginError`` when it did not complete
+    (the tokens of an earlier sign-in are dropped first, so a failed one leaves none)."""
+    settings = credentials.settings
+    oauth = settings.oauth_settings
+    store = credentials.store
+    if oauth is None or store is None:
+        raise LoginError(f'[mcp_servers.{settings.name}] has no auth = "oauth"')
+    if credentials.problem is not None:
+        raise LoginError(credentials.problem)
+    entry = await asyncio.to_thread(store.entry, credentials.key)
+    callback = _Callback()
+    registered = (entry.get("client") or {}).get("redirect_uris") or []
+    port = oauth.redirect_port or _port_of(registered[0] if registered else "") or 0
+    try:
+        port = await callback.start(port)
+    except OSError:
+        if oauth.redirect_port is not None:
+            raise LoginError(f"cannot listen on 127.0.0.1:{port} (redirect_port)") from None
+        port = await callback.start(0)
+    redirect = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+    forget = {"tokens": None, "expires_at": None}
+    if registered and registered[0] != redirect:
+        forget["client"] = None  # registered for another port: register again
+    await asyncio.to_thread(store.update, credentials.key, **forget)
+
+    async def answer() -> AuthorizationCodeResult:
+        return await callback.answer
+
+    provider = _provider(credentials, store, redirect, open_url, answer)
+    try:
+        async with asyncio.timeout(timeout):
+            async with (
+                httpx2.AsyncClient(auth=provider, timeout=30) as http,  # type: ignore[arg-type]
+                Client(streamable_http_client(credentials.key, http_client=http)) as client,
+            ):
+                info = client.server_info
+    except TimeoutError:
+        raise LoginError(f"no sign-in within {timeout:g} s") from None
+    except Exception as exc:
+        await asyncio.to_thread(store.update, credentials.key, tokens=None, expires_at=None)
+        raise LoginError(_login_problem(exc)) from None
+    finally:
+        await callback.close()
+    if "tokens" not in await asyncio.to_thread(store.entry, credentials.key):
+        raise LoginError(f"{credentials.key} let toolplug in without a sign-in: nothing to keep")
+    named = getattr(info, "name", None) or credentials.key
+    return f"signed in to {settings.name} ({named}); the tokens are kept in {store.path}"
+
+
+def _login_problem(exc: BaseException) -> str:
+    for inner in _chain(exc):
+        if isinstance(inner, LoginError):
+            return str(inner)
+        if isinstance(inner, OAuthFlowError) and "State parameter mismatch" in str(inner):
+            return (
+                "the redirect's state is not the one this sign-in sent (another sign-in's, "
+                "or forged): nothing was kept; run `toolplug login` again"
+            )
+        if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
+            return f"the sign-in failed: {inner}"
+        if isinstance(inner, ValidationError):
+            return f"the authorization server sent a document toolplug cannot read: {inner}"
+    return f"the sign-in failed: {type(exc).__name__}: {exc}"
+
+
+def _port_of(url: str) -> int | None:
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
+async def logout(credentials: Credentials) -> str:
+    """Forget the server's tokens; revoke them first where the authorization server's
+    metadata names a revocation endpoint (RFC 7009). What happened, in words."""
+    store = credentials.store
+    assert store is not None
+    entry = await asyncio.to_thread(store.forget, credentials.key)
+    name = credentials.settings.name
+    if "tokens" not in entry:
+        return f"not signed in to {name}: nothing to forget"
+    tokens = entry["tokens"]
+    endpoint = (entry.get("server_metadata") or {}).get("revocation_endpoint")
+    if not endpoint:
+        return f"signed out of {name} (its authorization server offers no revocation)"
+    client = entry.get("client") or {}
+    data = {"client_id": str(client.get("client_id", ""))}
+    headers: dict[str, str] = {}
+    secret = client.get("client_secret")
+    if secret and client.get("token_endpoint_auth_method") == "client_secret_basic":
+        pair = f"{quote(data.pop('client_id'), safe='')}:{quote(secret, safe='')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    elif secret:
+        data["client_secret"] = secret
+    refused: list[str] = []
+    async with httpx2.AsyncClient(timeout=30) as http:
+        for kind in ("refresh_token", "access_token"):
+            if not tokens.get(kind):
+                continue
+            try:
+                response = await http.post(
+                    endpoint, data={**data, "token": tokens[kind], "token_type_hint": kind},
+                    headers=headers,
+                )
+            except httpx2.HTTPError as exc:
+                refused.append(f"{kind}: {type(exc).__name__}")
+                continue
+            if response.status_code != 200:
+                refused.append(f"{kind}: HTTP {response.status_code}")
+    if refused:
+        return (
+            f"signed out of {name}; the authorization server did not confirm the revocation "
+            f"({', '.join(refused)})"
+        )
+    return f"signed out of {name}; its tokens were revoked"

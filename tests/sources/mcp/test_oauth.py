@@ -1,0 +1,305 @@
+"""A mounted server that needs an OAuth sign-in (``auth = "oauth"``), for real: oidc-provider
+on 127.0.0.1 (tests/helpers/oidc.py) in front of ``toolplug serve --http`` under
+``[serve.auth]``, mounted by a second toolplug. Before a sign-in the server is unavailable
+with the reason naming ``toolplug login``; the sign-in is completed headless (the login and
+consent forms posted as a browser would, then the redirect to toolplug's loopback port);
+then calls, a refresh after the access token expired, and a sign-out. Bad input (a forged
+``state``, a token endpoint answering 500, a malformed metadata document) is a clear
+reason and keeps nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+import jwt
+import pytest
+
+import toolplug
+from tests.helpers.oidc import authorization_server, consent
+from tests.helpers.serve import CONFIG, child_env, free_port, http_server
+from toolplug.config._config import load_config
+from toolplug.sources.mcp import SignInError, mounted, sign_in, sign_out
+from toolplug.state._tokens import TokenStore
+
+SCOPES = '["openid", "offline_access", "tools:read", "tools:write", "echo:run"]'
+
+
+def _outer(issuer: str, audience: str) -> str:
+    return f'{CONFIG}\n[serve.auth]\nissuer = "{issuer}"\naudience = "{audience}"\n'
+
+
+def _inner(home: Path, url: str, extra: str = "") -> Path:
+    path = home / "inner.toml"
+    path.write_text(
+        f'cache_dir = "{home / "cache"}"\nstate_dir = "{home / "state"}"\n'
+        f'[mcp_servers.upstream]\nurl = "{url}"\nauth = "oauth"\napproval = "never"\n'
+        f"[mcp_servers.upstream.oauth]\nscopes = {SCOPES}\n{extra}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _browser(
+    subject: str = "alice", state: str | None = None
+) -> tuple[Callable[[str], Awaitable[None]], list[str]]:
+    """A person at a browser: logs in and consents, then the browser follows the redirect
+    to toolplug's loopback port (with ``state`` replaced, when given: a forged one)."""
+    opened: list[str] = []
+
+    async def open_url(url: str) -> None:
+        opened.append(url)
+        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        answer = await consent(url, redirect, subject=subject)
+        query = {"code": answer.code, "state": state or answer.state or ""}
+        if answer.iss:
+            query["iss"] = answer.iss
+        async with httpx.AsyncClient(timeout=30) as browser:
+            await browser.get(f"{redirect}?{urlencode(query)}")
+
+    return open_url, opened
+
+
+def _kept(home: Path, url: str) -> dict[str, Any]:
+    return TokenStore(home / "state" / "oauth").entry(url)
+
+
+def _call(config: Path, name: str, arguments: dict[str, Any]) -> toolplug.ToolResult:
+    registry = toolplug.load(config)
+    try:
+        return asyncio.run(registry.acall(name, arguments))
+    finally:
+        registry.close()
+
+
+def test_sign_in_call_refresh_and_sign_out(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    home = tmp_path / "inner"
+    home.mkdir()
+    with authorization_server(tmp_path, token_ttl=6) as issuer:
+        env = {**os.environ, **child_env(tmp_path, config=_outer(issuer, audience))}
+        config = _inner(home, audience)
+        with http_server(tmp_path, port, env=env):
+            # not signed in: unavailable, and the reason says how to sign in
+            registry = toolplug.load(config)
+            try:
+                server = mounted(registry).servers["upstream"]  # type: ignore[union-attr]
+                assert server.problem == "needs a sign-in: run `toolplug login upstream`"
+            finally:
+                registry.close()
+            assert "tokens" not in _kept(home, audience)
+
+            open_url, opened = _browser()
+            said = sign_in(load_config(config), "upstream", env=os.environ, open_url=open_url)
+            assert said.startswith("signed in to upstream")
+            [url] = opened
+            query = parse_qs(urlsplit(url).query)
+            assert query["code_challenge_method"] == ["S256"]
+            assert query["resource"] == [audience]
+            assert query["redirect_uri"][0].startswith("http://127.0.0.1:")
+
+            tokens_file = home / "state" / "oauth" / "tokens.json"
+            assert stat.S_IMODE(tokens_file.stat().st_mode) == 0o600
+            kept = _kept(home, audience)
+            first = kept["tokens"]["access_token"]
+            assert kept["tokens"]["refresh_token"]
+            assert jwt.decode(first, options={"verify_signature": False})["aud"] == audience
+
+            added = _call(config, "upstream_add", {"a": 2, "b": 40})
+            assert added.ok, added.error
+            assert "42" in str(added.output)
+            # the tokens are secrets: never in the cached listing
+            cached = (home / "cache" / "mcp" / "upstream.json").read_text(encoding="utf-8")
+            assert first not in cached
+
+            time.sleep(7)  # the access token expires: the next call refreshes it, once
+            again = _call(config, "upstream_add", {"a": 1, "b": 1})
+            assert again.ok, again.error
+            refreshed = _kept(home, audience)["tokens"]["access_token"]
+            assert refreshed != first
+
+            # a refresh token the authorization server no longer honours: the call says
+            # the sign-in expired and how to sign in again; the spent tokens are dropped
+            store = TokenStore(home / "state" / "oauth")
+            kept = store.entry(audience)
+            store.update(audience, expires_at=time.time() - 60,
+                         tokens={**kept["tokens"], "refresh_token": "revoked-long-ago"})
+            spent = _call(config, "upstream_add", {"a": 1, "b": 2})
+            assert not spent.ok
+            assert spent.error is not None
+            assert spent.error.message == (
+                "MCP server 'upstream' is unavailable: its sign-in expired: "
+                "run `toolplug login upstream`"
+            )
+            assert "tokens" not in store.entry(audience)
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=_browser()[0])
+
+            out = sign_out(load_config(config), "upstream", env=os.environ)
+            assert out.startswith("signed out of upstream")
+            assert _kept(home, audience) == {}
+            registry = toolplug.load(config)
+            try:
+                server = mounted(registry).servers["upstream"]  # type: ignore[union-attr]
+                assert server.problem == "needs a sign-in: run `toolplug login upstream`"
+            finally:
+                registry.close()
+
+
+def test_a_forged_state_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    home = tmp_path / "inner"
+    home.mkdir()
+    with authorization_server(tmp_path) as issuer:
+        env = {**os.environ, **child_env(tmp_path, config=_outer(issuer, audience))}
+        config = _inner(home, audience)
+        with http_server(tmp_path, port, env=env):
+            open_url, _ = _browser(state="forged-by-someone-else")
+            with pytest.raises(SignInError, match="state is not the one this sign-in sent"):
+                sign_in(load_config(config), "upstream", env=os.environ, open_url=open_url)
+    assert "tokens" not in _kept(home, audience)
+
+
+# -- a broken authorization server ------------------------------------------------------
+
+
+@contextmanager
+def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
+    """A protected resource and its authorization server on one loopback port, broken as
+    ``kind`` says: ``token-500`` (the token endpoint fails), ``bad-metadata`` (the
+    authorization server's metadata is not a metadata document) or ``huge`` (the protected
+    resource's metadata is 400 kB)."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            base = f"http://{self.headers['Host']}"
+            path = urlsplit(self.path).path
+            asked.append(f"GET {path}")
+            if path.startswith("/.well-known/oauth-protected-resource"):
+                padding = {"padding": "x" * 400_000} if kind == "huge" else {}
+                self._send(200, {"resource": f"{base}/mcp", "authorization_servers": [base],
+                                 **padding})
+            elif path.startswith("/.well-known/oauth-authorization-server"):
+                if kind == "bad-metadata":
+                    self._send(200, {"issuer": 7, "authorization_endpoint": ["nope"]})
+                else:
+                    self._send(200, {
+                        "issuer": base, "authorization_endpoint": f"{base}/authorize",
+                        "token_endpoint": f"{base}/token",
+                        "registration_endpoint": f"{base}/register",
+                        "response_types_supported": ["code"],
+                        "code_challenge_methods_supported": ["S256"],
+                    })
+            elif path == "/authorize":
+                query = parse_qs(urlsplit(self.path).query)
+                target = query["redirect_uri"][0] + "?" + urlencode(
+                    {"code": "a-code", "state": query["state"][0]}
+                )
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self._send(404, {})
+
+        def do_POST(self) -> None:
+            base = f"http://{self.headers['Host']}"
+            path = urlsplit(self.path).path
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            asked.append(f"POST {path}")
+            if path == "/register":
+                self._send(201, {"client_id": "c1", "redirect_uris": ["http://127.0.0.1/cb"],
+                                 "token_endpoint_auth_method": "none"})
+            elif path == "/token":
+                self._send(500, {"error": "server_error"})
+            else:
+                meta = f'{base}/.well-known/oauth-protected-resource/mcp'
+                self._send(401, {"error": "unauthorized"},
+                           {"WWW-Authenticate": f'Bearer resource_metadata="{meta}"'})
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def _follow(url: str) -> None:
+    async with httpx.AsyncClient(timeout=30, follow_redirects=True) as browser:
+        await browser.get(url)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("token-500", "Token exchange failed (500)"),
+        ("bad-metadata", "oauth-authorization-server cannot be read: issuer"),
+        ("huge", "oauth-protected-resource/mcp is 400"),
+    ],
+)
+def test_a_broken_authorization_server_is_a_clear_reason_and_keeps_no_token(
+    tmp_path: Path, kind: str, expected: str
+) -> None:
+    with _broken(kind) as (url, asked):
+        config = _inner(tmp_path, url)
+        with pytest.raises(SignInError) as caught:
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=_follow,
+                    timeout=30)
+    said = str(caught.value)
+    assert said.startswith("upstream: ")
+    assert expected in said, said
+    assert "Traceback" not in said
+    assert "tokens" not in _kept(tmp_path, url)
+    assert "POST /mcp" in asked
+
+
+def test_doctor_and_list_say_which_server_needs_a_sign_in(tmp_path: Path) -> None:
+    with _broken("token-500") as (url, _):
+        config = _inner(tmp_path, url)
+        env = {**os.environ, "TOOLPLUG_CONFIG": str(config)}
+        doctor = subprocess.run(
+            [sys.executable, "-m", "toolplug", "doctor"], env=env, capture_output=True,
+            text=True, timeout=120, check=False,
+        )
+        listed = subprocess.run(
+            [sys.executable, "-m", "toolplug", "list", "--all"], env=env, capture_output=True,
+            text=True, timeout=120, check=False,
+        )
+    for run in (doctor, listed):
+        said = run.stdout + run.stderr
+        assert "needs a sign-in: run `toolplug login upstream`" in said, said
+        assert "Traceback" not in said
+    assert "toolplug login upstream" in doctor.stdout
