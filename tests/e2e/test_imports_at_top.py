@@ -25,8 +25,6 @@ DEFERRED: dict[str, set[str]] = {
     # the form check of a tool's question, on its first answer (the uncached `toolplug
     # list` imports the contract, never an answer)
     "contract/_talk.py": {"jsonschema"},
-    # a context's default Talk: contract/_talk.py builds on contract/_tool.py
-    "contract/_tool.py": {"toolplug.contract._talk"},
     # a mounted server's prompts and resources read from the cache at load; the SDK only
     # when one is got or read
     "sources/mcp/_published.py": {"mcp.types", "mcp.shared.exceptions"},

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from toolplug.contract._parts import Audio, Image
-from toolplug.contract._tool import ErrorType, ToolFailure
+from toolplug.contract._tool import AskError
 
 __all__ = [
     "LOG_LEVELS", "Answer", "AskError", "Channel", "LogLevel", "Question", "Sampled",
@@ -53,39 +53,6 @@ DEFAULT_ASK_SECONDS: Final = 300.0
 
 tool_log = logging.getLogger("toolplug.tools")
 """Where a tool's log lines go when its host takes none (``Channel.log``)."""
-
-AskReason: TypeAlias = Literal[
-    "unavailable", "timeout", "invalid_question", "invalid_answer", "failed"
-]
-
-
-class AskError(ToolFailure):
-    """``ask`` or ``sample`` got no usable answer; ``reason`` says why.
-
-    - ``unavailable``: this host cannot ask (``context.can_ask`` / ``can_sample`` is False);
-    - ``timeout``: nobody answered within the wait;
-    - ``invalid_question``: the form is not one MCP elicitation allows (the tool's bug);
-    - ``invalid_answer``: the answer does not fit the form;
-    - ``failed``: the host tried and could not (the client went away, refused sampling).
-
-    Catch it to go on without the answer; uncaught, it ends the call as an error result of
-    the matching type (``UnavailableError``, ``TimeoutError``, ``ValidationError``,
-    ``ExecutionError``) whose details carry ``reason``.
-    """
-
-    _TYPES: Final = {
-        "unavailable": ErrorType.UNAVAILABLE, "timeout": ErrorType.TIMEOUT,
-        "invalid_question": ErrorType.VALIDATION, "invalid_answer": ErrorType.VALIDATION,
-        "failed": ErrorType.EXECUTION,
-    }
-
-    def __init__(self, reason: AskReason, message: str, **details: Any) -> None:
-        super().__init__(
-            self._TYPES[reason], message, retry_possible=reason in ("timeout", "failed"),
-            details={"reason": reason, **details},
-        )
-        self.reason: AskReason = reason
-
 
 @dataclass(frozen=True, slots=True)
 class Question:

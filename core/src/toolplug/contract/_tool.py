@@ -9,12 +9,13 @@ a message for the model, and whether a retry may help. Inside ``run`` a tool may
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from toolplug.contract._metadata import Annotations, ToolMetadata, Trust
 from toolplug.contract._network import NetworkPolicy
@@ -23,7 +24,11 @@ from toolplug.contract._parts import Part
 if TYPE_CHECKING:
     from toolplug.contract._talk import Answer, LogLevel, Sampled, SamplingMessage, Talk
 
+_tool_log = logging.getLogger("toolplug.tools")
+_NO_HOST: Final = "this context has no host to ask (it was not made by a registry's call)"
+
 __all__ = [
+    "AskError",
     "Citation",
     "ErrorType",
     "Tool",
@@ -231,10 +236,38 @@ class ToolFailure(Exception):
         )
 
 
-def _silent() -> Talk:
-    from toolplug.contract._talk import Talk  # _talk builds on this module
+AskReason: TypeAlias = Literal[
+    "unavailable", "timeout", "invalid_question", "invalid_answer", "failed"
+]
 
-    return Talk("")
+
+class AskError(ToolFailure):
+    """``ask`` or ``sample`` got no usable answer; ``reason`` says why.
+
+    - ``unavailable``: this host cannot ask (``context.can_ask`` / ``can_sample`` is False);
+    - ``timeout``: nobody answered within the wait;
+    - ``invalid_question``: the form is not one MCP elicitation allows (the tool's bug);
+    - ``invalid_answer``: the answer does not fit the form;
+    - ``failed``: the host tried and could not (the client went away, refused sampling).
+
+    Catch it to go on without the answer; uncaught, it ends the call as an error result of
+    the matching type (``UnavailableError``, ``TimeoutError``, ``ValidationError``,
+    ``ExecutionError``) whose details carry ``reason``.
+    """
+
+    _TYPES: Final = {
+        "unavailable": ErrorType.UNAVAILABLE, "timeout": ErrorType.TIMEOUT,
+        "invalid_question": ErrorType.VALIDATION, "invalid_answer": ErrorType.VALIDATION,
+        "failed": ErrorType.EXECUTION,
+    }
+
+    def __init__(self, reason: AskReason, message: str, **details: Any) -> None:
+        super().__init__(
+            self._TYPES[reason], message, retry_possible=reason in ("timeout", "failed"),
+            details={"reason": reason, **details},
+        )
+        self.reason: AskReason = reason
+
 
 
 @dataclass(frozen=True)
@@ -256,7 +289,7 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     """The environment the registry was loaded with (``toolplug.load(env=...)``); read
     secrets a tool resolves at run time from here, not from ``os.environ``."""
-    talk: Talk = field(default_factory=_silent, repr=False, compare=False)
+    talk: Talk | None = field(default=None, repr=False, compare=False)
     """The call's way back to its host (``report_progress``, ``log``, ``ask``, ``sample``
     use it); set by the registry."""
 
@@ -265,25 +298,30 @@ class ToolContext:
     @property
     def can_ask(self) -> bool:
         """Whether ``ask`` can reach a person here (else it raises ``AskError``)."""
-        return self.talk.channel.can_ask
+        return self.talk is not None and self.talk.channel.can_ask
 
     @property
     def can_sample(self) -> bool:
         """Whether ``sample`` can reach the host's model here (else it raises ``AskError``)."""
-        return self.talk.channel.can_sample
+        return self.talk is not None and self.talk.channel.can_sample
 
     def report_progress(
         self, done: float, total: float | None = None, message: str | None = None
     ) -> None:
         """Say how far the call has got: ``done`` of ``total`` (None: unknown), with an
         optional ``message``. Never waits, never fails; from any thread."""
-        self.talk.progress(done, total, message)
+        if self.talk is not None:
+            self.talk.progress(done, total, message)
 
     def log(self, level: LogLevel, message: str, data: Mapping[str, Any] | None = None) -> None:
         """A log line for whoever runs the tool (an MCP client sees it as
         ``notifications/message``); ``level`` is one of ``LOG_LEVELS``. Redacted; never
         waits, never fails."""
-        self.talk.log(level, message, data)
+        if self.talk is not None:
+            self.talk.log(level, message, data)
+        else:  # a context built by hand (a test): Python's logger
+            _tool_log.log(logging.getLevelNamesMapping().get(level.upper(), logging.INFO),
+                          "%s", message)
 
     async def ask(self, message: str, schema: Mapping[str, Any] | None = None) -> Answer:
         """Ask the user ``message`` with a form of flat fields (a JSON Schema object;
@@ -293,6 +331,8 @@ class ToolContext:
             AskError: nobody can be asked here, nobody answered in time, the form is not
                 one MCP elicitation allows, or the answer does not fit it.
         """
+        if self.talk is None:
+            raise AskError("unavailable", f"cannot ask the user: {_NO_HOST}")
         return await self.talk.ask(message, schema)
 
     async def sample(
@@ -311,6 +351,8 @@ class ToolContext:
         Raises:
             AskError: the host offers no model, refused, or did not answer in time.
         """
+        if self.talk is None:
+            raise AskError("unavailable", f"cannot ask the host's model: {_NO_HOST}")
         return await self.talk.sample(
             messages, system=system, max_tokens=max_tokens, temperature=temperature,
             stop=stop, model_hints=model_hints,

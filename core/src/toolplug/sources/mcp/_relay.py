@@ -83,7 +83,7 @@ class Relay:
         calls = list(self.connection.calls)
         if not calls:
             return None, "no call of its tools is in flight"
-        channels = {id(c.context.talk.channel) for c in calls}
+        channels = {id(c.context.talk.channel if c.context.talk else None) for c in calls}
         if len(channels) > 1:
             return None, (
                 f"{len(calls)} calls from different hosts are in flight and its request "
