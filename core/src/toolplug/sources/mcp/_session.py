@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["call_tool", "own"]
 
 log = logging.getLogger("toolplug.mount")
+
+_SETTLE_TURNS = 3
+"""Turns of the loop a call gives the notifications received before its answer."""
 _LIST_CHANGED = (
     types.ToolListChangedNotification, types.PromptListChangedNotification,
     types.ResourceListChangedNotification,
@@ -138,6 +141,11 @@ async def call_tool(
     connection.calls.append(call)
     try:
         answer = await client.call_tool(remote, arguments, progress_callback=forward)
+        # The SDK hands the answer over at once, but runs each notification that came before
+        # it (progress, log lines) in a task of its own: let those run while this call is
+        # still in flight, so that they reach its host before its result does.
+        for _ in range(_SETTLE_TURNS):
+            await asyncio.sleep(0)
     except MCPError as exc:
         if call.paused is not None:  # the server's error answers the refusal: moot too
             raise call.paused from None
