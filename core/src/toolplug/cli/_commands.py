@@ -25,7 +25,9 @@ from toolplug.cli import _parser
 from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Handler, _Exit
 from toolplug.cli._published import (
     find_published,
+    published_hint,
     published_lines,
+    published_listing,
     published_records,
     record_lines,
 )
@@ -180,7 +182,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     also = "\nNot listed, their tools unknown:\n" + "\n".join(f"  {u}" for u in unlisted)
     if not records:
         _emit(registry, "No tools are available. Run 'toolplug doctor' to see why."
-              + (also if unlisted else "") + _published_hint(registry))
+              + (also if unlisted else "") + published_hint(registry))
         return EXIT_OK
     header = ["NAME", "CATEGORY", "OPTIONALITY", "DISTRIBUTION"]
     if args.all:
@@ -195,24 +197,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _emit(registry, _table(rows))
     if unlisted:
         _emit(registry, also)
-    hint = _published_hint(registry)
+    hint = published_hint(registry)
     if hint:
         _emit(registry, hint)
     return EXIT_OK
-
-
-def _published_hint(registry: Registry) -> str:
-    """The line after the tools that says what else the plugins publish, or nothing."""
-    records = published_records(registry)
-    counts = [
-        f"{len(records[key])} {word}{'' if len(records[key]) == 1 else 's'}"
-        for key, word in (("prompts", "prompt"), ("resources", "resource"),
-                          ("resource_templates", "resource template"))
-        if records[key]
-    ]
-    if not counts:
-        return ""
-    return f"\n\nAlso published: {', '.join(counts)} (toolplug list --published)"
 
 
 def _list_published(registry: Registry, args: argparse.Namespace) -> int:
@@ -223,14 +211,7 @@ def _list_published(registry: Registry, args: argparse.Namespace) -> int:
             "--published lists prompts and resources, which have no category nor toolset: "
             "drop --category and --toolset",
         )
-    records = published_records(registry, everything=args.all)
-    if args.json:
-        _emit(registry, _dumps(records))
-        return EXIT_OK
-    lines = published_lines(records, why=args.all)
-    if not lines:
-        lines = ["", "No prompts or resources are published. Run 'toolplug doctor' to see why."]
-    _emit(registry, "\n".join(lines[1:]))
+    _emit(registry, published_listing(registry, everything=args.all, as_json=args.json))
     return EXIT_OK
 
 

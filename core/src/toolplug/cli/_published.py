@@ -3,13 +3,21 @@ record (``--json``) and as lines, offered or not and why (docs/prompts-and-resou
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolplug.contract._published import Prompt, Resource, ResourceTemplate
     from toolplug.runtime._registry import Registry
 
-__all__ = ["find_published", "published_lines", "published_records", "record_lines"]
+__all__ = [
+    "find_published",
+    "published_hint",
+    "published_lines",
+    "published_listing",
+    "published_records",
+    "record_lines",
+]
 
 
 def _availability(registry: Registry, item: Any, key: str) -> dict[str, Any]:
@@ -151,3 +159,29 @@ def record_lines(record: dict[str, Any]) -> list[str]:
             need = " (required)" if argument["required"] else ""
             out.append(f"  {argument['name']}{need}{said}")
     return out
+
+
+def published_hint(registry: Registry) -> str:
+    """The line after the tools that says what else the plugins publish, or nothing."""
+    records = published_records(registry)
+    counts = [
+        f"{len(records[key])} {word}{'' if len(records[key]) == 1 else 's'}"
+        for key, word in (("prompts", "prompt"), ("resources", "resource"),
+                          ("resource_templates", "resource template"))
+        if records[key]
+    ]
+    if not counts:
+        return ""
+    return f"\n\nAlso published: {', '.join(counts)} (toolplug list --published)"
+
+
+def published_listing(registry: Registry, *, everything: bool, as_json: bool) -> str:
+    """What ``list --published`` prints: the records as JSON, or a line each (with why an
+    item is not offered when ``everything``)."""
+    records = published_records(registry, everything=everything)
+    if as_json:
+        return json.dumps(records, indent=2, sort_keys=True, ensure_ascii=False)
+    lines = published_lines(records, why=everything)
+    if not lines:
+        return "No prompts or resources are published. Run 'toolplug doctor' to see why."
+    return "\n".join(lines[1:])

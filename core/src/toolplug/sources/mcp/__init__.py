@@ -6,15 +6,8 @@ tools or called, never to list tools whose list is cached.
 """
 
 from toolplug.sources.mcp._catalog import LOCK_FILE
-from toolplug.sources.mcp._mount import (
-    Mounted,
-    MountedServer,
-    lock,
-    mount,
-    mounted,
-    report,
-    report_drift,
-)
+from toolplug.sources.mcp._doctor import lock, report_drift
+from toolplug.sources.mcp._mount import Mounted, MountedServer, mount, mounted, report
 from toolplug.sources.mcp._signin import SignInError, browser, sign_in, sign_out
 
 __all__ = [

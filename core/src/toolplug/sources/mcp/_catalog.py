@@ -25,7 +25,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from toolplug.sources.mcp._mount import MountedServer
 
 __all__ = [
     "LOCK_FILE",
@@ -33,6 +36,7 @@ __all__ = [
     "Listing",
     "config_key",
     "definition_digest",
+    "drift_text",
     "field_digests",
     "lock_path",
     "read_listing",
@@ -244,3 +248,17 @@ def tool_name(prefix: str, remote: str) -> str:
 def now() -> float:
     """Seconds since the epoch (a function, so a test can see the clock it reads)."""
     return time.time()
+
+
+def drift_text(server: MountedServer, remote: str) -> str:
+    """``'add' differs from toolplug.lock (its description, inputSchema changed)``."""
+    assert server.locked is not None
+    if remote not in server.locked:
+        return f"{remote!r} is not in toolplug.lock"
+    before = server.locked_fields.get(remote)
+    tools = server.listing.tools if server.listing else []
+    now = next((t for t in tools if t.get("name") == remote), None)
+    if before is None or now is None:
+        return f"{remote!r} differs from toolplug.lock"
+    parts = ", ".join(changed_parts(before, now))
+    return f"{remote!r} differs from toolplug.lock (its {parts} changed)"

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from toolplug.runtime._discovery import RegisteredTool
     from toolplug.runtime._registry import Registry
 
-__all__ = ["Mounted", "MountedServer", "lock", "mount", "mounted", "report", "report_drift"]
+__all__ = ["Mounted", "MountedServer", "mount", "mounted", "report"]
 
 _DISCOVERY_GRACE = 10.0  # seconds for tools/list beyond a server's start-up time
 
@@ -800,7 +800,7 @@ class _ServerPlugin(_gathered.OriginPlugin):
             )
         )
         if server.settings.pins and server.drifted:
-            changed = ", ".join(_drift_text(server, r) for r in server.drifted)
+            changed = ", ".join(_catalog.drift_text(server, r) for r in server.drifted)
             mode = f"pin = {json.dumps(server.settings.pin)}"
 
             def unchanged(_ctx: DetectContext) -> str | None:
@@ -840,20 +840,6 @@ class _ServerPlugin(_gathered.OriginPlugin):
                 f"[mcp_servers.{server.name}] for every tool of the server).",
             )
         )
-
-
-def _drift_text(server: MountedServer, remote: str) -> str:
-    """``'add' differs from toolplug.lock (its description, inputSchema changed)``."""
-    assert server.locked is not None
-    if remote not in server.locked:
-        return f"{remote!r} is not in toolplug.lock"
-    before = server.locked_fields.get(remote)
-    tools = server.listing.tools if server.listing else []
-    now = next((t for t in tools if t.get("name") == remote), None)
-    if before is None or now is None:
-        return f"{remote!r} differs from toolplug.lock"
-    parts = ", ".join(_catalog.changed_parts(before, now))
-    return f"{remote!r} differs from toolplug.lock (its {parts} changed)"
 
 
 def _findings_text(server: MountedServer, name: str) -> str:
@@ -916,46 +902,6 @@ def _said(answer: Any, labels: Trust, trusts: bool) -> Trust | None:
     return labels.model_copy(update={"output": output, "private": private})
 
 
-def lock(registry: Registry) -> tuple[Path, dict[str, int], list[str]]:
-    """Write ``toolplug.lock``: the digest of every tool each mounted server lists now.
-
-    Returns the lock file, how many tools each server has locked, and the servers that
-    were not reached (their entries are kept as they were).
-    """
-    path = _catalog.lock_path(registry.config.path)
-    mounts = mounted(registry)
-    if mounts is None:
-        return path, {}, []
-    try:
-        entries = _catalog.read_lock(path)
-    except ValueError:
-        entries = {}
-    entries = {k: v for k, v in entries.items() if k in registry.config.mcp_servers}
-    fields = _catalog.read_lock_fields(path)
-    counts: dict[str, int] = {}
-    down: list[str] = []
-    for server in mounts.servers.values():
-        if server.problem is not None:
-            down.append(server.name)
-            continue
-        entries[server.name] = server.digests()
-        fields[server.name] = server.field_digests()
-        counts[server.name] = len(entries[server.name])
-    _catalog.write_lock(path, entries, fields)
-    return path, counts, down
-
-
-def report_drift(mounts: Mounted) -> list[str]:
-    """Each mounted tool whose definition differs from the recorded one:
-    ``calc: 'add' differs from toolplug.lock (its description changed)``."""
-    return [
-        f"{server.name}: {_drift_text(server, remote)}"
-        for server in mounts.servers.values()
-        if server.locked is not None
-        for remote in server.drifted
-    ]
-
-
 def report(mounts: Mounted) -> list[str]:
     """What ``toolplug doctor`` says of each mounted server, one fact a line."""
     lines: list[str] = []
@@ -997,7 +943,6 @@ def report(mounts: Mounted) -> list[str]:
         pin = json.dumps(server.settings.pin)
         refused = f" (refused: pin = {pin})" if server.settings.pins else ""
         for remote in server.drifted:
-            lines.append(
-                f"    drift: the server's definition of {_drift_text(server, remote)}{refused}"
-            )
+            drift = _catalog.drift_text(server, remote)
+            lines.append(f"    drift: the server's definition of {drift}{refused}")
     return lines
