@@ -91,6 +91,19 @@ class Steps(Tool):
         return ToolResult.success("three steps")
 
 
+class Paced(Tool):
+    metadata = ToolMetadata(
+        name="paced", description="Work in six steps of 60 ms, reporting each.",
+        category="utility", parameters=NONE,
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        for done in range(1, 7):
+            await asyncio.sleep(0.06)
+            context.report_progress(done, 6)
+        return ToolResult.success("six steps")
+
+
 class AskName(Tool):
     metadata = ToolMetadata(
         name="ask_name", description="Ask the user their name.", category="utility",
@@ -149,7 +162,7 @@ class Publish(Tool):
 
 @hookimpl
 def register_tools(register: Any) -> None:
-    for tool in (Steps, AskName, AskTwice, Summarise, Publish):
+    for tool in (Steps, Paced, AskName, AskTwice, Summarise, Publish):
         register(tool)
 '''
 
@@ -233,8 +246,9 @@ def test_progress_comes_with_its_messages_and_log_lines_at_the_sessions_level(
 
     before, after = session(tmp_path, transport, work, logging_callback=on_log)
     # Reported at once: the first goes out, the second waits the progress interval
-    # ([serve] progress_interval_seconds) and the third replaces it before the result.
-    assert reported == [(1, 3, "step one"), (3, 3, "step three")]
+    # ([serve] progress_interval_seconds), the third replaces it, and the result that comes
+    # next supersedes what still waits.
+    assert reported == [(1, 3, "step one")]
     assert before == ["debug", "info", "warning", "error"]
     assert after == ["warning", "error"]
     assert {entry.logger for entry in logs} == {"steps"}
@@ -255,6 +269,38 @@ def test_with_no_progress_interval_every_report_is_sent(tmp_path: Path) -> None:
     config = CONFIG + "\n[serve]\nprogress_interval_seconds = 0\n"
     session(tmp_path, "stdio", work, config=config)
     assert reported == [1, 2, 3]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_calls_at_once_share_their_sessions_pace_and_each_has_its_turn(
+    tmp_path: Path, transport: str
+) -> None:
+    heard: dict[int, list[float]] = {}
+
+    async def work(c: Client) -> float:
+        async def one(call: int) -> None:
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                heard.setdefault(call, []).append(progress)
+
+            result = await c.call_tool("paced", {}, progress_callback=on_progress)
+            assert text_of(result) == "six steps"
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for call in range(4):
+                group.start_soon(one, call)
+        return time.monotonic() - started
+
+    elapsed = session(tmp_path, transport, work)
+    sent = sum(len(steps) for steps in heard.values())
+    # 24 reports; the session sends at most one per 50 ms (the default [serve]
+    # progress_interval_seconds) however many calls are in flight
+    assert 0 < sent <= elapsed / 0.05 + 1, (sent, elapsed, heard)
+    # first come, first served: each of the four calls is heard before it ends
+    assert sorted(heard) == [0, 1, 2, 3], heard
+    assert all(steps == sorted(steps) for steps in heard.values()), heard
 
 
 def test_a_modern_client_hears_log_lines_only_from_the_level_its_call_opted_in_to(

@@ -429,11 +429,11 @@ class ServeSettings(StrictTable):
     progress_interval_seconds: float = Field(
         default=0.05, ge=0, allow_inf_nan=False,
         description="a number of seconds, 0 or more: the least time between two progress "
-        "notifications of one call",
+        "notifications to one session, whatever the number of its calls",
     )
-    """Progress a tool reports sooner than this after the call's last notification waits,
-    and a later report replaces it: the latest is sent when the time is up, and always
-    before the call's result. 0 sends every report."""
+    """A session's calls take turns: a report that cannot go at once waits its call's turn,
+    replaced meanwhile by the call's later reports; one still waiting when the result is
+    ready is dropped (the result supersedes it). 0 sends every report."""
     auth: AuthSettings | None = Field(
         default=None,
         description="a table: issuer, audience, jwks_uri or introspection_url, "

@@ -155,7 +155,7 @@ def build_server(
                 except (InputRequired, InputLater) as asking:  # a modern client: the retry answers
                     return asking.result()
                 finally:
-                    await channel.sent()
+                    await channel.finished()
                 result = approver.unasked_result(result)
             return answer(served.get(name), result, name)
         except Exception as exc:  # never let one call take the server down

@@ -16,7 +16,9 @@ What a tool's ``ToolContext`` offers reaches the MCP client as:
 
 Progress and log lines are queued and sent in order, never waited for by the tool; the
 call's answer waits until they are all on their way (on streamable HTTP they ride the
-call's own stream, which ends with the answer). A client gone away fails no call.
+call's own stream, which ends with the answer). Progress goes at the session's pace
+(``Pacer``): a report that has to wait is replaced by its call's later one, and dropped
+when the answer comes first. A client gone away fails no call.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -86,6 +89,7 @@ class Talking:
     def __init__(self, interval: float) -> None:
         self._levels: dict[str, str] = {}
         self._interval = interval
+        self._pacers: weakref.WeakValueDictionary[str, Pacer] = weakref.WeakValueDictionary()
 
     async def set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
@@ -105,7 +109,60 @@ class Talking:
         """The channel of one call of ``params.name``."""
         key = _session(ctx)
         level = self._levels.get(key, "debug") if key is not None else "debug"
-        return McpChannel(ctx, params, level, self._interval)
+        pacer = None
+        if self._interval > 0:  # one per session, kept while a call of it holds it
+            pacer = self._pacers.get(key) if key is not None else None
+            if pacer is None:
+                pacer = Pacer(self._interval)
+                if key is not None:
+                    self._pacers[key] = pacer
+        return McpChannel(ctx, params, level, pacer)
+
+
+class Pacer:
+    """One session's progress notifications, at most one per ``interval`` seconds (``[serve]
+    progress_interval_seconds``) whatever the number of its calls in flight: a call whose
+    report cannot go at once waits its turn, first come first served, holding only its
+    latest report. A client sees each call's progress at the pace it can read, and 200
+    calls at once cost it no more notifications than one (bench/talkback.py).
+
+    Written here rather than taken from a rate-limiting library: what it does beyond
+    limiting a rate is keep one place in line per call and replace what waits there, which
+    a limiter's ``acquire`` (one waiter per report) does not."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._next = 0.0  # loop time the next notification may go
+        self._waiting: dict[McpChannel, None] = {}  # calls in line, in the order they came
+        self._timer: asyncio.TimerHandle | None = None
+
+    def offer(self, channel: McpChannel) -> bool:
+        """Whether ``channel``'s report may go now; if not, the call is in line."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if not self._waiting and now >= self._next:
+            self._next = now + self._interval
+            return True
+        self._waiting.setdefault(channel, None)  # a call in line keeps its place
+        if self._timer is None:
+            self._timer = loop.call_at(max(self._next, now), self._turn)
+        return False
+
+    def leave(self, channel: McpChannel) -> None:
+        """``channel`` no longer waits (its call is answering)."""
+        self._waiting.pop(channel, None)
+
+    def _turn(self) -> None:
+        self._timer = None
+        if not self._waiting:
+            return
+        channel = next(iter(self._waiting))
+        del self._waiting[channel]
+        loop = asyncio.get_running_loop()
+        self._next = loop.time() + self._interval
+        channel.release()
+        if self._waiting:
+            self._timer = loop.call_at(self._next, self._turn)
 
 
 def install_talk(server: Server[Any], interval: float = 0.0) -> Talking:
@@ -131,15 +188,13 @@ class McpChannel(Channel):
 
     def __init__(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, level: str,
-        interval: float = 0.0,
+        pacer: Pacer | None = None,
     ) -> None:
         self._ctx, self._tool = ctx, params.name
         self._loop = asyncio.get_running_loop()
         self._last: asyncio.Task[None] | None = None
-        self._interval = interval
-        self._progress_at = -interval  # loop time the last progress notification was queued
-        self._held: Any = None  # the latest progress reported too soon after it
-        self._timer: asyncio.TimerHandle | None = None
+        self._pacer = pacer
+        self._held: tuple[float, float | None, str | None] | None = None  # waiting its turn
         request = ctx.request_id
         self._related = None if request is None else str(request)
         meta: Mapping[str, Any] = ctx.meta or {}
@@ -191,9 +246,14 @@ class McpChannel(Channel):
     def progress(self, done: float, total: float | None, message: str | None) -> None:
         if self._token is None:
             return
-        self._queue(types.ProgressNotification(params=types.ProgressNotificationParams(
-            progress_token=self._token, progress=done, total=total, message=message,
-        )))
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._hold((done, total, message))
+        else:  # from a worker thread: onto the loop, in the order reported
+            self._loop.call_soon_threadsafe(self._hold, (done, total, message))
 
     def log(self, level: LogLevel, message: str, data: Mapping[str, Any] | None) -> None:
         if level not in self._levels:
@@ -201,46 +261,38 @@ class McpChannel(Channel):
         said: dict[str, Any] = {"message": message}
         if data:
             said["data"] = dict(data)
-        self._queue(types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(
-            level=level, logger=self._tool, data=said,
-        )))
-
-    def _queue(self, notification: Any) -> None:
+        notification = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(level=level, logger=self._tool, data=said)
+        )
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self._loop:
             self._chain(notification)
-        else:  # from a worker thread: onto the loop, in the order reported
+        else:
             self._loop.call_soon_threadsafe(self._chain, notification)
 
+    def _hold(self, report: tuple[float, float | None, str | None]) -> None:
+        """The latest report, sent at once when the session's pace allows, else when this
+        call's turn comes (replaced meanwhile by any later report of the call)."""
+        waiting, self._held = self._held is not None, report
+        if waiting:  # in line already: the latest replaces what waited
+            return
+        if self._pacer is None or self._pacer.offer(self):
+            self.release()
+
+    def release(self) -> None:
+        """Send the held report, if any (the pacer calls this when the call's turn comes)."""
+        held, self._held, token = self._held, None, self._token
+        if held is not None and token is not None:
+            done, total, message = held
+            self._chain(types.ProgressNotification(params=types.ProgressNotificationParams(
+                progress_token=token, progress=done, total=total, message=message,
+            )))
+
     def _chain(self, notification: Any) -> None:
-        if self._interval and isinstance(notification, types.ProgressNotification):
-            now = self._loop.time()
-            wait = self._progress_at + self._interval - now
-            if wait > 0:  # too soon: held, and replaced by any later report meanwhile
-                self._held = notification
-                if self._timer is None:
-                    self._timer = self._loop.call_later(wait, self._release)
-                return
-            self._progress_at = now
-            self._drop_held()
         self._last = self._loop.create_task(self._send(self._last, notification))
-
-    def _release(self) -> None:
-        """The held report, once its time is up (or the call ends)."""
-        held = self._held
-        self._drop_held()
-        if held is not None:
-            self._progress_at = self._loop.time()
-            self._last = self._loop.create_task(self._send(self._last, held))
-
-    def _drop_held(self) -> None:
-        self._held = None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
 
     async def _send(self, before: asyncio.Task[None] | None, notification: Any) -> None:
         if before is not None:
@@ -251,9 +303,22 @@ class McpChannel(Channel):
             log.debug("%s not sent: %s", notification.method, exc)
 
     async def sent(self) -> None:
-        """Wait until every notification queued so far is on its way."""
+        """Wait until every notification queued so far is on its way, the held report
+        among them (before a question, so that it arrives first)."""
         await asyncio.sleep(0)  # let reports made from worker threads land first
-        self._release()  # the latest report goes out before the result
+        if self._pacer is not None:
+            self._pacer.leave(self)
+        self.release()
+        if self._last is not None:
+            await self._last
+
+    async def finished(self) -> None:
+        """The call's answer is next: a report still waiting its turn is dropped (the
+        answer supersedes it), and what was sent before is on its way first."""
+        await asyncio.sleep(0)
+        if self._pacer is not None:
+            self._pacer.leave(self)
+        self._held = None
         if self._last is not None:
             await self._last
 
