@@ -150,13 +150,10 @@ async def served(command: list[str], env: dict[str, str]) -> AsyncIterator[tuple
         process.wait(timeout=15)
 
 
-async def many(url: str, calls: int, *, progress: bool) -> float:
-    """Seconds for ``calls`` concurrent calls of ``steps``, asking for progress or not."""
-    heard = 0
-
-    async def note(progress: float, total: float | None, message: str | None) -> None:
-        nonlocal heard
-        heard += 1
+async def many(url: str, calls: int, *, progress: bool) -> tuple[float, int, int]:
+    """Seconds for ``calls`` concurrent calls of ``steps``, asking for progress or not; the
+    progress notifications heard, and by how many of the calls."""
+    heard: dict[int, int] = {}
 
     async with open_pool_client() as client, streamable_http_client(
         url, http_client=client
@@ -164,7 +161,10 @@ async def many(url: str, calls: int, *, progress: bool) -> float:
         await session.initialize()
         await session.call_tool("steps", {})  # warm
 
-        async def one() -> None:
+        async def one(call: int) -> None:
+            async def note(progress: float, total: float | None, message: str | None) -> None:
+                heard[call] = heard.get(call, 0) + 1
+
             result = await session.call_tool(
                 "steps", {}, progress_callback=note if progress else None
             )
@@ -172,12 +172,12 @@ async def many(url: str, calls: int, *, progress: bool) -> float:
 
         started = time.perf_counter()
         async with anyio.create_task_group() as group:
-            for _ in range(calls):
-                group.start_soon(one)
+            for call in range(calls):
+                group.start_soon(one, call)
         elapsed = time.perf_counter() - started
     if progress:
-        assert heard > 0, "no progress notification arrived"
-    return elapsed
+        assert heard, "no progress notification arrived"
+    return elapsed, sum(heard.values()), len(heard)
 
 
 def progress_figures(env: dict[str, str], folder: Path, calls: int, rounds: int) -> None:
@@ -186,6 +186,7 @@ def progress_figures(env: dict[str, str], folder: Path, calls: int, rounds: int)
         "MCP SDK MCPServer": [sys.executable, str(folder / "anchor_server.py")],
     }
     times: dict[tuple[str, bool], list[float]] = {}
+    heard: dict[str, list[tuple[int, int]]] = {}
     for round_number in range(rounds):
         order = list(servers.items())
         if round_number % 2:
@@ -197,8 +198,10 @@ def progress_figures(env: dict[str, str], folder: Path, calls: int, rounds: int)
             ) -> None:
                 async with served(command, env) as (url, _pid):
                     for progress in (False, True) if turn % 2 else (True, False):
-                        elapsed = await many(url, calls, progress=progress)
+                        elapsed, notes, reached = await many(url, calls, progress=progress)
                         times.setdefault((name, progress), []).append(elapsed)
+                        if progress:
+                            heard.setdefault(name, []).append((notes, reached))
 
             anyio.run(both)
     print(f"{calls} concurrent calls, {STEPS} progress reports each, median of {rounds} rounds")
@@ -206,6 +209,8 @@ def progress_figures(env: dict[str, str], folder: Path, calls: int, rounds: int)
         quiet = statistics.median(times[(name, False)])
         loud = statistics.median(times[(name, True)])
         print(f"  {name:24} without {quiet:6.3f} s  with {loud:6.3f} s  ratio {loud / quiet:.2f}x")
+        notes, reached = heard[name][len(heard[name]) // 2]
+        print(f"  {'':24} heard {notes} progress notification(s), by {reached} of the calls")
 
 
 async def question(url: str, pid: int, waiting: int) -> None:
