@@ -82,6 +82,38 @@ def test_parts_that_are_not_a_list_are_refused(make: Make) -> None:
     assert "parts is a str, not a list of parts" in result.error.message
 
 
+class _WrongFamily(Returns):
+    """Makes an Image whose MIME type is a recording's: the part refuses to be made."""
+
+    async def run(self, arguments: dict[str, Any], context: toolplug.ToolContext) -> ToolResult:
+        return ToolResult.success("a picture", parts=[Image(png(), "audio/wav")])
+
+
+class _WrongFamilyPlugin:
+    @toolplug.hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(_WrongFamily)
+
+
+def test_a_part_of_the_wrong_mime_family_fails_the_call_saying_which_kind() -> None:
+    # the type is checked when the part is made, inside the tool: the host still gets a
+    # structured error, not a part it cannot show
+    registry = toolplug.load(
+        {}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("wrong", _WrongFamilyPlugin())]
+    )
+    try:
+        result = registry.call("returns", {})
+    finally:
+        registry.close()
+    assert result.error is not None
+    assert result.error.type == "ExecutionError"
+    assert "Image: 'audio/wav' is not an image/* type; use File for other content" in (
+        result.error.message
+    )
+    assert not result.error.retry_possible
+    assert result.parts == ()
+
+
 def test_a_list_of_good_parts_passes_as_a_tuple(make: Make) -> None:
     image = Image(png())
     registry = make(ToolResult(output="x", parts=[image]))  # type: ignore[arg-type]
