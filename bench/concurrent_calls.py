@@ -25,8 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,9 +172,11 @@ def open_pool_client() -> Any:
     )
 
 
-async def over_http(
-    command: list[str], env: dict[str, str], calls: int, *, open_pool: bool = False
-) -> float:
+@asynccontextmanager
+async def served(command: list[str], env: dict[str, str]) -> AsyncIterator[tuple[str, int]]:
+    """An MCP server over streamable HTTP started on a free port (``command`` a script,
+    given the port, or ``toolplug serve --http``, given the address): its URL and process
+    id, until the block ends. Shared by the benches that measure over HTTP."""
     port = free_port()
     process = subprocess.Popen(
         [*command, str(port)] if command[-1].endswith(".py") else [*command, f"127.0.0.1:{port}"],
@@ -193,14 +195,20 @@ async def over_http(
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError(f"{command} did not start") from None
                 await anyio.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+async def over_http(
+    command: list[str], env: dict[str, str], calls: int, *, open_pool: bool = False
+) -> float:
+    async with served(command, env) as (url, _pid):
         if not open_pool:
             return await over_mcp(lambda: streamable_http_client(url), calls)
         async with open_pool_client() as client:
             return await over_mcp(lambda: streamable_http_client(url, http_client=client), calls)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 async def in_process(calls: int) -> float:

@@ -23,7 +23,6 @@ import base64
 import os
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ import anyio
 from mcp import ClientSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from concurrent_calls import free_port, stdio
+from concurrent_calls import served, stdio
 
 import toolplug
 from toolplug import Image, Tool, ToolMetadata, ToolResult, hookimpl
@@ -155,36 +154,12 @@ async def over_stdio(command: list[str], env: dict[str, str], data: bytes, calls
 async def over_http(command: list[str], env: dict[str, str], data: bytes, calls: int) -> float:
     from mcp.client.streamable_http import streamable_http_client
 
-    port = free_port()
-    args = [*command, str(port)] if command[-1].endswith(".py") else [
-        *command, f"127.0.0.1:{port}"
-    ]
-    process = subprocess.Popen(
-        args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        import socket
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"{command} did not start") from None
-                await anyio.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/mcp"
-        # the SDK client refuses an SSE event over 1 MB by default: this bench lifts that
-        # for both servers (a 5 MB image is one event)
-        async with streamable_http_client(url, max_sse_event_size=None) as streams, ClientSession(
-            streams[0], streams[1]
-        ) as session:
-            return await per_call(session, data, calls)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+    # the SDK client refuses an SSE event over 1 MB by default: this bench lifts that for
+    # both servers (a 5 MB image is one event)
+    async with served(command, env) as (url, _pid), streamable_http_client(
+        url, max_sse_event_size=None
+    ) as streams, ClientSession(streams[0], streams[1]) as session:
+        return await per_call(session, data, calls)
 
 
 class _Picture(Tool):

@@ -23,12 +23,9 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +34,7 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from concurrent_calls import free_port, open_pool_client
+from concurrent_calls import open_pool_client, served
 
 STEPS = 100
 STEP_SECONDS = 0.005
@@ -121,33 +118,6 @@ def site(folder: Path, interval: float | None = None) -> dict[str, str]:
         "TOOLPLUG_CONFIG": str(folder / "none.toml"),
         "TOOLPLUG_CACHE_DIR": str(folder / "cache"),
     }
-
-
-@asynccontextmanager
-async def served(command: list[str], env: dict[str, str]) -> AsyncIterator[tuple[str, int]]:
-    """The server started on a free port: its URL and process id."""
-    import socket
-
-    port = free_port()
-    args = [*command, str(port)] if command[-1].endswith(".py") else [*command, f"127.0.0.1:{port}"]
-    process = subprocess.Popen(
-        args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"{command} did not start") from None
-                await anyio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 async def many(url: str, calls: int, *, progress: bool) -> tuple[float, int, int]:
