@@ -315,22 +315,24 @@ def test_an_injected_prompt_is_held_back(
     assert 'accept_findings = ["' in str(refused.value)
 
 
+async def _read_in_a_conversation(registry: toolplug.Registry, uri: str) -> Conversation:
+    """The conversation the flow guard keeps around one read of ``uri``."""
+    conversation = Conversation(f"read {uri}")
+    token = CURRENT.set(conversation)
+    try:
+        await registry.aread_resource(uri)
+    finally:
+        CURRENT.reset(token)
+    return conversation
+
+
 def test_what_a_resource_says_is_untrusted_in_the_conversation(
     tmp_path: Path, server: tuple[Path, Path], loaded: list[toolplug.Registry]
 ) -> None:
     registry = _load(tmp_path, _stdio(server))
     loaded.append(registry)
 
-    async def read() -> Conversation:
-        conversation = Conversation("read the readme")
-        token = CURRENT.set(conversation)
-        try:
-            await registry.aread_resource("library://readme")
-        finally:
-            CURRENT.reset(token)
-        return conversation
-
-    conversation = asyncio.run(read())
+    conversation = asyncio.run(_read_in_a_conversation(registry, "library://readme"))
     untrusted = [r for r in conversation.root.sources if r.tool and "library://readme" in r.tool]
     assert [r.trust.output for r in untrusted] == ["untrusted"]
 
@@ -341,16 +343,8 @@ def test_the_servers_trust_table_labels_what_is_read(
     registry = _load(tmp_path, _stdio(server, extra='trust = { output = "trusted" }'))
     loaded.append(registry)
 
-    async def read() -> Conversation:
-        conversation = Conversation("read the readme")
-        token = CURRENT.set(conversation)
-        try:
-            await registry.aread_resource("library://readme")
-        finally:
-            CURRENT.reset(token)
-        return conversation
-
-    records = [r for r in asyncio.run(read()).root.sources if r.tool]
+    conversation = asyncio.run(_read_in_a_conversation(registry, "library://readme"))
+    records = [r for r in conversation.root.sources if r.tool]
     assert [r.trust.output for r in records] == ["trusted"]
 
 
