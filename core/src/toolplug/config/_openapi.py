@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from toolplug.config._gathered import GatheredToolSettings
-from toolplug.config._settings import FromEnv, FromFile, StrictTable, parse_named_tables
-from toolplug.contract._settings import Scope
+from toolplug.config._settings import FromEnv, FromFile, parse_named_tables
+from toolplug.contract._settings import Scope, StrictTable
 
 __all__ = ["ApiAuth", "ApiSettings", "ApiTrust", "OperationSettings", "parse_openapi"]
 
