@@ -19,7 +19,6 @@ from toolplug.cli._scaffold import distribution_name, new_plugin, next_steps
 from toolplug.testing import check_tool
 
 WORKSPACE = Path(__file__).resolve().parents[2]
-CORE = WORKSPACE / "core"
 NAME = "word_count"
 
 
@@ -240,9 +239,20 @@ def test_generated_package_installs_and_passes_its_own_tests(tmp_path: Path) -> 
     venv = tmp_path / "venv"
     run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=tmp_path, env=env)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    # Core from this workspace, not from the registry: the template must fit this core.
-    # uv keys its cache of local builds on pyproject.toml alone; refresh so that edited
-    # sources are built again.
+    # The printed next step, as a user with a clone runs it: this core built into a wheel
+    # (docs/install.md), then `pip install -e '.[test]' --find-links CLONE/wheels`. uv keys
+    # its cache of local builds on pyproject.toml alone; refresh so that edited sources
+    # are built again.
+    steps = next_steps(NAME, package)
+    assert "pip install -e '.[test]'" in steps
+    assert "--find-links CLONE/wheels" in steps
+    assert "docs/install.md" in steps
+    wheels = tmp_path / "wheels"
+    run(
+        [*uv, "build", "--package", "toolplug", "--wheel", "--out-dir", str(wheels), "--quiet"],
+        cwd=WORKSPACE,
+        env=env,
+    )
     run(
         [
             *uv,
@@ -255,11 +265,12 @@ def test_generated_package_installs_and_passes_its_own_tests(tmp_path: Path) -> 
             "toolplug-word-count",
             "--python",
             str(python),
-            str(CORE),
-            str(package),
-            "pytest",
+            "--find-links",
+            str(wheels),
+            "-e",
+            ".[test]",
         ],
-        cwd=tmp_path,
+        cwd=package,
         env=env,
     )
     report = run(

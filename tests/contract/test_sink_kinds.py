@@ -74,3 +74,22 @@ def test_the_check_sees_a_kind_spelled_in_code_not_in_a_docstring(tmp_path: Path
     assert _spelled(module, "refs")
     module.write_text("def f(labels):\n    return labels.refs\n", encoding="utf-8")
     assert _spelled(module, "refs")
+
+
+ROOT = CORE.parents[2]
+
+
+def _trust_row(page: str) -> str:
+    """The row of ``page``'s key table that documents ``trust``."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    return next(line for line in text.splitlines() if line.startswith("| `trust` |"))
+
+
+def test_the_docs_name_every_sink_kind() -> None:
+    """docs/security.md explains each kind, and the ``trust`` rows of the configuration's
+    and OpenAPI's key tables list each key (openapi.md's had lost the three typed sinks)."""
+    security = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    assert [k for k in SINK_KINDS if f"`{k}`" not in security] == []
+    for page in ("configuration.md", "openapi.md"):
+        row = _trust_row(page)
+        assert [k for k in SINK_KINDS if f"{k} = [...]" not in row] == [], page

@@ -49,3 +49,29 @@ def test_installing_from_a_clone_as_the_page_says(tmp_path: Path) -> None:
     listing = run([str(python), "-m", "toolplug", "list"], cwd=tmp_path, env=env)
     assert {line.split()[0] for line in listing.splitlines()[1:]} == {"read_file", "write_file"}
     run([str(python), "-c", "import toolplug.integrations.pydantic_ai"], cwd=tmp_path, env=env)
+
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+"""The pages a newcomer installs from; docs/tools/ is generated and says only the name."""
+
+
+def _installs_toolplug(page: Path) -> bool:
+    """Whether a fenced block of ``page`` runs ``pip install`` of toolplug or its plugins."""
+    blocks = re.findall(r"```\w*\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return any(
+        re.match(r"\$?\s*(uv )?pip install .*toolplug", line.strip())
+        for block in blocks
+        for line in block.splitlines()
+    )
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if p != PAGE and "tools" not in p.relative_to(ROOT).parts and
+     _installs_toolplug(p)],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_a_page_that_installs_toolplug_links_the_way_from_a_clone(page: Path) -> None:
+    """Until a release is on an index, ``pip install toolplug...`` alone fails: a page that
+    shows it points to docs/install.md's --find-links."""
+    assert "install.md" in page.read_text(encoding="utf-8")

@@ -79,6 +79,8 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, addit
     [
         # the circle this layout removed: the guard naming the registry for a type
         ("trust/_guard.py", "toolplug.runtime._registry"),
+        # its other half: the registry naming the engine's types (it holds a CallEngine)
+        ("runtime/_registry.py", "toolplug.engine._engine"),
         # the contract naming the command line for a type
         ("contract/_errors.py", "toolplug.cli._commands"),
     ],
@@ -186,3 +188,31 @@ def test_no_module_of_the_core_imports_itself_back() -> None:
         if imported != module and graph.chain_exists(importer=imported, imported=module)
     )
     assert cycles == []
+
+
+def _outside_the_sources_contract(package: Path) -> list[str]:
+    """The modules and subpackages of ``package/sources`` but ``_load`` that the contract
+    "sources gather tools" does not hold away from the engine and render."""
+    contracts = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    held = set(
+        next(c for c in contracts["contracts"] if c["name"].startswith("sources gather tools"))[
+            "source_modules"
+        ]
+    )
+    sources = package / "sources"
+    present = {f"toolplug.sources.{p.parent.name}" for p in sources.glob("*/__init__.py")}
+    present |= {f"toolplug.sources.{p.stem}" for p in sources.glob("*.py")}
+    return sorted(present - held - {"toolplug.sources.__init__", "toolplug.sources._load"})
+
+
+def test_every_source_module_is_held_by_the_sources_contract() -> None:
+    """Only ``load()`` binds a registry to its engine; a new source (CONTRIBUTING's "Adding
+    a source") that the contract does not name could import the engine unseen."""
+    assert _outside_the_sources_contract(PACKAGE) == []
+
+
+def test_a_source_outside_the_sources_contract_is_caught(tmp_path: Path) -> None:
+    copy = tmp_path / "toolplug"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "sources" / "_graphql.py").write_text('"""A new source."""\n', encoding="utf-8")
+    assert _outside_the_sources_contract(copy) == ["toolplug.sources._graphql"]

@@ -9,9 +9,8 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from toolplug.config._settings import StrictTable
 from toolplug.contract._metadata import Guidelines
-from toolplug.contract._settings import POLICY_KEYS, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, StrictTable, ToolSettings
 from toolplug.trust._scan import RULES, RuleId
 
 __all__ = ["RULES_TEXT", "GatheredToolSettings", "GuidelinesTable"]

@@ -13,7 +13,8 @@ from urllib.parse import urlparse
 
 from pydantic import Field
 
-from toolplug.config._settings import StrictTable, Value
+from toolplug.config._settings import Value
+from toolplug.contract._settings import StrictTable
 
 __all__ = ["GRANTS", "OAuthSettings"]
 

@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from toolplug.config._gathered import GatheredToolSettings
-from toolplug.config._settings import FromEnv, FromFile, StrictTable, parse_named_tables
-from toolplug.contract._settings import Scope
+from toolplug.config._settings import FromEnv, FromFile, parse_named_tables
+from toolplug.contract._settings import SINK_KINDS, Scope, StrictTable
 
 __all__ = ["ApiAuth", "ApiSettings", "ApiTrust", "OperationSettings", "parse_openapi"]
 
@@ -172,7 +172,8 @@ class ApiSettings(StrictTable):
         description="a list of OAuth scopes: the default of every operation under [serve.auth]",
     )
     trust: ApiTrust = Field(
-        default_factory=ApiTrust, description="a table: output, private, sinks"
+        default_factory=ApiTrust,
+        description=f"a table: output, private, sinks, {', '.join(SINK_KINDS)}",
     )
     timeout_seconds: float = Field(
         default=30.0, gt=0, description="a positive number of seconds per request"

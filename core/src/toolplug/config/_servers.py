@@ -14,8 +14,8 @@ from pydantic import Field, model_validator
 
 from toolplug.config._gathered import RULES_TEXT, GatheredToolSettings
 from toolplug.config._oauth import OAuthSettings
-from toolplug.config._settings import StrictTable, Value, parse_named_tables
-from toolplug.contract._settings import Scope, TrustOverlay
+from toolplug.config._settings import Value, parse_named_tables
+from toolplug.contract._settings import Scope, StrictTable, TrustOverlay
 from toolplug.trust._scan import RuleId
 
 __all__ = ["SERVER_NAME", "ServerSettings", "ServerTrust", "parse_mcp_servers"]

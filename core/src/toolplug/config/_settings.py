@@ -18,10 +18,10 @@ from typing import Any, Final, Literal, TypeVar
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from toolplug.contract._errors import ConfigError
-from toolplug.contract._settings import POLICY_KEYS, Scope, ToolSettings
+from toolplug.contract._settings import POLICY_KEYS, Scope, StrictTable, ToolSettings
 from toolplug.trust._settings import GuardSettings, PolicyRule
 from toolplug.utilities._limits import (
     DEFAULT_OUTPUT_CHARS,
@@ -41,7 +41,6 @@ __all__ = [
     "FromFile",
     "ServeSettings",
     "StaticToken",
-    "StrictTable",
     "Value",
     "parse_calls",
     "parse_code",
@@ -55,10 +54,8 @@ __all__ = [
 
 
 
-class CallsSettings(BaseModel):
+class CallsSettings(StrictTable):
     """The ``[calls]`` table: what all calls of one registry share."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     sync_workers: int = Field(
         default_factory=lambda: min(32, (os.cpu_count() or 1) + 4),
@@ -159,10 +156,8 @@ CALLS_KEYS: Final[dict[str, str]] = {
 }
 
 
-class CodeSettings(BaseModel):
+class CodeSettings(StrictTable):
     """The ``[code]`` table: code mode's ``run_code`` tool and its limits."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     enabled: bool = Field(default=False, description="a boolean: true offers the run_code tool")
     """Offer ``run_code`` (``toolplug.sources._code``)."""
@@ -275,13 +270,6 @@ def _schema_problem(schema: dict[str, Any]) -> str | None:
 
 ServeApprovals = Literal["toolplug", "client"]
 """Who approves a served call: toolplug asks the client's user, or the MCP host did."""
-
-
-class StrictTable(BaseModel):
-    """The base of every table of ``toolplug.toml`` toolplug checks itself: frozen, strict
-    (no coercion: ``"5"`` is not a number), no unknown keys, no infinities or NaN."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class FromEnv(StrictTable):

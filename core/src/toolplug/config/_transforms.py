@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from toolplug.config._gathered import GuidelinesTable
 from toolplug.config._settings import parse_named_tables
 from toolplug.contract._metadata import TOOL_NAME_PATTERN, ToolMetadata, Trust
-from toolplug.contract._settings import SINK_KINDS, ToolSettings
+from toolplug.contract._settings import SINK_KINDS, StrictTable, ToolSettings
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 
 __all__ = ["Transform", "apply_transforms", "parse_transforms"]
@@ -35,10 +35,8 @@ __all__ = ["Transform", "apply_transforms", "parse_transforms"]
 _ARG: Final = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 
 
-class Transform(BaseModel):
+class Transform(StrictTable):
     """``[transforms.NAME]``: how one tool is offered under ``NAME``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=TOOL_NAME_PATTERN, description="a valid tool name")
     from_: str | None = Field(

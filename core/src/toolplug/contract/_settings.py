@@ -23,6 +23,7 @@ __all__ = [
     "SINK_KINDS",
     "RateLimit",
     "Scope",
+    "StrictTable",
     "ToolSettings",
     "TrustOverlay",
 ]
@@ -35,12 +36,15 @@ Scope = Annotated[
 ]
 
 
-class _Settings(BaseModel):
-    # strict: true is not 1 and "5" is not 5; a TOML file says what it means
+class StrictTable(BaseModel):
+    """The base of every table of ``toolplug.toml`` toolplug checks itself: frozen, strict
+    (no coercion: ``"5"`` is not a number), no unknown keys, no infinities or NaN. Declared
+    here, in the lowest layer, so ``trust`` and ``config`` stand on the same one."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
-class RateLimit(_Settings):
+class RateLimit(StrictTable):
     """``rate_limit = { calls = N, per_seconds = S, wait = true, per = "tool" }``."""
 
     calls: int = Field(default=1, ge=1, description="a whole number of calls, 1 or more")
@@ -104,7 +108,7 @@ flow guard; the command line, the reference docs, the MCP ``_meta``, transforms,
 and the configuration's checks read this table."""
 
 
-class TrustOverlay(_Settings):
+class TrustOverlay(StrictTable):
     """``trust = { output = "untrusted", private = true, sinks = ["url"] }``: the operator's
     word over a tool's own trust labels; a key left out keeps what the tool says."""
 
@@ -191,7 +195,7 @@ class TrustOverlay(_Settings):
         )
 
 
-class ToolSettings(_Settings):
+class ToolSettings(StrictTable):
     """The call settings of one tool (defaults: the tool's metadata, then ``[calls]``)."""
 
     enabled: bool = Field(default=True, description="a boolean")

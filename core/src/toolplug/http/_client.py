@@ -72,7 +72,7 @@ async def fetch(
             followed; a mapping it returns becomes the next hop's headers as they are (no
             credential stripping: the callback decided), ``None`` keeps the default (the
             current headers, minus credentials when the origin changes).
-        resolve: The resolver for the guard; ``socket.getaddrinfo`` by default.
+        resolve: The resolver for the network guard; ``socket.getaddrinfo`` by default.
 
     Returns:
         The final response, its body read up to ``max_bytes``.
@@ -169,7 +169,8 @@ def guard_failure(exc: NetworkError, message: str | None = None) -> ToolFailure:
 
     The error type and whether a retry may help come from the exception's class: a refusal is
     a ``PermissionError`` (not retryable), a timeout a ``TimeoutError``, anything else a
-    ``NetworkError`` (both retryable). Every network plugin maps guard errors through here.
+    ``NetworkError`` (both retryable). Every network plugin maps the network guard's errors
+    through here.
 
     Args:
         exc: What ``fetch`` raised.

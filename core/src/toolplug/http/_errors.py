@@ -1,4 +1,4 @@
-"""The guard's errors: every class is an ``OSError``, so code that already handles socket
+"""The network guard's errors: every class is an ``OSError``, so code that already handles socket
 errors keeps working; each is also raised by ``toolplug.http``::
 
     OSError
@@ -24,7 +24,7 @@ __all__ = [
 
 
 class NetworkError(OSError):
-    """A guarded request could not be made or completed; base of the guard's errors."""
+    """A guarded request could not be made or completed; base of the network guard's errors."""
 
     error_type: ClassVar[str] = "NetworkError"
     """The ``ToolResult`` error type a tool answers with (``toolplug.http.guard_failure``)."""

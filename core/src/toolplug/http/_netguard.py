@@ -62,7 +62,7 @@ _DECIMAL_DIGITS: Final = frozenset("0123456789")
 
 @dataclass(frozen=True)
 class Target:
-    """A URL taken apart the way the guard and the HTTP layer need it."""
+    """A URL taken apart the way the network guard and the HTTP layer need it."""
 
     url: str = field(repr=False)
     """The URL as given (may hold a user name and password: never log it; see ``redacted``)."""

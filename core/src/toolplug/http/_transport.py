@@ -1,6 +1,6 @@
 """The guarded client's wire work on httpx and anyio: the connection pools of
-``new_client``, each hop of a fetch (the guard's check, the connection pinned to the address
-it approved, the body read within its bound) and the redirects between them.
+``new_client``, each hop of a fetch (the network guard's check, the connection pinned to the
+address it approved, the body read within its bound) and the redirects between them.
 
 Imported by ``toolplug.http._client`` on the first fetch, so that importing
 ``toolplug.http`` imports neither httpx nor anyio.
@@ -267,7 +267,7 @@ class _Hops:
         seen.add(key)
 
     async def _check(self, target: Target, redirects: list[tuple[int, str]]) -> list[str]:
-        """The addresses this hop may connect to (the guard's verdict)."""
+        """The addresses this hop may connect to (the network guard's verdict)."""
         try:
             if target.address is not None:
                 return check_target(target, self.policy)
@@ -379,7 +379,7 @@ class _Hops:
     def _translate(
         self, exc: httpx.TransportError, target: Target, address: str, *, reading: bool = False
     ) -> NetworkError:
-        """The guard's error for an httpx transport error."""
+        """The network guard's error for an httpx transport error."""
         where = target.redacted
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, httpx.TimeoutException):

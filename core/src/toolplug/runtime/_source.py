@@ -38,7 +38,28 @@ class ToolSource:
     Only ``tools`` is needed; every other method has a default that brings nothing. The
     registry calls each method once while it is built, in this order: ``configure``,
     ``plugins`` (by default ``tools`` and ``capabilities``), ``secrets`` and ``files``,
-    then ``complete``; ``close`` when the registry closes.
+    then ``complete``; ``close`` when the registry closes. docs/sources.md has a source
+    with capabilities, secrets and a report; the built-in ones are ``toolplug.sources``.
+
+    Example:
+        >>> import toolplug
+        >>> from toolplug import Tool, ToolMetadata, ToolResult
+        >>> class Greeting(Tool):
+        ...     metadata = ToolMetadata(
+        ...         name="greeting", description="Say hello.", category="utility"
+        ...     )
+        ...
+        ...     def run(self, arguments, context):
+        ...         return ToolResult.success("hello")
+        >>> class Greetings(ToolSource):
+        ...     name = "greetings"
+        ...
+        ...     def tools(self):
+        ...         return [Greeting]
+        >>> registry = toolplug.load({}, sources=[Greetings()])
+        >>> registry.get("greeting").plugin, registry.call("greeting", {}).output
+        ('greetings', 'hello')
+        >>> registry.close()
     """
 
     name: str = "source"

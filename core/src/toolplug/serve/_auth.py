@@ -293,7 +293,7 @@ class ScopeGate:
 
 
 async def _buffered(receive: Any) -> tuple[bytes, Any]:
-    """The whole request body (the screening in front has bounded its size), and a
+    """The whole request body (the envelope check in front has bounded its size), and a
     ``receive`` that hands it on unchanged."""
     chunks: list[bytes] = []
     while True:

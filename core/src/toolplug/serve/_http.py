@@ -1,6 +1,6 @@
 """``toolplug serve --http``: the MCP server over streamable HTTP, behind uvicorn.
 
-The Host and Origin guard and the request screen in front of the SDK's app, the OAuth 2.1
+The Host and Origin check and the JSON-RPC envelope check in front of the SDK's app, the OAuth 2.1
 resource server of ``[serve.auth]``, and the drain of calls in flight when a signal ends
 serving. Imported by ``toolplug.serve._server`` once it knows the SDK is installed.
 """
@@ -72,7 +72,7 @@ def serve_http(
         )
     else:
         app = _authenticating_app(server, host, auth, registry, unguarded)
-    screening = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
+    envelope = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     rules = HostRules(
         bound=listener.getsockname()[0],
         name=None if is_address(host) else host,
@@ -80,14 +80,14 @@ def serve_http(
         allowed_origins=settings.allowed_origins,
     )
     config = uvicorn.Config(
-        HostCheck(screening, rules),
+        HostCheck(envelope, rules),
         log_level="warning",
         # By the time uvicorn shuts down, every call is answered: what is left are idle
         # connections and the clients' notification streams.
         timeout_graceful_shutdown=2,
         lifespan="on",
     )
-    runner = _draining_server(uvicorn.Server)(config, drain, screening)
+    runner = _draining_server(uvicorn.Server)(config, drain, envelope)
     try:
         runner.run(sockets=[listener])
     finally:
@@ -161,9 +161,9 @@ def _draining_server(base: type[Any]) -> type[Any]:
     """
 
     class Draining(base):  # type: ignore[misc]
-        def __init__(self, config: Any, drain: Drain, screening: Any) -> None:
+        def __init__(self, config: Any, drain: Drain, envelope: Any) -> None:
             super().__init__(config)
-            self.drain, self.screening = drain, screening
+            self.drain, self.envelope = drain, envelope
             self.received: list[int] = []
             self.loop: asyncio.AbstractEventLoop | None = None
             self.draining: asyncio.Task[None] | None = None
@@ -189,7 +189,7 @@ def _draining_server(base: type[Any]) -> type[Any]:
             try:
                 # The listener stays open meanwhile: a client that cannot connect fails
                 # its own way, one that is refused a call reads why.
-                await self.drain.drain(idle=lambda: self.screening.active == 0)
+                await self.drain.drain(idle=lambda: self.envelope.active == 0)
             finally:
                 self.should_exit = True
 

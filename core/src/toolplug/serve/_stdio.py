@@ -1,12 +1,12 @@
-"""``toolplug serve`` over stdin and stdout: screened input, and an orderly end on a signal.
+"""``toolplug serve`` over stdin and stdout: checked input, and an orderly end on a signal.
 
 The SDK's ``stdio_server`` speaks the protocol on a private copy of descriptor 1 and points
 descriptor 1 itself at stderr while it serves, so a C extension writing to it, or a child
 process inheriting it, writes to stderr. Python's ``print`` goes through ``sys.stdout``,
 whose buffer could hold text until after the stream is restored; it is sent to stderr
 directly. Input is read here from a private copy of descriptor 0 (descriptor 0 itself
-reads the null device, so children cannot take protocol input), and each line is screened
-(``_envelope.malformed_reply``) before the SDK sees it.
+reads the null device, so children cannot take protocol input), and each line's envelope is
+checked (``_envelope.malformed_reply``) before the SDK sees it.
 
 Input is read on the event loop, not in a thread, where the platform allows it (pipes,
 sockets and terminals on POSIX): a read that waits for a host which keeps stdin open can
@@ -56,15 +56,15 @@ async def serve_stdio(server: Server[Any], drain: Drain) -> int | None:
     reader = await _LineReader.open(source)
     received: list[int] = []
     try:
-        screened = _ScreenedLines(reader, drain)
+        checked = _CheckedLines(reader, drain)
         drain.watch_answers()
-        async with stdio_server(stdin=screened) as (read, write):  # type: ignore[arg-type]
-            screened.replies = write
+        async with stdio_server(stdin=checked) as (read, write):  # type: ignore[arg-type]
+            checked.replies = write
             with contextlib.redirect_stdout(sys.stderr):
                 async with anyio.create_task_group() as group:
-                    group.start_soon(_stop_on_signal, drain, screened, received)
+                    group.start_soon(_stop_on_signal, drain, checked, received)
                     options = server.create_initialization_options()
-                    await server.run(read, _AnsweredWrites(write, drain, screened), options)
+                    await server.run(read, _AnsweredWrites(write, drain, checked), options)
                     group.cancel_scope.cancel()
     finally:
         restore()
@@ -72,7 +72,7 @@ async def serve_stdio(server: Server[Any], drain: Drain) -> int | None:
     return received[0] if received else None
 
 
-async def _stop_on_signal(drain: Drain, screened: _ScreenedLines, received: list[int]) -> None:
+async def _stop_on_signal(drain: Drain, checked: _CheckedLines, received: list[int]) -> None:
     """On the first SIGINT or SIGTERM, drain and then end the input; a second one cuts the
     grace period short."""
     with contextlib.ExitStack() as stack:
@@ -91,7 +91,7 @@ async def _stop_on_signal(drain: Drain, screened: _ScreenedLines, received: list
 
                 async def end() -> None:
                     await drain.drain()
-                    screened.end()
+                    checked.end()
 
                 group.start_soon(end)
 
@@ -226,7 +226,7 @@ class _LineReader:
             size += len(chunk)
 
 
-class _ScreenedLines:
+class _CheckedLines:
     """Protocol input lines; what the SDK would drop is answered here instead."""
 
     def __init__(self, reader: _LineReader, drain: Drain) -> None:
@@ -302,8 +302,8 @@ class _AnsweredWrites:
     """The server's write stream, telling the drain (and the input, which waits for them at
     its end) which requests have their answer out."""
 
-    def __init__(self, inner: Any, drain: Drain, screened: _ScreenedLines) -> None:
-        self._inner, self._drain, self._screened = inner, drain, screened
+    def __init__(self, inner: Any, drain: Drain, checked: _CheckedLines) -> None:
+        self._inner, self._drain, self._checked = inner, drain, checked
 
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
@@ -311,7 +311,7 @@ class _AnsweredWrites:
         if message is not None and not hasattr(message, "method"):  # a response or error
             answered = getattr(message, "id", None)
             self._drain.answered(("stdio", answered))
-            self._screened.unanswered.discard(answered)
+            self._checked.unanswered.discard(answered)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -33,6 +33,7 @@ from toolplug.contract._metadata import (
 )
 from toolplug.contract._tool import Tool, ToolContext
 from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
+from toolplug.render._formats import BY_NAME
 from toolplug.runtime._discovery import normalize_distribution
 from toolplug.schema import restore_strict_arguments, strict_arguments
 from toolplug.sources._load import load
@@ -636,7 +637,7 @@ def _export_problems(meta: Any) -> list[str]:
             problems.append(f"does not export to {label}: {type(exc).__name__}: {exc}")
     # A model that follows the strict schema must call the tool as it declared.
     for example in meta.examples:
-        for dialect in ("openai", "anthropic"):
+        for dialect in dict.fromkeys(BY_NAME[fmt].dialect for fmt in STRICT_DEFAULTS):
             shaped = strict_arguments(meta.parameters, example.input, dialect=dialect)
             back = restore_strict_arguments(meta.parameters, shaped)
             kept = {k: v for k, v in back.items() if k in example.input or v is not None}

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from toolplug.contract._settings import StrictTable
 
 __all__ = ["GuardSettings", "PolicyRule"]
 
 
-class GuardSettings(BaseModel):
+class GuardSettings(StrictTable):
     """The ``[guard]`` table: the flow guard (docs/security.md)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     enabled: bool = Field(
         default=True, description="a boolean: false turns the flow guard off (policies still hold)"
@@ -45,10 +45,10 @@ class GuardSettings(BaseModel):
     """Wrap untrusted text in ``<untrusted source="...">`` markers for the model."""
 
 
-class PolicyRule(BaseModel):
+class PolicyRule(StrictTable):
     """One rule of ``[[policies.TOOL]]``: when the value matches the schema, the action."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # added to StrictTable's
 
     action: Literal["allow", "ask", "deny"] = Field(
         description='"allow", "ask" or "deny": what happens to a call the rule matches'
