@@ -91,6 +91,14 @@ def picture() -> CallToolResult:
     )
 
 
+@app.tool()
+def refuse() -> str:
+    """Fails, saying why."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    raise ToolError("no tea today")
+
+
 async def main():  # the handshake era only: no server/discover
     from mcp.server.runner import serve_loop
     from mcp.server.stdio import stdio_server
@@ -108,7 +116,7 @@ anyio.run(main)
 '''
 
 MOUNT = 'prefix = ""\napproval = "never"\nsampling = true\n'
-TOOLS = ["chatty", "interview", "muse", "picture", "steps"]
+TOOLS = ["chatty", "interview", "muse", "picture", "refuse", "steps"]
 
 
 def _table(name: str, command: list[str], env: dict[str, str] | None = None) -> str:
@@ -179,7 +187,7 @@ class Seen:
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("interview", {}), ("muse", {"topic": "tea"}), ("steps", {}), ("chatty", {}),
-    ("picture", {}),
+    ("picture", {}), ("refuse", {}),
 ]
 
 
@@ -282,7 +290,18 @@ def test_a_server_mounted_through_a_serve_of_a_mounted_server_behaves_as_the_ori
     # (the result's data, for a Python host) and stops at the serve
     assert direct.results["picture"].structured_content == {"width": 1, "height": 1}
     assert chain.results["picture"].structured_content is None
-    assert not any(result.is_error for result in chain.results.values())
+    assert [n for n, r in chain.results.items() if r.is_error] == ["refuse"]
+
+    # an error keeps its type and words through the chain: the outer serve reads the inner
+    # one's structured error (its _meta), so the type is said once, not once a hop
+    said = direct.results["refuse"].content[0]
+    assert isinstance(said, types.TextContent)
+    assert "no tea today" in said.text
+    relayed = chain.results["refuse"].content[0]
+    assert isinstance(relayed, types.TextContent)
+    assert relayed.text.startswith(f"ExecutionError: {said.text}\nretry_possible: false")
+    assert relayed.text.count("ExecutionError") == 1 + said.text.count("ExecutionError")
+    assert relayed.text.count("retry_possible") == 1
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -12,6 +12,7 @@ import base64
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -22,6 +23,7 @@ import toolplug
 from tests.helpers.mcp_servers import stdio_table, write_media_server
 from tests.helpers.media import pdf, png, wav
 from tests.helpers.serve import TIMEOUT, child_env
+from toolplug.sources.mcp import _mount
 
 # The server's tools are read-only by its own word, which this configuration believes.
 TRUSTED = "trust_annotations = true"
@@ -116,3 +118,37 @@ def test_the_bytes_go_out_of_toolplug_serve_unchanged(
     assert notes.resource.text == "Notes of March."
     assert isinstance(link, types.ResourceLink)
     assert (str(link.uri), link.size) == ("https://example.com/march", 1234)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"toolplug/error": {"error_type": "rm -rf /", "error_message": "x"}},
+        {"toolplug/error": {"error_type": "RateLimitError", "error_message": 5}},
+        {"toolplug/error": {"error_type": "RateLimitError", "error_message": ""}},
+        {"toolplug/error": {"error_type": "RateLimitError", "error_message": "x",
+                            "retry_possible": "yes"}},
+        {"toolplug/error": "RateLimitError"},
+        {"toolplug/error": {"error_type": "E" * 200 + "Error", "error_message": "x"}},
+    ],
+)
+def test_a_served_error_not_of_its_shape_is_read_as_the_servers_words(meta: Any) -> None:
+    answer = types.CallToolResult(
+        content=[types.TextContent(type="text", text="it broke")], is_error=True, _meta=meta
+    )
+    result = _mount._result(answer, "far")
+    assert result.error is not None
+    assert (result.error.type, result.error.message) == ("ExecutionError", "it broke")
+
+
+def test_a_served_error_keeps_its_type_message_and_retry_advice() -> None:
+    error = {"error": True, "error_type": "RateLimitError", "error_message": "slow down",
+             "retry_possible": True}
+    answer = types.CallToolResult(
+        content=[types.TextContent(type="text", text="RateLimitError: slow down\n...")],
+        is_error=True, _meta={"toolplug/error": error},
+    )
+    result = _mount._result(answer, "far")
+    assert result.error is not None
+    assert (result.error.type, result.error.message) == ("RateLimitError", "slow down")
+    assert result.error.retry_possible

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -868,6 +869,9 @@ def _result(
             "(the server's authors can fix it; toolplug passes on nothing it cannot read)",
         )
     if answer.is_error:
+        served = _served_error(answer)
+        if served is not None:
+            return served
         said = ToolResult.success(output, parts=parts).for_model()  # each part in words
         return ToolResult.failure(
             ErrorType.EXECUTION,
@@ -875,6 +879,26 @@ def _result(
         )
     own = _said(answer, labels, trusts) if labels is not None else None
     return ToolResult.success(output, answer.structured_content, parts=parts, trust=own)
+
+
+_ERROR_TYPE: Final = re.compile(r"[A-Z][A-Za-z]{0,60}Error")
+
+
+def _served_error(answer: Any) -> ToolResult | None:
+    """The structured error another ``toolplug serve`` put in the result's ``_meta``
+    (``toolplug/error``), kept as it was: its type, message and whether a retry may help,
+    so a chain of serves and mounts reads as the original (not "ExecutionError:
+    ExecutionError: ..."). None when the result has none, or one not of that shape."""
+    meta = getattr(answer, "meta", None) or {}
+    error = meta.get("toolplug/error") if isinstance(meta, Mapping) else None
+    if not isinstance(error, Mapping):
+        return None
+    kind, message = error.get("error_type"), error.get("error_message")
+    retry = error.get("retry_possible", False)
+    if not (isinstance(kind, str) and _ERROR_TYPE.fullmatch(kind) and isinstance(message, str)
+            and message and isinstance(retry, bool)):
+        return None
+    return ToolResult.failure(kind, message, retry_possible=retry)
 
 
 def _said(answer: Any, labels: Trust, trusts: bool) -> Trust | None:
