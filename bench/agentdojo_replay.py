@@ -28,6 +28,7 @@ report gives AgentDojo's verdicts on the final environment (its ``utility`` and
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import sys
@@ -237,7 +238,7 @@ class Replayer:
     ) -> None:
         self.suite = suite
         self.bound_effects = bound_effects
-        self._given: dict[str, list[str]] = {}
+        self._given: dict[tuple[str, str], Any] = {}
         self.bound = Bound()
         self.registry = build_registry(
             suite, self.bound, result_labels=result_labels, dropped=dropped
@@ -269,14 +270,20 @@ class Replayer:
             yield
             return
         allow: Any = None
-        if self.bound_effects == "given":
+        if self.bound_effects in ("given", "counted"):
             # what a host that planned from the request alone would allow: the functions
-            # the user task's own ground truth calls (its effects among them)
-            allow = self._given.get(user_task.ID)
+            # the user task's own ground truth calls (its effects among them); "counted":
+            # each with how many times it calls it, as a plan that fixes its calls knows
+            key = (user_task.ID, self.bound_effects)
+            allow = self._given.get(key)
             if allow is None:
                 environment = user_task.init_environment(self._environment({}))
                 calls = user_task.ground_truth(environment)
-                allow = self._given[user_task.ID] = sorted({call.function for call in calls})
+                counts = collections.Counter(call.function for call in calls)
+                allow = self._given[key] = (
+                    dict(sorted(counts.items())) if self.bound_effects == "counted"
+                    else sorted(counts)
+                )
         elif self.bound_effects == "inferred":
             allow = "inferred"
         with self._registry(mode).conversation(user_task.PROMPT, allow=allow):
@@ -556,10 +563,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--drop-sink", action="append", default=[], metavar="FUNCTION.PARAM",
                         help="take this sink away from the suite's labels (repeat for "
                         "several): what letting that flow through would cost")
-    parser.add_argument("--effects", choices=["none", "given", "inferred"], default="none",
+    parser.add_argument("--effects", choices=["none", "given", "counted", "inferred"],
+                        default="none",
                         help="bound each conversation's effects (the effects rule): none "
                         "(the default), given (the functions the user task's ground truth "
-                        "calls, as a host planning from the request would allow), or "
+                        "calls, as a host planning from the request would allow), counted "
+                        "(the same, each with how many times it calls it), or "
                         "inferred (allow=\"inferred\": read from the request)")
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--details", action="store_true",

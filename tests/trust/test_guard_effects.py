@@ -322,6 +322,51 @@ async def test_inferred_effects_read_the_request_verbs(lodge: Registry) -> None:
     assert _asked(deleted)["rule"] == "effects"
 
 
+async def test_a_call_beyond_the_count_the_request_asked_for_asks(lodge: Registry) -> None:
+    # "book the best room": one booking; a second, every value from the listing, is the
+    # influence within an allowed effect that only the count sees
+    async with lodge.conversation(
+        "Read the reviews and book the best room", allow={"book_room": 1, "read_reviews": None}
+    ) as conversation:
+        await lodge.acall("read_reviews", {})
+        await lodge.acall("list_rooms", {})
+        first = await lodge.acall("book_room", {"room": "Garden Room", "guest": "Ana"})
+        second = await lodge.acall("book_room", {"room": "Attic Loft", "guest": "Ana"})
+    assert first.ok, first.error
+    details = _asked(second)
+    assert details["rule"] == "effects"
+    assert details["count"] == 1
+    assert "the user's request asked for 1 such call and 1 ran" in second.error.message  # type: ignore[union-attr]
+    assert [booking["room"] for booking in BOOKED] == ["Garden Room"]
+    assert conversation.budgets == {"book_room": 1}
+    assert conversation.spent["book_room"] == 1
+    assert conversation.effects == frozenset({"book_room", "read_reviews"})
+
+
+async def test_calls_before_untrusted_text_spend_the_count(lodge: Registry) -> None:
+    async with lodge.conversation("Book the garden room", allow={"book_room": 1}):
+        assert (await lodge.acall("book_room", {"room": "Garden Room"})).ok
+        await lodge.acall("read_reviews", {})
+        again = await lodge.acall("book_room", {"room": "Garden Room"})
+    assert _asked(again)["rule"] == "effects"
+
+
+async def test_a_count_of_none_bounds_the_tool_not_the_number(lodge: Registry) -> None:
+    async with lodge.conversation("Book every room", allow={"book_room": None}) as conversation:
+        await lodge.acall("read_reviews", {})
+        await lodge.acall("list_rooms", {})
+        for room in ("Garden Room", "Attic Loft"):
+            assert (await lodge.acall("book_room", {"room": room})).ok
+    assert conversation.budgets == {}
+
+
+def test_a_count_must_be_a_whole_number(lodge: Registry) -> None:
+    with pytest.raises(TypeError, match=r"allow\['book_room'\] is 'once': give how many calls"):
+        lodge.conversation("hi", allow={"book_room": "once"})
+    with pytest.raises(TypeError, match=r"allow\['book_room'\] is -1"):
+        lodge.conversation("hi", allow={"book_room": -1})
+
+
 def test_allow_must_be_a_list(lodge: Registry) -> None:
     with pytest.raises(TypeError, match=r"allow='send_mail': give a list .*\['send_mail'\]"):
         lodge.conversation("hi", allow="send_mail")

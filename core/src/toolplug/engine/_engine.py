@@ -227,7 +227,9 @@ class Engine:
         return await self._run(call, self._chain.links())
 
     def conversation(
-        self, request: str | None = None, allow: Iterable[str] | str | None = None
+        self,
+        request: str | None = None,
+        allow: Iterable[str] | Mapping[str, int | None] | str | None = None,
     ) -> Conversation:
         """A new conversation carrying ``request`` as trusted text (``Registry.conversation``),
         its effects bounded by ``allow`` (``"inferred"``: those ``request`` names)."""

@@ -84,7 +84,9 @@ class CallEngine(Protocol):
         """Run a coroutine of the engine's to its end for a caller in this thread."""
 
     def conversation(
-        self, request: str | None, allow: Iterable[str] | str | None = None
+        self,
+        request: str | None,
+        allow: Iterable[str] | Mapping[str, int | None] | str | None = None,
     ) -> Conversation:
         """A new conversation carrying ``request`` as trusted text, its effects bounded by
         ``allow``."""
@@ -641,7 +643,10 @@ class Registry:
         return approval_reason(tool.metadata, policy, hints)
 
     def conversation(
-        self, request: str | None = None, *, allow: Iterable[str] | str | None = None
+        self,
+        request: str | None = None,
+        *,
+        allow: Iterable[str] | Mapping[str, int | None] | str | None = None,
     ) -> Conversation:
         """A conversation: use it as ``with`` (or ``async with``) around an agent's run.
 
@@ -652,7 +657,9 @@ class Registry:
         ``allow``: the effects the user's request asked for, tool names or tool categories
         (``["send_email", "calendar"]``), or ``"inferred"`` to read them from ``request``
         (a tool's verb or whole name in it); once untrusted content entered, a call with
-        an effect outside them asks (the effects rule). None (the default) bounds nothing.
+        an effect outside them asks (the effects rule). A mapping gives counts too
+        (``{"delete_file": 1}``: one deletion asked for; None for any number), and a call
+        beyond its tool's count asks as well. None (the default) bounds nothing.
         """
         return self._engine.conversation(request, allow)
 

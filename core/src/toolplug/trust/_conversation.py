@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from toolplug.trust._settings import GuardSettings
 
 from toolplug.trust._decisions import KEPT
-from toolplug.trust._effects import effects_given, named_in
+from toolplug.trust._effects import budgets_given, effects_given, named_in
 from toolplug.trust._text import (
     MOST_NAMES,
     NO_NAMES,
@@ -263,7 +263,7 @@ class Conversation:
         *,
         parent: Conversation | None = None,
         exact: bool = False,
-        allow: Iterable[str] | None = None,
+        allow: Iterable[str] | Mapping[str, int | None] | None = None,
     ) -> None:
         self.parent = parent
         """The conversation this one runs inside, or None."""
@@ -296,6 +296,10 @@ class Conversation:
         self._untrusted_chars = 0
         self._private_chars = 0
         self._effects: frozenset[str] | None = None
+        self._budgets: dict[str, int] | None = None
+        """The tools ``allow`` gave a count (``budgets_given``), in the outermost one."""
+        self.spent: collections.Counter[str] = collections.Counter()
+        """How many calls of each tool with a count were recorded, in the outermost one."""
         self.decisions: collections.deque[Decision] = (
             parent.root.decisions if parent is not None else collections.deque(maxlen=KEPT)
         )
@@ -303,6 +307,8 @@ class Conversation:
         ``KEPT`` (``toolplug.trust._decisions``): the outermost conversation's, shared."""
         if allow is not None:
             self.allow(*effects_given(allow))
+            if isinstance(allow, Mapping):
+                self._budgets = budgets_given(allow) or None
         if request:
             self.trust(request)
 
@@ -319,6 +325,14 @@ class Conversation:
         of theirs asking for more. The first call bounds a conversation opened unbounded."""
         root = self._root
         root._effects = (root._effects or frozenset()) | frozenset(effects)
+
+    @property
+    def budgets(self) -> Mapping[str, int]:
+        """How many calls of each tool the user's request asked for, where ``allow`` gave
+        a count (``{"delete_file": 1}``): once untrusted content entered, a call beyond its
+        count asks as one outside the bound would (the effects rule); ``spent`` counts
+        them."""
+        return self._root._budgets or {}
 
     @staticmethod
     def current() -> Conversation | None:
@@ -368,6 +382,9 @@ class Conversation:
         call returns; else (and always without ``in_thread``) it is recorded here and None
         returned."""
         root = self._root
+        if root._budgets is not None and tool in root._budgets:
+            with root._lock:
+                root.spent[tool] += 1
         data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
             if data is None:  # the common case: nothing the guard reads later

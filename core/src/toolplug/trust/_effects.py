@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["INFERRED", "effects_given", "implied", "named_in"]
+__all__ = ["INFERRED", "budgets_given", "effects_given", "implied", "named_in"]
 
 INFERRED: Final = "inferred"
 """``allow=INFERRED``: the effects the request names (``implied``), not given by the host."""
@@ -29,8 +29,26 @@ _STEM_CHARS: Final = 4
 are equal, for a shorter verb): "sending" and "send", "invited" and "invite"."""
 
 
+def budgets_given(allow: Mapping[str, int | None]) -> dict[str, int]:
+    """The counts of ``allow`` given as a mapping (``{"delete_file": 1, "read_page":
+    None}``), checked: how many calls of each tool with a count the request asked for
+    (None: any number). A count bounds a tool by name only: a category has none."""
+    budgets: dict[str, int] = {}
+    for name, count in allow.items():
+        if count is None:
+            continue
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise TypeError(
+                f"allow[{name!r}] is {count!r}: give how many calls of {name} the user's "
+                "request asked for (an integer, 0 or more), or None for any number"
+            )
+        budgets[str(name).strip()] = count
+    return budgets
+
+
 def effects_given(allow: Iterable[str]) -> frozenset[str]:
-    """The tools and categories of ``allow``, checked: a list of non-empty strings."""
+    """The tools and categories of ``allow``, checked: a list of non-empty strings (or a
+    mapping's keys: the counts are ``budgets_given``'s)."""
     if isinstance(allow, str):
         raise TypeError(
             f"allow={allow!r}: give a list of tool names or categories (allow=[{allow!r}]), "

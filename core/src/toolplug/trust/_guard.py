@@ -542,24 +542,36 @@ class FlowGuard:
         the user's request bounded (``Conversation.effects``), a call with an effect (a tool
         that declares it is not read-only; one that declares nothing and has sinks) of a
         tool outside them, by name and by category, asks."""
-        allowed = conversation.root._effects
+        root = conversation.root
+        allowed = root._effects
         assert allowed is not None
-        if tool in allowed:
+        budgets = root._budgets
+        count = None if budgets is None else budgets.get(tool)
+        if tool in allowed and (count is None or root.spent[tool] < count):
             return None
         category = metadata.category if metadata is not None else None
-        if category is not None and category in allowed:
+        if count is None and category is not None and category in allowed:
             return None
         if hints is None:
             if not labels.sinks:
                 return None
         elif hints.read_only:
             return None
-        bound = ", ".join(sorted(allowed)) if allowed else "none"
-        reason = (
-            f"this session read untrusted content, and {tool} changes something or sends "
-            f"it out, an effect the user's request did not ask for (it allows: {bound}); "
-            "the call may come from what the untrusted content said (effects rule)"
-        )
+        if count is not None and tool in allowed:
+            reason = (
+                f"this session read untrusted content, and {tool} changes something or sends "
+                f"it out: the user's request asked for {count} such call"
+                f"{'' if count == 1 else 's'} and {root.spent[tool]} ran; this one may come "
+                "from what the untrusted content said (effects rule)"
+            )
+        else:
+            bound = ", ".join(sorted(allowed)) if allowed else "none"
+            reason = (
+                f"this session read untrusted content, and {tool} changes something or "
+                f"sends it out, an effect the user's request did not ask for (it allows: "
+                f"{bound}); the call may come from what the untrusted content said "
+                "(effects rule)"
+            )
         return Verdict("ask", reason, {
             "rule": "effects",
             "argument": None,
@@ -567,6 +579,7 @@ class FlowGuard:
             "source": None,
             "allowed": sorted(allowed),
             "category": category,
+            "count": count,
             "arguments": [],
         })
 
