@@ -43,9 +43,10 @@ CLIENT_SCENARIOS = (
     "elicitation-sep1034-client-defaults",
     # OAuth (auth = "oauth", signed in first as `toolplug login` does): discovery and its
     # fallbacks, CIMD, scope selection, the retry limit, token endpoint authentication,
-    # pre-registration, client credentials, resource checks and offline access. Not here:
-    # auth/scope-step-up (a mount never asks a person mid-call: a 403 insufficient_scope
-    # is the reason "needs a sign-in"), auth/client-credentials-jwt (no private_key_jwt
+    # pre-registration, client credentials, resource checks, offline access and the
+    # step-up on 403 insufficient_scope (a mount never asks a person mid-call: the call's
+    # reason names `toolplug login`, which asks for the wider scopes). Not here:
+    # auth/client-credentials-jwt (no private_key_jwt
     # yet), auth/cross-app-access-complete-flow (no token exchange, RFC 8693), and
     # auth/2025-03-26-oauth-metadata-backcompat (the SDK's own issuer check refuses the
     # harness's metadata: issuer .../oauth for a resource at the origin).
@@ -56,6 +57,7 @@ CLIENT_SCENARIOS = (
     "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
     "auth/token-endpoint-auth-none", "auth/pre-registration", "auth/client-credentials-basic",
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
+    "auth/scope-step-up",
 )
 _CLIENT_DIR = re.compile(r"^(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 _RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")

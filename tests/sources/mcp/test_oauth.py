@@ -55,16 +55,17 @@ def _inner(home: Path, url: str, extra: str = "") -> Path:
 
 
 def _browser(
-    subject: str = "alice", state: str | None = None
+    subject: str = "alice", state: str | None = None, granted: str | None = None
 ) -> tuple[Callable[[str], Awaitable[None]], list[str]]:
-    """A person at a browser: logs in and consents, then the browser follows the redirect
-    to toolplug's loopback port (with ``state`` replaced, when given: a forged one)."""
+    """A person at a browser: logs in and consents (to only the scopes ``granted``, when
+    given), then the browser follows the redirect to toolplug's loopback port (with
+    ``state`` replaced, when given: a forged one)."""
     opened: list[str] = []
 
     async def open_url(url: str) -> None:
         opened.append(url)
         redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-        answer = await consent(url, redirect, subject=subject)
+        answer = await consent(url, redirect, subject=subject, scope=granted)
         query = {"code": answer.code, "state": state or answer.state or ""}
         if answer.iss:
             query["iss"] = answer.iss
@@ -160,6 +161,52 @@ def test_sign_in_call_refresh_and_sign_out(tmp_path: Path) -> None:
                 registry.close()
 
 
+def test_a_step_up_to_a_wider_scope_names_the_sign_in_that_asks_for_it(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    home = tmp_path / "inner"
+    home.mkdir()
+    with authorization_server(tmp_path) as issuer:
+        config = _inner(home, audience)
+        env = {**os.environ, **child_env(tmp_path, config=_outer(issuer, audience))}
+        with http_server(tmp_path, port, env=env):
+            # the person grants less than toolplug asked for: enough for this server
+            narrow, _ = _browser(granted="openid offline_access tools:read tools:write")
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=narrow)
+            first = _kept(home, audience)["tokens"]
+            assert "echo:run" not in first["scope"].split()
+            assert _call(config, "upstream_add", {"a": 1, "b": 1}).ok
+
+        # the server now wants echo:run on every request: 403 insufficient_scope. No
+        # person to ask in a mount, so the reason names the sign-in; the scopes are kept
+        (tmp_path / "toolplug.toml").write_text(  # the outer server's, read at its start
+            _outer(issuer, audience) + 'required_scopes = ["echo:run"]\n', encoding="utf-8"
+        )
+        with http_server(tmp_path, port, env=env):
+            refused = _call(config, "upstream_add", {"a": 1, "b": 1})
+            assert refused.error is not None
+            said = refused.error.message
+            assert said.startswith(
+                "MCP server 'upstream' is unavailable: needs a sign-in with more access "
+                "(the scopes "
+            ), said
+            assert said.endswith(": run `toolplug login upstream`"), said
+            assert "echo:run" in said
+            kept = _kept(home, audience)
+            assert "echo:run" in kept["wanted_scope"].split()
+            assert kept["tokens"] == first  # nothing new kept, nothing dropped
+
+            full, opened = _browser()
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=full)
+            asked = parse_qs(urlsplit(opened[0]).query)["scope"][0].split()
+            assert {"echo:run", "tools:read", "tools:write"} <= set(asked)
+            added = _call(config, "upstream_add", {"a": 2, "b": 40})
+            assert added.ok, added.error
+            assert "42" in str(added.output)
+
+
 def test_a_forged_state_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
     port = free_port()
     audience = f"http://127.0.0.1:{port}/mcp"
@@ -182,8 +229,9 @@ def test_a_forged_state_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
 def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
     """A protected resource and its authorization server on one loopback port, broken as
     ``kind`` says: ``token-500`` (the token endpoint fails), ``bad-metadata`` (the
-    authorization server's metadata is not a metadata document) or ``huge`` (the protected
-    resource's metadata is 400 kB)."""
+    authorization server's metadata is not a metadata document), ``huge`` (the protected
+    resource's metadata is 400 kB) or ``scope-403`` (tokens are issued, and every request
+    with one is refused with 403 ``insufficient_scope`` for the scope ``admin``)."""
     asked: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -237,8 +285,17 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
             if path == "/register":
                 self._send(201, {"client_id": "c1", "redirect_uris": ["http://127.0.0.1/cb"],
                                  "token_endpoint_auth_method": "none"})
+            elif path == "/token" and kind == "scope-403":
+                self._send(200, {"access_token": f"t{len(asked)}", "token_type": "Bearer",
+                                 "expires_in": 300, "scope": "tools:read"})
             elif path == "/token":
                 self._send(500, {"error": "server_error"})
+            elif kind == "scope-403" and self.headers.get("Authorization"):
+                meta = f'{base}/.well-known/oauth-protected-resource/mcp'
+                self._send(403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
+                    f'Bearer error="insufficient_scope", scope="admin", '
+                    f'resource_metadata="{meta}"'
+                )})
             else:
                 meta = f'{base}/.well-known/oauth-protected-resource/mcp'
                 self._send(401, {"error": "unauthorized"},
@@ -284,6 +341,31 @@ def test_a_broken_authorization_server_is_a_clear_reason_and_keeps_no_token(
     assert "Traceback" not in said
     assert "tokens" not in _kept(tmp_path, url)
     assert "POST /mcp" in asked
+
+
+def test_a_step_up_the_authorization_server_does_not_grant_is_a_reason_not_a_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STEP_UP_SECRET", "s3cret")
+    with _broken("scope-403") as (url, asked):
+        base = url.removesuffix("/mcp")
+        config = _inner(tmp_path, url, (
+            'grant = "client_credentials"\nclient_id = "c1"\n'
+            f'client_secret = {{ env = "STEP_UP_SECRET" }}\nissuer = "{base}"\n'
+        ))
+        for _ in range(2):  # each start: one step-up at most, then the reason
+            registry = toolplug.load(config)
+            try:
+                server = mounted(registry).servers["upstream"]  # type: ignore[union-attr]
+                assert server.problem == (
+                    "still wants the scopes admin (the new token has tools:read): the "
+                    "authorization server did not grant them"
+                )
+            finally:
+                registry.close()
+    # the first start: a token for the 401, whose 403 is the reason; the second (the
+    # token kept): one step-up, whose 403 is the reason
+    assert asked.count("POST /token") == 2, asked
 
 
 def test_doctor_and_list_say_which_server_needs_a_sign_in(tmp_path: Path) -> None:

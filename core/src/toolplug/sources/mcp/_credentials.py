@@ -26,9 +26,13 @@ def store_for(state_dir: Path) -> TokenStore:
     return TokenStore(state_dir / "oauth")
 
 
-def needs_sign_in(name: str, *, expired: bool = False) -> str:
-    """The reason of a server that wants a person to sign in (again)."""
-    said = "its sign-in expired" if expired else "needs a sign-in"
+def needs_sign_in(name: str, *, expired: bool = False, scope: str | None = None) -> str:
+    """The reason of a server that wants a person to sign in (again); ``scope``: the
+    scopes a step-up asks for (the server answered 403 ``insufficient_scope``)."""
+    if scope is not None:
+        said = f"needs a sign-in with more access (the scopes {scope})"
+    else:
+        said = "its sign-in expired" if expired else "needs a sign-in"
     return f"{said}: run `toolplug login {name}`"
 
 

@@ -16,6 +16,12 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   lock serialises the flows of one process) and re-reads what another process stored;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
+- a step-up (403 ``insufficient_scope``) is the SDK's: the challenge's scopes joined to
+  those held, a new authorization, the request sent again, once per request
+  (``STEP_UPS``). The client credentials grant does it without anyone; for a person's
+  grant the call fails with the reason ``needs a sign-in with more access (the scopes
+  ...): run `toolplug login NAME``` (``REFUSALS``), the scopes kept so that the sign-in
+  asks for them, and the mount takes the new tokens on its next request;
 - ``login()`` is that sign-in: the authorization URL opened in a browser (or printed),
   the redirect taken on 127.0.0.1, its ``state`` checked (by the SDK); ``logout()``
   forgets the tokens and revokes them where the metadata names a revocation endpoint.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
@@ -37,6 +44,7 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.exceptions import OAuthRegistrationError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -46,12 +54,14 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
-from pydantic import ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
 from toolplug.state._tokens import TokenStore
 
-__all__ = ["LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem"]
+__all__ = [
+    "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
+]
 
 log = logging.getLogger("toolplug.mount")
 
@@ -66,6 +76,32 @@ logging.getLogger("mcp.client.auth.oauth2").addFilter(_reported_here)
 
 CALLBACK_PATH: Final = "/callback"
 _CLIENT_NAME: Final = "toolplug"
+STEP_UPS: Final = 1
+"""Step-ups of one request at most (the SDK's flow authorizes again once, then sends the
+request again); a 403 ``insufficient_scope`` after it is the call's reason."""
+
+REFUSALS: Final[contextvars.ContextVar[list[str] | None]] = contextvars.ContextVar(
+    "toolplug_oauth_refusals", default=None
+)
+"""Where a call (``_session.call_tool`` sets a list) learns why the OAuth flow let a
+request's 403 through: the SDK's transport reports only "Server returned an error"."""
+
+
+def _refused(reason: str) -> None:
+    log.info("%s", reason)
+    found = REFUSALS.get()
+    if found is not None:
+        found.append(reason)
+
+
+def _insufficient_scope(response: httpx2.Response) -> str | None:
+    """The scopes a 403 ``insufficient_scope`` challenge names ("" when it names none),
+    None for any other response."""
+    if response.status_code != 403:
+        return None
+    if extract_field_from_www_auth(response, "error") != "insufficient_scope":
+        return None
+    return extract_field_from_www_auth(response, "scope") or ""
 
 
 class SignInNeeded(Exception):
@@ -144,6 +180,10 @@ class _Kept:
     _initialized: bool
     storage: _Storage
     refresh_failed: bool = False
+    wanted_scope: str | None = None
+    """Scopes a step-up asked a person for (kept: the next sign-in asks for them too)."""
+    _reread: bool = False
+    """A person was asked to sign in again: take the tokens the store has, once they change."""
     _held: Any = None
 
     async def _initialize(self) -> None:
@@ -152,6 +192,10 @@ class _Kept:
 
     def _restore(self, entry: dict[str, Any]) -> None:
         context = self.context
+        wanted = entry.get("wanted_scope")
+        self.wanted_scope = wanted if isinstance(wanted, str) and wanted else None
+        if isinstance(context.client_metadata, _Widening):
+            context.client_metadata.wanted = self.wanted_scope
         expires = entry.get("expires_at")
         context.token_expiry_time = float(expires) if isinstance(expires, int | float) else None
         with contextlib.suppress(ValidationError, TypeError):
@@ -197,6 +241,15 @@ class _Kept:
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         context = self.context
+        if self._initialized and self._reread:
+            entry = await self.storage.entry()
+            stored = self.storage.tokens_of(entry)
+            if stored is not None and stored.access_token != getattr(
+                context.current_tokens, "access_token", None
+            ):
+                context.current_tokens = stored
+                self._restore(entry)
+                self._reread = False
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
@@ -213,18 +266,49 @@ class _Kept:
             if context.is_token_valid():
                 self._release()
         flow = super()._auth_flow(request)  # type: ignore[misc]
+        step_ups = 0
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                challenged = _insufficient_scope(response) if outgoing is request else None
                 if outgoing is not request:
                     await _screen(outgoing, response)
-                outgoing = await flow.asend(response)
+                elif challenged is not None:
+                    if step_ups >= STEP_UPS:
+                        _refused(self._still_refused(challenged))
+                        return
+                    step_ups += 1
+                try:
+                    outgoing = await flow.asend(response)
+                except StopAsyncIteration:
+                    if challenged is not None:  # the SDK let it through (a 403 after a 401)
+                        _refused(self._still_refused(challenged))
+                    raise
+                except SignInNeeded:
+                    if not step_ups:
+                        raise
+                    # A person's grant cannot step up here: the call fails with the
+                    # reason, the scopes are kept for the sign-in that is asked for.
+                    wanted = union_scopes(self.wanted_scope, challenged) or None
+                    await self.storage.update(wanted_scope=wanted)
+                    self._reread = True
+                    scope = context.client_metadata.scope or challenged or ""
+                    _refused(needs_sign_in(self.storage.credentials.settings.name, scope=scope))
+                    return
         except StopAsyncIteration:
             return
         finally:
             self._release()
             await flow.aclose()
+
+    def _still_refused(self, challenged: str) -> str:
+        granted = getattr(self.context.current_tokens, "scope", None) or "none named"
+        wants = f"the scopes {challenged}" if challenged else "more scopes"
+        return (
+            f"still wants {wants} (the new token has {granted}): the authorization "
+            "server did not grant them"
+        )
 
 
 _METADATA: Final = (
@@ -287,13 +371,34 @@ class _Machine(_Kept, ClientCredentialsOAuthProvider):
         self.storage = storage
 
 
+class _Widening(OAuthClientMetadata):
+    """The client's metadata whose ``scope``, whenever the SDK sets it (from a challenge,
+    or the metadata's ``scopes_supported``), also names the scopes a step-up asked a
+    person for: so the registration and the next sign-in ask for them too."""
+
+    _wanted: str | None = PrivateAttr(default=None)
+
+    @property
+    def wanted(self) -> str | None:
+        return self._wanted
+
+    @wanted.setter
+    def wanted(self, scope: str | None) -> None:
+        self._wanted = scope
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "scope" and self._wanted:
+            value = union_scopes(value, self._wanted)
+        super().__setattr__(name, value)
+
+
 def _metadata(credentials: Credentials, redirect: str) -> OAuthClientMetadata:
     oauth = credentials.settings.oauth_settings
     assert oauth is not None
     method = "none"
     if credentials.client_secret is not None:
         method = oauth.token_endpoint_auth
-    return OAuthClientMetadata.model_validate({
+    return _Widening.model_validate({
         "redirect_uris": [redirect], "client_name": _CLIENT_NAME,
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
         "token_endpoint_auth_method": method, "scope": oauth.scope,
@@ -501,12 +606,16 @@ async def login(
     forget = {"tokens": None, "expires_at": None}
     if registered and registered[0] != redirect:
         forget["client"] = None  # registered for another port: register again
+    if oauth.client_id is None and not _covers(entry.get("client") or {}, entry):
+        forget["client"] = None  # registered for fewer scopes than a step-up wants
     await asyncio.to_thread(store.update, credentials.key, **forget)
 
     async def answer() -> AuthorizationCodeResult:
         return await callback.answer
 
     provider = _provider(credentials, store, redirect, open_url, answer)
+    refusals: list[str] = []  # a step-up that did not get the scopes the server wants
+    REFUSALS.set(refusals)
     try:
         async with asyncio.timeout(timeout):
             async with (
@@ -518,13 +627,23 @@ async def login(
         raise LoginError(f"no sign-in within {timeout:g} s") from None
     except Exception as exc:
         await asyncio.to_thread(store.update, credentials.key, tokens=None, expires_at=None)
-        raise LoginError(_login_problem(exc)) from None
+        said = f"the server {refusals[-1]}" if refusals else _login_problem(exc)
+        raise LoginError(said) from None
     finally:
         await callback.close()
     if "tokens" not in await asyncio.to_thread(store.entry, credentials.key):
         raise LoginError(f"{credentials.key} let toolplug in without a sign-in: nothing to keep")
     named = getattr(info, "name", None) or credentials.key
     return f"signed in to {settings.name} ({named}); the tokens are kept in {store.path}"
+
+
+def _covers(client: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Whether a registered client may ask for the scopes a step-up wants (an
+    authorization server refuses scopes beyond those a client registered with)."""
+    registered, wanted = client.get("scope"), entry.get("wanted_scope")
+    if not isinstance(registered, str) or not isinstance(wanted, str):
+        return True
+    return set(wanted.split()) <= set(registered.split())
 
 
 def _login_problem(exc: BaseException) -> str:

@@ -55,6 +55,8 @@ async def own(
     server = connection.server
     settings = server.settings
     statuses: list[int] = []
+    refusals: list[str] = []  # a step-up the OAuth flow could not do (this task's requests)
+    _oauth.REFUSALS.set(refusals)
     target: Any
     if settings.command is not None:
         params = StdioServerParameters(
@@ -92,7 +94,7 @@ async def own(
         if isinstance(exc, asyncio.CancelledError) and not ready.done():
             ready.cancel()  # the start was given up (its time ran out): nobody waits
         elif not ready.done():
-            problem = _start_problem(exc, settings, statuses)
+            problem = refusals[-1] if refusals else _start_problem(exc, settings, statuses)
             ready.set_exception(ServerDown(problem + tail(stderr, "; its stderr ends with: ")))
         elif not isinstance(exc, asyncio.CancelledError):
             log.debug("MCP server %s: session ended: %r", connection.name, exc)
@@ -138,6 +140,8 @@ async def call_tool(
         call.context.report_progress(progress, total, message)  # to this call's caller
 
     token = CALL.set(call)
+    refusals: list[str] = []  # why the OAuth flow let a 403 through (a step-up it could not do)
+    refused = _oauth.REFUSALS.set(refusals)
     connection.calls.append(call)
     try:
         answer = await client.call_tool(remote, arguments, progress_callback=forward)
@@ -157,10 +161,13 @@ async def call_tool(
                 "(it may have crashed); it is started again on the next call",
                 retry_possible=True,
             )
+        if refusals:
+            return ToolResult.failure(ErrorType.PERMISSION, f"MCP server {name!r} {refusals[-1]}")
         kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
         return ToolResult.failure(kind, f"MCP server {name!r}: {exc.message}")
     finally:
         connection.calls.remove(call)
+        _oauth.REFUSALS.reset(refused)
         CALL.reset(token)
     if call.paused is not None:  # the host answers on a retry: this call's result is moot
         raise call.paused
