@@ -237,32 +237,32 @@ class _Kept:
         if held is not None:
             held.release()
 
+    async def _adopt_stored(self) -> bool:
+        """Take the tokens on disk when they differ from the ones held (another process
+        signed in or refreshed); whether it took them."""
+        entry = await self.storage.entry()
+        stored = self.storage.tokens_of(entry)
+        if stored is None or stored.access_token == getattr(
+            self.context.current_tokens, "access_token", None
+        ):
+            return False
+        self.context.current_tokens = stored
+        self._restore(entry)
+        return True
+
     async def _auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         context = self.context
-        if self._initialized and self._reread:
-            entry = await self.storage.entry()
-            stored = self.storage.tokens_of(entry)
-            if stored is not None and stored.access_token != getattr(
-                context.current_tokens, "access_token", None
-            ):
-                context.current_tokens = stored
-                self._restore(entry)
-                self._reread = False
+        if self._initialized and self._reread and await self._adopt_stored():
+            self._reread = False
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
             lock = self.storage.store.lock(self.storage.key)
             await asyncio.to_thread(lock.acquire)
             self._held = lock
-            entry = await self.storage.entry()
-            stored = self.storage.tokens_of(entry)
-            if stored is not None and stored.access_token != getattr(
-                context.current_tokens, "access_token", None
-            ):
-                context.current_tokens = stored
-                self._restore(entry)
+            await self._adopt_stored()
             if context.is_token_valid():
                 self._release()
         flow = super()._auth_flow(request)  # type: ignore[misc]
