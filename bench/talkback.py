@@ -14,7 +14,7 @@ HTTP with a client that answers by elicitation: the HTTP requests the client mad
 against a call of the same tool that does not ask (the difference is the question's round
 trips), and the server's threads while 50 questions wait at once, against before.
 
-    uv run python bench/talkback.py --calls 200 --rounds 3
+    uv run python bench/talkback.py --calls 200 --rounds 5
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ async def question(url: str, pid: int, waiting: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-question", action="store_true")
     parser.add_argument(
         "--interval", type=float, default=None,
