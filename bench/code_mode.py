@@ -71,7 +71,7 @@ def slug(text: str) -> str:
 # -- the stand-ins: seed 000's tools, answered over loopback HTTP -------------------------
 
 
-def standin(name: str, a: dict[str, Any]) -> dict[str, Any]:  # noqa: C901 - one branch per stand-in tool, a flat table
+def standin(name: str, a: dict[str, Any]) -> dict[str, Any]:  # noqa: C901, PLR0911 - one branch per stand-in tool, a flat table
     if name == "search_documents":
         return {
             "doc_path": f"/Users/me/Documents/{slug(a['query'])}.pdf",

@@ -168,7 +168,7 @@ anything = st.recursive(
 )
 
 
-def from_schema(schema: Any) -> st.SearchStrategy[Any]:
+def from_schema(schema: Any) -> st.SearchStrategy[Any]:  # noqa: PLR0911 - one strategy per schema type, each a short exit
     """Values that match a schema, for the JSON Schema the catalog uses.
 
     (hypothesis-jsonschema would do this for any schema, but it does not work with the

@@ -227,7 +227,7 @@ def parse_config(
         ) from None
 
 
-def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -> Config:  # noqa: C901 - one branch per top-level table of toolplug.toml
+def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -> Config:  # noqa: C901, PLR0912 - one branch per top-level table of toolplug.toml
     where = str(file) if file else "configuration"
     base = file.parent if file else Path.cwd()
 

@@ -146,7 +146,7 @@ def _references(value: Any) -> list[tuple[int, tuple[str, ...]]]:
     return found
 
 
-def parse_plan(document: Any, registry: Registry | None = None) -> Plan:  # noqa: C901 - every problem of a plan collected in one pass
+def parse_plan(document: Any, registry: Registry | None = None) -> Plan:  # noqa: C901, PLR0912 - every problem of a plan collected in one pass
     """Check a plan document and build a ``Plan``.
 
     Raises:

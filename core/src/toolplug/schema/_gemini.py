@@ -34,7 +34,7 @@ _GEMINI_FORMATS: Final[Mapping[str, frozenset[str]]] = {
 # -- Gemini ---------------------------------------------------------------------------
 
 
-def _gemini(node: Mapping[str, Any], report: Report) -> dict[str, Any]:  # noqa: C901 - one branch per keyword mapped to Gemini's subset
+def _gemini(node: Mapping[str, Any], report: Report) -> dict[str, Any]:  # noqa: C901, PLR0912, PLR0915 - one branch per keyword mapped to Gemini's subset
     path = node.get(_PATH, "")
     notes = list(node.get(_NOTES, []))
     description = node.get("description")

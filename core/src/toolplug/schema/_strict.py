@@ -186,7 +186,7 @@ class _Rewrite:
         self.rules = rules
         self.report = report
 
-    def node(  # noqa: C901 - one branch per keyword strict mode rewrites
+    def node(  # noqa: C901, PLR0912 - one branch per keyword strict mode rewrites
         self,
         node: Mapping[str, Any],
         *,

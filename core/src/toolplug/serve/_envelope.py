@@ -54,7 +54,7 @@ _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _PAIRS: Final = {"]": "[", "}": "{"}
 
 
-def malformed_reply(line: str | bytes) -> dict[str, Any] | None:  # noqa: C901 - one check per malformed message shape
+def malformed_reply(line: str | bytes) -> dict[str, Any] | None:  # noqa: C901, PLR0911 - one check per malformed message shape
     """None when the SDK will take the message; else the error reply to send instead."""
     try:
         parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)

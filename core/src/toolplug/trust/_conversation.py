@@ -640,7 +640,7 @@ class Conversation:
                 return False
         return True
 
-    def _carried(  # noqa: C901 - the value-flow rules tried in turn, each a short exit
+    def _carried(  # noqa: C901, PLR0912 - the value-flow rules tried in turn, each a short exit
         self,
         value: Any,
         settings: GuardSettings,

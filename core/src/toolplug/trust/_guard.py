@@ -337,7 +337,7 @@ class FlowGuard:
 
     # -- the flow guard --------------------------------------------------------------
 
-    def _flow(  # noqa: C901 - the guard's decision steps in the order docs/security.md gives
+    def _flow(  # noqa: C901, PLR0912 - the guard's decision steps in the order docs/security.md gives
         self,
         name: str,
         arguments: Mapping[str, Any],

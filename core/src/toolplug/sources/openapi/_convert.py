@@ -248,7 +248,7 @@ def _parts(resolver: _Resolver, responses: dict[str, Any]) -> list[str]:
     return [k for k in PART_KINDS if k in kinds]
 
 
-def _operation(  # noqa: C901 - one branch per parameter location and body form
+def _operation(  # noqa: C901, PLR0912, PLR0915 - one branch per parameter location and body form
     resolver: _Resolver,
     path: str,
     method: str,

@@ -90,7 +90,7 @@ def package(
     }
 
 
-def _sample(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+def _sample(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:  # noqa: PLR0911 - one exit per schema type, each a plain value
     """A value that fits a (simple) schema: its default, enum, or a plain value of its type."""
     if not isinstance(schema, dict) or depth > 4:
         return "example"
