@@ -56,7 +56,8 @@ def test_the_changelog_has_an_unreleased_section() -> None:
     assert "\n## Unreleased\n" in text
 
 
-_EXCEPTION = "noqa: " + "C901"  # split, so this file's own line is no exception
+# split, so this file's own line is no exception; C901 may be listed with PLR09xx
+_EXCEPTION = "noqa: " + r"(?:(?:C901|PLR09\d\d),?\s*)++"
 
 
 def test_the_complexity_ceiling_is_on_and_each_exception_gives_its_reason() -> None:
@@ -72,7 +73,7 @@ def test_the_complexity_ceiling_is_on_and_each_exception_gives_its_reason() -> N
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(_EXCEPTION + r"(?!\s*-\s*\w)", line)
     ]
-    assert bare == [], "write `# noqa: C901 - reason`"
+    assert bare == [], "write `# noqa: C901 - reason` (or `C901, PLR0912 - reason`)"
 
 
 def test_ci_measures_coverage_against_a_floor() -> None:
