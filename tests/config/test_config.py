@@ -47,7 +47,7 @@ def test_pyproject_without_table_is_empty() -> None:
     ("text", "key", "expected"),
     [
         # an unknown top-level key
-        ("colour = 'blue'\n", "colour", "one of cache_dir"),
+        ("colour = 'blue'\n", "colour", "one of approvals, cache_dir"),
         # a wrong type at the top
         ("offline = 'yes'\n", "offline", "a boolean"),
         # an unknown key in the network table

@@ -310,7 +310,7 @@ def on_a_terminal(site: Site, answer: bytes, *args: str) -> tuple[int, str]:
     seen = b""
     deadline = time.monotonic() + 60
     try:
-        while b"[y/N]" not in seen:
+        while b"[y/N" not in seen:
             assert time.monotonic() < deadline, seen
             ready, _, _ = select.select([leader], [], [], 1)
             if ready:

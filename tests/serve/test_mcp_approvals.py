@@ -588,3 +588,30 @@ def test_the_calls_of_a_program_are_asked_only_mid_call(mode: str, runs: bool) -
         assert "PermissionError: publish needs a person's approval, and nobody here" in (
             text_of(result)
         )
+
+
+def test_the_form_offers_to_remember_for_the_conversation(tmp_path: Path) -> None:
+    # The client's user answers "yes, for this conversation": the session's next call of the
+    # same tool runs unasked; the decision is the session owner's, in the approvals' store.
+    asked: list[Any] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.requested_schema)
+        return types.ElicitResult(
+            action="accept", content={"approve": True, "remember": "conversation"}
+        )
+
+    async def session() -> list[types.CallToolResult]:
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                served(tmp_path, "stdio") as server,
+                Client(server, mode="legacy", elicitation_callback=elicit) as c,
+            ):
+                return [await c.call_tool("post", {"text": t}) for t in ("a", "b")]
+
+    results = anyio.run(session)
+    assert [r.is_error for r in results] == [False, False]
+    (schema,) = asked  # asked once: the second call was decided by the remembered answer
+    choices = [c["const"] for c in schema["properties"]["remember"]["oneOf"]]
+    assert choices == ["once", "conversation", "always"]
+    assert posted(tmp_path) == ["a", "b"]

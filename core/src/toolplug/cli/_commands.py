@@ -858,26 +858,16 @@ def _read_bytes(args: argparse.Namespace, page: Any) -> int:
 
 
 def _terminal_approver(yes: bool, lock: asyncio.Lock | None = None) -> Any:
-    """``--yes`` approves; on a terminal the person is asked y/N; else nobody decides (the
-    call then fails with ApprovalRequiredError, which says how to approve)."""
-    from toolplug.contract._approval import Approval, ApprovalRequest
+    from toolplug.cli._terminal import terminal_approver
 
-    one_at_a_time = lock or asyncio.Lock()  # a plan's parallel steps ask one after the other
+    return terminal_approver(yes, lock)
 
-    async def decide(request: ApprovalRequest) -> Approval | None:
-        if yes:
-            return Approval.approve("approved with --yes")
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            return None
-        async with one_at_a_time:
-            print(f"toolplug: {request.describe()}", file=sys.stderr)
-            print("Run it? [y/N] ", end="", file=sys.stderr, flush=True)
-            answer = await asyncio.to_thread(sys.stdin.readline)
-        if answer.strip().lower() in ("y", "yes"):
-            return Approval.approve("approved at the terminal")
-        return Approval.deny("the person at the terminal said no")
 
-    return decide
+@_runs("approvals")
+def _cmd_approvals(args: argparse.Namespace) -> int:
+    from toolplug.cli._approvals import run_approvals
+
+    return run_approvals(args, _config_of(args))
 
 
 async def _run_plan_here(registry: Registry, plan: Any, yes: bool) -> Any:

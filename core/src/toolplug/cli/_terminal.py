@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from toolplug.contract._talk import LOG_LEVELS, Answer, Channel, LogLevel, Question
 
-__all__ = ["TerminalChannel"]
+__all__ = ["TerminalChannel", "terminal_approver"]
 
 _SHOWN_FROM: Final = LOG_LEVELS.index("info")
 """Log lines below ``info`` are not shown on the terminal."""
@@ -168,3 +168,36 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return str(value)
+
+
+_REMEMBERED: Final = {"": "once", "c": "conversation", "a": "always"}
+
+
+def terminal_approver(yes: bool, lock: asyncio.Lock | None = None) -> Any:
+    """``--yes`` approves; on a terminal the person is asked: ``y`` or ``n`` for this call,
+    ``yc``/``nc`` for this conversation, ``ya``/``na`` always for these arguments (kept in
+    the approvals' store: ``toolplug approvals remembered``); else nobody decides (the call
+    then fails with ApprovalRequiredError, which says how to approve, or waits in the inbox
+    under ``[approvals] inbox = true``)."""
+    from toolplug.contract._approval import Approval, ApprovalRequest
+
+    one_at_a_time = lock or asyncio.Lock()  # a plan's parallel steps ask one after the other
+
+    async def decide(request: ApprovalRequest) -> Approval | None:
+        if yes:
+            return Approval.approve("approved with --yes")
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return None
+        async with one_at_a_time:
+            say(f"toolplug: {request.describe()}")
+            print("Run it? [y/N; yc/nc: for this conversation, ya/na: always for these "
+                  "arguments] ", end="", file=sys.stderr, flush=True)
+            answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+        verdict, remember = answer[:1], _REMEMBERED.get(answer[1:].strip(), "once")
+        if answer in ("yes", "no"):
+            remember = "once"
+        if verdict == "y":
+            return Approval.approve("approved at the terminal", remember=remember)  # type: ignore[arg-type]
+        return Approval.deny("the person at the terminal said no", remember=remember)  # type: ignore[arg-type]
+
+    return decide

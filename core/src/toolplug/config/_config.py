@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 import platformdirs
 from jsonschema import Draft202012Validator
 
+from toolplug.config._approvals import APPROVALS_KEYS, ApprovalsSettings, parse_approvals
 from toolplug.config._openapi import ApiSettings, parse_openapi
+from toolplug.config._record import RECORD_KEYS, RecordSettings, parse_record
 from toolplug.config._servers import ServerSettings, parse_mcp_servers
 from toolplug.config._settings import (
     CALLS_KEYS,
@@ -71,6 +73,8 @@ _TOP_KEYS: Final = {
     "serve": "a table: " + ", ".join(SERVE_KEYS),
     "openapi": "a table of HTTP APIs described by OpenAPI: [openapi.<name>]",
     "transforms": "a table of transformed tools: [transforms.<new name>]",
+    "approvals": "a table: " + ", ".join(APPROVALS_KEYS),
+    "record": "a table: " + ", ".join(RECORD_KEYS),
 }
 @dataclass(frozen=True)
 class Toolset:
@@ -136,6 +140,10 @@ class Config:
     """The ``[transforms.NAME]`` tables, checked and typed (applied by the registry)."""
     settings: Mapping[str, ToolSettings] = field(default_factory=dict)
     """Each configured tool's call settings, checked and typed (``tool_settings``)."""
+    approvals: ApprovalsSettings = field(default_factory=ApprovalsSettings)
+    """The ``[approvals]`` table (the inbox, its store, its webhook), checked and typed."""
+    record: RecordSettings = field(default_factory=RecordSettings)
+    """The ``[record]`` table (the record of calls and decisions), checked and typed."""
 
     @property
     def source(self) -> str:
@@ -325,6 +333,8 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         openapi=parse_openapi(table.get("openapi", {}), file=where, prefix=prefix),
         transforms=parse_transforms(table.get("transforms", {}), file=where, prefix=prefix),
         settings=settings,
+        approvals=parse_approvals(_table(table, "approvals", err), file=where, prefix=prefix),
+        record=parse_record(_table(table, "record", err), file=where, prefix=prefix),
         **dirs,
     )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from toolplug.contract._metadata import Annotations, ToolMetadata
@@ -28,10 +28,13 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "Decision",
+    "Remember",
     "approval_reason",
 ]
 
 APPROVAL_POLICIES: Final = ("auto", "always", "never")
+Remember: TypeAlias = Literal["once", "conversation", "always"]
+"""How long a person's decision holds: this call, this conversation, always."""
 _SHOWN_ARGUMENTS: Final = 400
 """The longest argument text an approval message quotes."""
 
@@ -95,16 +98,31 @@ class Approval:
     """True to let the call run."""
     reason: str = ""
     """Why; shown to the model when the call is denied."""
+    remember: Remember = "once"
+    """Whether the decision holds beyond this call: ``once``, ``conversation`` (the calls
+    of this tool in this conversation) or ``always`` (this tool's calls whose arguments
+    match ``match``); kept per owner in the approvals' store (``toolplug approvals
+    remembered``)."""
+    match: Mapping[str, Any] | None = None
+    """With ``remember``: ``{"argument": NAME, "schema": {...}}``, the pattern the calls it
+    holds for match (a ``[policies]`` rule's); None: these arguments exactly."""
 
     @classmethod
-    def approve(cls, reason: str = "") -> Approval:
-        """Let the call run."""
-        return cls(True, reason)
+    def approve(
+        cls, reason: str = "", *, remember: Remember = "once",
+        match: Mapping[str, Any] | None = None,
+    ) -> Approval:
+        """Let the call run (and, with ``remember``, the calls like it)."""
+        return cls(True, reason, remember, match)
 
     @classmethod
-    def deny(cls, reason: str = "") -> Approval:
-        """Refuse the call; the model sees ``reason``."""
-        return cls(False, reason)
+    def deny(
+        cls, reason: str = "", *, remember: Remember = "once",
+        match: Mapping[str, Any] | None = None,
+    ) -> Approval:
+        """Refuse the call (and, with ``remember``, the calls like it); the model sees
+        ``reason``."""
+        return cls(False, reason, remember, match)
 
 
 Decision: TypeAlias = "Approval | bool | None"

@@ -25,16 +25,21 @@ import dataclasses
 import difflib
 import functools
 import threading
+import time
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack
 
+from toolplug.config._record import record_target
 from toolplug.contract._approval import Approver
 from toolplug.contract._call import ToolCall
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.engine._dispatch import Chain, Next
+from toolplug.engine._inbox import Approvals, open_approvals
 from toolplug.engine._pipeline import Pipeline
+from toolplug.engine._recording import call_event, span_ids
 from toolplug.engine._telemetry import Telemetry
+from toolplug.state._record import Recorder, open_record
 from toolplug.state._spill import Entry, Page, Spills
 from toolplug.state._store import Store, open_store
 from toolplug.state._tasks import Task, Tasks
@@ -112,7 +117,22 @@ class Engine:
             else None
         )
         self._validation = Validation()
-        self._pipeline = Pipeline(registry, self._store, bridge, approver=approver)
+        self.approvals: Approvals = open_approvals(
+            registry.config, bridge=bridge, calls_backend=self._store.backend
+        )
+        """Pending requests and remembered decisions (``registry.approvals``)."""
+        self._pipeline = Pipeline(
+            registry, self._store, bridge, approver=approver, approvals=self.approvals
+        )
+        config = registry.config
+        self.recorder: Recorder | None = (
+            open_record(config.record, record_target(
+                config.record, config.state_dir, config.path.parent if config.path else None
+            ))
+            if config.record.enabled else None
+        )
+        """The record of calls and decisions (``[record]``), or None when it is off."""
+        self._pipeline.recorder = self.recorder
         self._chain = Chain(registry.plugin_manager, self._execute)
         self._telemetry = Telemetry(content=settings.telemetry_content, redact=registry.redact)
         self._lock = threading.Lock()
@@ -312,13 +332,19 @@ class Engine:
     async def _run(self, call: ToolCall, first: Next | None) -> ToolResult:
         """The call through the chain (from ``first``, None: nothing intercepts it), its
         result labelled and within its budget, in a telemetry span when one is wanted."""
-        telemetry = self._telemetry
+        telemetry, recorder = self._telemetry, self.recorder
         if not telemetry.on():
             hooked = await self._hooked(call, first)
             labelled, recording = self._labelled(call, hooked)
             if recording is not None:
                 await asyncio.shield(recording)
-            return await self._bounded(call, labelled)
+            result = await self._bounded(call, labelled)
+            if recorder is not None:  # a deque append; the writer thread does the rest
+                recorder.later(
+                    call_event, self.registry, call, result, current(), time.time(),
+                    time.monotonic() - call.started, _NO_IDS,
+                )
+            return result
         with telemetry.span(call) as ended:
             hooked = await self._hooked(call, first)
             labelled, recording = self._labelled(call, hooked)
@@ -326,6 +352,11 @@ class Engine:
                 await asyncio.shield(recording)
             result = await self._bounded(call, labelled)
             ended(result)
+            if recorder is not None:
+                recorder.later(
+                    call_event, self.registry, call, result, current(), time.time(),
+                    time.monotonic() - call.started, span_ids(),
+                )
             return result
 
     def _labelled(
@@ -474,8 +505,14 @@ class Engine:
         if thread is not None:
             if self._tasks is not None:
                 thread.run(self._tasks.aclose())  # the loop thread still the store's home
+            thread.run(self.approvals.aclose())
             thread.run(self._store.aclose())
+        if self.recorder is not None:
+            self.recorder.close()
         self._bridge.close()
+
+
+_NO_IDS: Final = (None, None)
 
 
 def _tasks_of(engine: Engine) -> Tasks:

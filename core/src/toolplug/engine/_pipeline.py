@@ -29,14 +29,19 @@ from toolplug.contract._approval import Approval, ApprovalRequest, Approver
 from toolplug.contract._call import ToolCall
 from toolplug.contract._settings import ToolSettings
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolFailure, ToolResult
+from toolplug.engine._inbox import Approvals
+from toolplug.engine._recording import approval_asked, approval_decided, guard_decided
 from toolplug.engine._slots import Slots
+from toolplug.state._inbox import PendingRequest
 from toolplug.state._store import Store, cache_key
+from toolplug.trust._conversation import current
 from toolplug.trust._guard import FlowGuard, Verdict
 from toolplug.utilities._bridge import Bridge, QueueTimeout, limited, loop_running, pause, settled
 from toolplug.utilities._limits import malformed_part
 
 if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
+    from toolplug.state._record import Recorder
 
 __all__ = ["Pipeline"]
 
@@ -47,9 +52,12 @@ class Pipeline:
     """Runs accepted calls of one registry's tools with their settings."""
 
     def __init__(
-        self, registry: Registry, store: Store, bridge: Bridge, *, approver: Approver | None = None
+        self, registry: Registry, store: Store, bridge: Bridge, *, approver: Approver | None = None,
+        approvals: Approvals,
     ) -> None:
         self.registry = registry
+        self.approvals = approvals
+        """Remembered decisions and the inbox (``toolplug.engine._inbox``)."""
         self.store = store
         self._approver = approver
         settings = registry.config.calls
@@ -62,6 +70,8 @@ class Pipeline:
         self._lock = threading.Lock()
         self.guard = FlowGuard(registry)
         """The flow guard and the ``[policies]`` rules (``toolplug.trust._guard``)."""
+        self.recorder: Recorder | None = None
+        """Where calls, approvals and guard decisions are recorded (the engine's)."""
 
     def instance(self, name: str) -> tuple[Tool, bool]:
         """The tool's one instance, and whether its ``run`` is a coroutine function."""
@@ -100,22 +110,22 @@ class Pipeline:
                 if guard.long(call.tool, call.arguments)
                 else guard.check(call.tool, call.arguments, meta)
             )
-            # kept: a log record, a span event, on the conversation
-            guard.decided(call.tool, call.arguments, verdict, approved=asked)
+            # kept: a log record, a span event, on the conversation, in the record
+            self._decided(call, verdict, asked)
             if verdict is not None:
                 if verdict.action == "deny":
                     return _refused(call.tool, verdict)
                 if not asked:  # one question, with every reason to ask it
                     also = self.registry.needs_approval(call.tool, call.arguments)
                     both = verdict.reason if also is None else f"{verdict.reason}; and {also}"
-                    refused = await self._ask(call, both, verdict.details)
+                    refused = await self._asked(call, both, verdict.details)
                     if refused is not None:
                         return refused
                     asked = True
         if not asked:
             reason = self.registry.needs_approval(call.tool, call.arguments)
             if reason is not None:  # asked before any limit: a person's pause holds no slot
-                refused = await self._ask(call, reason)
+                refused = await self._asked(call, reason)
                 if refused is not None:
                     return refused
         key = None
@@ -135,7 +145,32 @@ class Pipeline:
             await self.store.keep(key, result, settings.cache_ttl_seconds, self.registry.redactor)
         return result
 
+    def _decided(self, call: ToolCall, verdict: Verdict | None, asked: bool) -> None:
+        decision = self.guard.decided(call.tool, call.arguments, verdict, approved=asked)
+        if decision is not None and self.recorder is not None:
+            guard_decided(self.recorder, self.registry, call, decision, current())
+
     # -- approve ---------------------------------------------------------------------
+
+    async def _asked(
+        self, call: ToolCall, reason: str, details: Mapping[str, Any] | None = None
+    ) -> ToolResult | None:
+        """``_ask``, its question and answer recorded (``toolplug.engine._recording``)."""
+        assert call.metadata is not None
+        conversation = current()
+        arguments = self.registry.redactor.redact_data(call.arguments)
+        request = ApprovalRequest(call.tool, arguments, call.metadata, reason, None)
+        approval_asked(self.recorder, call, request, conversation, details)
+        refused = await self._ask(call, reason, details)
+        error = refused.error if refused is not None else None
+        status = (
+            "approved" if error is None else "unanswered"
+            if error.type == ErrorType.APPROVAL_REQUIRED else "denied"
+            if error.type == ErrorType.PERMISSION else "failed"
+        )
+        why = None if error is None or not error.details else error.details.get("reason")
+        approval_decided(self.recorder, call, status, why, conversation)
+        return refused
 
     async def _ask(
         self, call: ToolCall, reason: str, details: Mapping[str, Any] | None = None
@@ -154,9 +189,12 @@ class Pipeline:
             self._approver,
             lambda r: hook(request=r),
         )
+        people = self.approvals  # decisions remembered, the inbox (engine/_inbox.py)
         decision: Any = None
+        pending = None
         try:
-            for approver in approvers:
+            decision = await people.remembered_for(call, arguments)
+            for approver in approvers if decision is None else ():
                 if approver is None:
                     continue
                 decision = approver(request)
@@ -164,6 +202,12 @@ class Pipeline:
                     decision = await decision
                 if decision is not None:
                     break
+            if decision is None and people.waits:  # nobody at once: a person, later
+                decision, pending = await people.wait(
+                    call, request, None if details is None else registry.redactor.redact_data(
+                        dict(details)))
+                if pending.state not in ("approved", "denied"):
+                    return _expired(call.tool, pending)
         except call.passthrough:
             raise  # a framework pausing its run (LangGraph's interrupt, llm's PauseChain)
         except Exception as exc:  # an approver's bug: the call does not run, the host goes on
@@ -181,6 +225,9 @@ class Pipeline:
                 f"the approver of {call.tool} returned {type(decision).__name__}; expected an "
                 "Approval, True, False or None",
             )
+        if decision.remember != "once":
+            kept_for = None if pending is None else pending.id
+            await people.remember(call, arguments, decision, kept_for)
         if decision.approved:
             return None
         because = f": {decision.reason}" if decision.reason else ""
@@ -379,6 +426,17 @@ def _refused(tool: str, verdict: Verdict) -> ToolResult:
         f"{tool} was refused: {verdict.reason}. Do not retry it with these arguments; tell "
         "the user.",
         details={"denied": True, **verdict.details},
+    )
+
+
+def _expired(tool: str, request: PendingRequest) -> ToolResult:
+    """A call whose request nobody decided in time (or that ended without a decision)."""
+    return ToolResult.failure(
+        ErrorType.APPROVAL_REQUIRED,
+        f"{tool} waited for a person's approval (request {request.id}) and nobody decided "
+        f"in time: the request {request.state} and the call did not run. Tell the user.",
+        details={"tool": tool, "request": request.id, "state": request.state,
+                 "expired": request.state == "expired", "by_setting": False},
     )
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from toolplug.contract._talk import Channel, Talk
     from toolplug.runtime._published import Ref
+    from toolplug.state._record import Recorder
     from toolplug.state._spill import Entry, Page
     from toolplug.state._tasks import Task
     from toolplug.trust._conversation import Conversation
@@ -59,6 +60,9 @@ _SELECTIONS_KEPT: Final = 256
 
 class CallEngine(Protocol):
     """What runs a registry's calls (``toolplug.engine``), held so runtime never imports it."""
+
+    recorder: Recorder | None
+    """The record of calls and decisions (``[record]``), or None when it is off."""
 
     def call(
         self, name: str, arguments: Any, host: Any, approver: Any, *, approved: bool,
@@ -82,6 +86,10 @@ class CallEngine(Protocol):
 
     def wait(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine of the engine's to its end for a caller in this thread."""
+
+    @property
+    def approvals(self) -> Any:
+        """Pending requests and remembered decisions (``toolplug.engine._inbox``)."""
 
     def conversation(
         self,
@@ -523,6 +531,12 @@ class Registry:
         return self.redactor.redact(text)
 
     @property
+    def record(self) -> Recorder | None:
+        """The record of every call, approval and guard decision (``[record] enabled``:
+        ``query``, ``aquery``, ``flush``, ``aflush``; docs/record.md), or None when off."""
+        return self._engine.recorder
+
+    @property
     def _engine(self) -> CallEngine:
         engine = self._engine_instance
         if engine is None:
@@ -617,6 +631,13 @@ class Registry:
         """The handle of a task started by ``start`` here, or by any process sharing the
         Redis store; an id nobody knows reads as ``unknown``."""
         return self._engine.task(task_id)
+
+    @property
+    def approvals(self) -> Any:
+        """The person in the loop (docs/approvals.md): the calls waiting for a decision
+        (``pending``, ``decide``) and the decisions remembered (``remembered``, ``forget``),
+        each with an ``a``-prefixed async twin; kept where ``[approvals] store`` says."""
+        return self._engine.approvals
 
     def needs_approval(self, name: str, arguments: Mapping[str, Any] | None = None) -> str | None:
         """Why this call of ``name`` needs a person's approval, or None when it does not.

@@ -64,9 +64,23 @@ STATE_TTL_SECONDS: Final = 600.0
 
 _SCHEMA: Final = {
     "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Run this call?", "default": False}},
+    "properties": {
+        "approve": {"type": "boolean", "title": "Run this call?", "default": False},
+        "remember": {
+            "type": "string",
+            "title": "Remember this answer",
+            "oneOf": [
+                {"const": "once", "title": "Only for this call"},
+                {"const": "conversation", "title": "For this conversation"},
+                {"const": "always", "title": "Always, for this tool with these arguments"},
+            ],
+            "default": "once",
+        },
+    },
     "required": ["approve"],
 }
+"""The approval form: yes or no, and how long the answer holds (kept per owner by
+``toolplug.engine._inbox``: ``toolplug approvals remembered`` lists them)."""
 
 
 class InputRequired(Exception):
@@ -261,6 +275,9 @@ def _question(request: ApprovalRequest) -> str:
 def _decision(answer: types.ElicitResult) -> Approval:
     if answer.action != "accept":
         return Approval.deny(f"the client's user answered {answer.action}")
-    if (answer.content or {}).get("approve") is True:
-        return Approval.approve("approved by the client's user")
-    return Approval.deny("the client's user said no")
+    content = answer.content or {}
+    kept = content.get("remember")
+    remember: Any = kept if kept in ("conversation", "always") else "once"
+    if content.get("approve") is True:
+        return Approval.approve("approved by the client's user", remember=remember)
+    return Approval.deny("the client's user said no", remember=remember)

@@ -75,6 +75,7 @@ class _Kept:
         self.conversation = conversation
         self._backend = backend
         self._key = hashlib.sha256(key.encode()).hexdigest()
+        conversation.id = self._key[:16]  # one name on every replica
         self._seen = 0
         """The log's first entries, this many, are in the conversation."""
         self._pushed = 0

@@ -23,6 +23,7 @@ import collections
 import contextvars
 import functools
 import json
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -267,6 +268,10 @@ class Conversation:
     ) -> None:
         self.parent = parent
         """The conversation this one runs inside, or None."""
+        self.id: str = parent.id if parent is not None else secrets.token_hex(8)
+        """Names the conversation (the outermost one's): what a decision remembered "for
+        this conversation" holds for. A server's conversation is named by its owner and
+        session, alike on every replica."""
         self._root: Conversation = parent.root if parent is not None else self
         self._exact_nodes: tuple[Conversation, ...] = ((self,) if exact else ()) + (
             parent._exact_nodes if parent is not None else ()
@@ -297,18 +302,24 @@ class Conversation:
         self._private_chars = 0
         self._effects: frozenset[str] | None = None
         self._budgets: dict[str, int] | None = None
-        """The tools ``allow`` gave a count (``budgets_given``), in the outermost one."""
-        self.spent: collections.Counter[str] = collections.Counter()
-        """How many calls of each tool with a count were recorded, in the outermost one."""
+        """The tools ``allow`` gave a count (``budgets_given``)."""
+        self._bounds: tuple[Conversation, ...] = parent._bounds if parent is not None else ()
+        """The conversations opened inside the outermost one with an ``allow`` of their own,
+        this one and those around it, innermost first: a call is inside the effects asked
+        for when it is inside each of them and the outermost one's."""
+        self._spent: collections.Counter[str] = collections.Counter()
+        self._spent_seen = 0
         self.decisions: collections.deque[Decision] = (
             parent.root.decisions if parent is not None else collections.deque(maxlen=KEPT)
         )
         """What the guard decided about each call it looked at here, in order, the last
         ``KEPT`` (``toolplug.trust._decisions``): the outermost conversation's, shared."""
         if allow is not None:
-            self.allow(*effects_given(allow))
+            self._effects = effects_given(allow)
             if isinstance(allow, Mapping):
                 self._budgets = budgets_given(allow) or None
+            if parent is not None:
+                self._bounds = (self, *self._bounds)
         if request:
             self.trust(request)
 
@@ -317,14 +328,23 @@ class Conversation:
         """The tools and tool categories whose effects the user's request asked for
         (``allow``); None when the host bounded none (every effect may run, as the other
         rules let it). Once untrusted content entered, a call with an effect outside them
-        asks (the effects rule, docs/security.md)."""
-        return self._root._effects
+        asks (the effects rule, docs/security.md). In a conversation opened inside another
+        with an ``allow`` of its own (``child``), its own: a call must be inside the outer
+        one's too."""
+        return self._nearest._effects
+
+    @property
+    def _nearest(self) -> Conversation:
+        """The innermost conversation with a bound of its own, else the outermost."""
+        return self._bounds[0] if self._bounds else self._root
 
     def allow(self, *effects: str) -> None:
         """Add tools or tool categories to the effects the user asked for: a later message
-        of theirs asking for more. The first call bounds a conversation opened unbounded."""
-        root = self._root
-        root._effects = (root._effects or frozenset()) | frozenset(effects)
+        of theirs asking for more. The first call bounds a conversation opened unbounded.
+        Inside a conversation with a bound of its own, that bound widens, never the outer
+        ones (what an MCP client or a toolkit asked for stays within the operator's)."""
+        nearest = self._nearest
+        nearest._effects = (nearest._effects or frozenset()) | frozenset(effects)
 
     @property
     def budgets(self) -> Mapping[str, int]:
@@ -332,7 +352,25 @@ class Conversation:
         a count (``{"delete_file": 1}``): once untrusted content entered, a call beyond its
         count asks as one outside the bound would (the effects rule); ``spent`` counts
         them."""
-        return self._root._budgets or {}
+        return self._nearest._budgets or {}
+
+    @property
+    def spent(self) -> Mapping[str, int]:
+        """How many calls of each tool were recorded in the outermost conversation (those a
+        replica recorded too): what a count of ``allow`` is spent by. Counted from
+        ``sources`` when read, so recording a call pays nothing for it."""
+        root = self._root
+        with root._lock:
+            sources = root.sources
+            seen = root._spent_seen
+            if seen < len(sources):
+                counter = root._spent
+                for index in range(seen, len(sources)):
+                    tool = sources[index].tool
+                    if tool is not None:
+                        counter[tool] += 1
+                root._spent_seen = len(sources)
+            return root._spent
 
     @staticmethod
     def current() -> Conversation | None:
@@ -382,9 +420,6 @@ class Conversation:
         call returns; else (and always without ``in_thread``) it is recorded here and None
         returned."""
         root = self._root
-        if root._budgets is not None and tool in root._budgets:
-            with root._lock:
-                root.spent[tool] += 1
         data = result.data if result.error is None and listing else None
         if not (trust.untrusted or trust.private):  # only the names its data lists
             if data is None:  # the common case: nothing the guard reads later
@@ -587,9 +622,14 @@ class Conversation:
     async def __aexit__(self, *exc: object) -> None:
         self.__exit__(*exc)
 
-    def child(self, *, exact: bool = True) -> Conversation:
-        """A conversation inside this one (a plan's, a program's)."""
-        return Conversation(parent=self, exact=exact)
+    def child(
+        self, *, exact: bool = True, allow: Iterable[str] | Mapping[str, int | None] | None = None
+    ) -> Conversation:
+        """A conversation inside this one (a plan's, a program's; exact tracking unless
+        ``exact=False``). ``allow`` bounds the effects of the calls made inside it within
+        this one's bound: a call must be inside both (an MCP client's ``toolplug/allow``
+        within the operator's ``[serve] allow``, a toolkit's within the host's)."""
+        return Conversation(parent=self, exact=exact, allow=allow)
 
     # -- reading ---------------------------------------------------------------------
 

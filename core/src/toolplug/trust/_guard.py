@@ -394,7 +394,7 @@ class FlowGuard:
                 hits.append((sink, *hit))
         if hits:
             return self._tainted_all(name, hits)
-        if root._effects is not None:
+        if root._effects is not None or conversation._bounds:
             outside = self._outside_effects(name, labels, hints, metadata, conversation)
             if outside is not None:
                 return outside
@@ -541,16 +541,26 @@ class FlowGuard:
         """The effects rule: once untrusted content entered a conversation whose effects
         the user's request bounded (``Conversation.effects``), a call with an effect (a tool
         that declares it is not read-only; one that declares nothing and has sinks) of a
-        tool outside them, by name and by category, asks."""
+        tool outside them, by name and by category, asks. A conversation opened inside
+        another with a bound of its own (``Conversation.child``) is inside the effects
+        asked for only where each bound around it allows the call: the first that does
+        not says why."""
         root = conversation.root
-        allowed = root._effects
-        assert allowed is not None
-        budgets = root._budgets
-        count = None if budgets is None else budgets.get(tool)
-        if tool in allowed and (count is None or root.spent[tool] < count):
-            return None
+        bounds = conversation._bounds
+        if root._effects is not None:
+            bounds = (*bounds, root)
         category = metadata.category if metadata is not None else None
-        if count is None and category is not None and category in allowed:
+        for node in bounds:
+            allowed = node._effects
+            assert allowed is not None
+            budgets = node._budgets
+            count = None if budgets is None else budgets.get(tool)
+            if tool in allowed and (count is None or root.spent[tool] < count):
+                continue
+            if count is None and category is not None and category in allowed:
+                continue
+            break
+        else:
             return None
         if hints is None:
             if not labels.sinks:
@@ -588,11 +598,12 @@ class FlowGuard:
     def decided(
         self, name: str, arguments: Mapping[str, Any], verdict: Verdict | None,
         *, approved: bool = False,
-    ) -> None:
+    ) -> Decision | None:
         """Keep the decision ``check`` made about this call (``toolplug.trust._decisions``):
         on the current conversation's ``decisions``, as a log record and as a span event.
         An ``allow`` is kept only where a rule looked: a conversation that read untrusted
-        content, or a ``[policies]`` rule of the tool."""
+        content, or a ``[policies]`` rule of the tool. The decision kept, or None (an allow
+        no rule looked at)."""
         conversation = CURRENT.get()
         if verdict is None:  # the common case, kept cheap (bench/guard.py)
             if (
@@ -601,18 +612,19 @@ class FlowGuard:
                 or not self.settings.enabled
             ):
                 if name not in self._rules:
-                    return
+                    return None
                 if conversation is None:
-                    trace(Decision(name, "allow", None, "", self.labels(name).sinks), None)
-                    return
+                    decision = Decision(name, "allow", None, "", self.labels(name).sinks)
+                    trace(decision, None)
+                    return decision
             root = conversation._root
             labels = self._labels.get(name) or self.labels(name)
             decision = Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved)
             root.decisions.append(decision)
             if quiet():  # no DEBUG record wanted, no OpenTelemetry loaded: kept, that is all
-                return
+                return decision
             trace(decision, None)
-            return
+            return decision
         redactor = getattr(self.registry, "redactor", None)
         redact: Callable[[str], str] = (
             redactor.redact if redactor is not None else (lambda text: text)
@@ -624,6 +636,7 @@ class FlowGuard:
             0 if conversation is None else conversation.root.calls, approved,
         )
         trace(decision, None if conversation is None else conversation.root.decisions)
+        return decision
 
     def _trifecta(self, tool: str, sink: str, source: Record | None, text: str) -> Verdict:
         carried = (

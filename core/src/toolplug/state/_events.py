@@ -1,0 +1,150 @@
+"""What the record holds: one ``Event`` per call, approval request, approval decision and
+guard decision (``toolplug.state._record`` writes them; docs/record.md).
+
+Each event says who (``principal``: the call's owner, ``session``, ``conversation``), what
+(``tool``, ``arguments`` redacted, ``status``, ``size``), why (``rule``, ``reason``,
+``labels``, ``sources``), when (``time``, ``duration_ms``) and where (``replica``, and the
+OpenTelemetry ``trace_id`` and ``span_id`` of the call's span when there was one).
+
+Arguments are recorded redacted: every configured secret replaced by ``***`` (the
+registry's ``Redactor``), every value under a key that names a secret (``password``,
+``token``, ``api_key``, ``authorization``, ...) replaced whole, and the JSON cut to
+``[record] max_argument_chars``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal
+
+__all__ = ["COLUMNS", "KINDS", "Event", "EventKind", "recorded_arguments"]
+
+EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
+
+KINDS: Final[tuple[EventKind, ...]] = ("call", "approval.request", "approval.decision", "guard")
+"""Every kind of event, in the order a call meets them: the guard, the question, the
+answer, the call's end."""
+
+_SECRET_KEY: Final = re.compile(
+    r"pass(word|wd|phrase)?$|secret|token|api[_-]?key|auth(orization)?$|credential|"
+    r"private[_-]?key|cookie|session[_-]?key",
+    re.IGNORECASE,
+)
+"""Argument names whose values are recorded as ``***`` whatever they hold."""
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing that happened, as the record keeps it."""
+
+    kind: EventKind
+    time: float
+    """Seconds since the epoch (UTC) when it happened."""
+    tool: str
+    call_id: str | None = None
+    """The host's id for the call (``context={"call_id": ...}``), else the span's or None."""
+    principal: str | None = None
+    """Who made the call: its owner (``context={"client": ...}``; over MCP the verified
+    principal, else ``session:...``, else ``stdio``)."""
+    session: str | None = None
+    """The MCP session (``Mcp-Session-Id``), or the host's ``context={"session": ...}``."""
+    conversation: str | None = None
+    """The conversation's id (``Conversation.id``) when the call ran in one."""
+    replica: str = ""
+    """The process that recorded it (``[record] replica``, else host name and pid)."""
+    status: str | None = None
+    """A call's ``ok`` or error type; an approval's ``asked``, ``approved``, ``denied`` or
+    ``unanswered``; the guard's ``allow``, ``ask`` or ``deny``."""
+    size: int | None = None
+    """A call's result: characters of its output (and of its data as JSON)."""
+    duration_ms: float | None = None
+    """A call's time from its arrival to its result."""
+    rule: str | None = None
+    """The rule that asked or refused (``flow.token``, ``policies.TOOL[0]``, ``approval``)."""
+    reason: str | None = None
+    """The reason shown to the person asked, or a denial's reason."""
+    labels: list[str] = field(default_factory=list)
+    """A call's result labels (``untrusted``, ``private``); the guard's carried labels."""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    """The guard's: each argument carrying outside data, with its source call and label."""
+    arguments: Any = None
+    """The call's arguments, redacted (a string ending ``...`` when cut)."""
+    trace_id: str | None = None
+    span_id: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Anything else: who decided an approval, a guard decision's looked-at arguments."""
+    id: int | None = None
+    """The store's number for it, once stored (increasing in one store)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as JSON data (one line of ``toolplug history export``)."""
+        return asdict(self)
+
+    def row(self) -> tuple[Any, ...]:
+        """The values of ``COLUMNS``, JSON columns as text."""
+        return (
+            self.time, self.kind, self.tool, self.call_id, self.principal, self.session,
+            self.conversation, self.replica, self.status, self.size, self.duration_ms,
+            self.rule, self.reason, _text(self.labels), _text(self.sources),
+            _text(self.arguments), self.trace_id, self.span_id, _text(self.detail),
+        )
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Event:
+        """The event of a stored row: ``id`` followed by ``COLUMNS``."""
+        (ident, when, kind, tool, call_id, principal, session, conversation, replica, status,
+         size, duration, rule, reason, labels, sources, arguments, trace_id, span_id,
+         detail) = row
+        return cls(
+            kind, when, tool, call_id, principal, session, conversation, replica, status,
+            size, duration, rule, reason, _data(labels) or [], _data(sources) or [],
+            _data(arguments), trace_id, span_id, _data(detail) or {}, ident,
+        )
+
+
+COLUMNS: Final = (
+    "time", "kind", "tool", "call_id", "principal", "session", "conversation", "replica",
+    "status", "size", "duration_ms", "rule", "reason", "labels", "sources", "arguments",
+    "trace_id", "span_id", "detail",
+)
+"""The stored columns, in ``Event.row`` order (after the store's ``id``)."""
+
+
+def recorded_arguments(arguments: Any, redact: Any, most: int) -> Any:
+    """``arguments`` as the record keeps them: secrets out (``redact``: the registry's
+    ``Redactor.redact_data``; values under secret-named keys), JSON cut to ``most``
+    characters (a string then). Called by the writer thread, never on the event loop."""
+    value = redact(_masked(arguments))
+    if most <= 0:
+        return None
+    text = _text(value)
+    if text is not None and len(text) > most:
+        return text[: max(most - 3, 0)] + "..."
+    return value
+
+
+def _masked(value: Any, depth: int = 0) -> Any:
+    if depth > 32:
+        return "..."
+    if isinstance(value, Mapping):
+        return {
+            str(k): "***" if _SECRET_KEY.search(str(k)) and v not in (None, "")
+            else _masked(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_masked(v, depth + 1) for v in value]
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def _data(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

@@ -1,0 +1,451 @@
+"""The record: events kept durably, written in batches by one thread (docs/record.md).
+
+A call adds its event to an in-memory queue (a ``deque`` append: the event loop never waits
+for a disk or a database). One writer thread per recorder takes what is queued every
+``[record] flush_seconds`` (sooner once ``BATCH`` events wait) and writes it in one
+transaction. ``flush`` and ``aflush`` return once everything added before them is
+committed: an acknowledged event is on disk (SQLite in WAL mode with ``synchronous=FULL``)
+or in the database (PostgreSQL, ``toolplug.state._record_pg``).
+
+Two stores, one protocol (``RecordStore``):
+
+- ``SqliteStore``: one file, safe for several processes on one machine (WAL; each writer
+  takes the write lock for its batch only, and waits up to ``BUSY_MS`` for another's);
+- ``PostgresStore`` (``toolplug.state._record_pg``): one database the replicas share.
+
+Retention: each writer deletes events older than ``[record] keep_days`` when it starts and
+then hourly. A store that cannot be written (a locked file past the wait, a database
+down) keeps the batch queued and tries again; past ``[record] max_pending`` queued events,
+new ones are dropped and counted (``dropped``), with one warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import contextlib
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from toolplug.config._record import RecordSettings
+from toolplug.state._events import COLUMNS, Event
+
+__all__ = [
+    "BATCH", "BUSY_MS", "Filters", "RecordStore", "Recorder", "SqliteStore", "open_record",
+    "replica_name",
+]
+
+log = logging.getLogger("toolplug.record")
+
+BATCH: Final = 512
+"""Queued events that wake the writer before its interval ends."""
+BUSY_MS: Final = 10_000
+"""How long a SQLite writer waits for another process's write lock."""
+_PRUNE_SECONDS: Final = 3600.0
+_DAY: Final = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which events a query returns (every field optional; all given must match)."""
+
+    tool: str | None = None
+    status: str | None = None
+    principal: str | None = None
+    conversation: str | None = None
+    kind: str | None = None
+    call_id: str | None = None
+    since: float | None = None
+    """Events at or after this time (seconds since the epoch)."""
+    until: float | None = None
+    after: int | None = None
+    """Events whose ``id`` is greater (paging through an export)."""
+    limit: int | None = 100
+    oldest_first: bool = False
+
+    def where(self, mark: Callable[[int], str]) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters, ``mark(n)`` writing the n-th placeholder."""
+        clauses: list[str] = []
+        values: list[Any] = []
+        for column, value in (
+            ("tool", self.tool), ("status", self.status), ("principal", self.principal),
+            ("conversation", self.conversation), ("kind", self.kind), ("call_id", self.call_id),
+        ):
+            if value is not None:
+                values.append(value)
+                clauses.append(f"{column} = {mark(len(values))}")
+        bounds: tuple[tuple[str, str, float | None], ...] = (
+            ("time", ">=", self.since), ("time", "<", self.until),
+            ("id", ">", None if self.after is None else float(self.after)),
+        )
+        for column, op, bound in bounds:
+            if bound is not None:
+                values.append(bound)
+                clauses.append(f"{column} {op} {mark(len(values))}")
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", values
+
+
+class RecordStore(Protocol):
+    """Where a recorder's events are kept."""
+
+    where: str
+    """The store for messages: a file path, or a database address without its password."""
+
+    def open(self) -> None:
+        """Connect and create the table if needed (in the writer thread)."""
+
+    def write(self, events: Sequence[Event]) -> None:
+        """Keep ``events`` in one transaction, durably, before returning."""
+
+    def prune(self, before: float) -> int:
+        """Delete the events older than ``before``; how many went."""
+
+    def query(self, filters: Filters) -> list[Event]:
+        """The events matching ``filters`` (on a connection of its own: any thread)."""
+
+    def close(self) -> None:
+        """Close the writer's connection."""
+
+
+_CREATE: Final = (
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "time REAL NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, principal TEXT, "
+    "session TEXT, conversation TEXT, replica TEXT NOT NULL, status TEXT, size INTEGER, "
+    "duration_ms REAL, rule TEXT, reason TEXT, labels TEXT, sources TEXT, arguments TEXT, "
+    "trace_id TEXT, span_id TEXT, detail TEXT)",
+    "CREATE INDEX IF NOT EXISTS events_time ON events (time)",
+    "CREATE INDEX IF NOT EXISTS events_tool ON events (tool, time)",
+    "CREATE INDEX IF NOT EXISTS events_principal ON events (principal, time)",
+    "CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation, time)",
+)
+_INSERT: Final = (
+    f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+)
+_SELECT: Final = f"SELECT id, {', '.join(COLUMNS)} FROM events"
+
+
+class SqliteStore:
+    """The record in one SQLite file (WAL): several processes on one machine may share it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.where = str(self.path)
+        self._db: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
+                             check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        return db
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = self._connect()
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = FULL")  # a committed batch survives power loss too
+        for statement in _CREATE:
+            db.execute(statement)
+        self._db = db
+
+    def write(self, events: Sequence[Event]) -> None:
+        db = self._db
+        assert db is not None, "open() first"
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(_INSERT, [e.row() for e in events])
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def prune(self, before: float) -> int:
+        db = self._db
+        assert db is not None, "open() first"
+        gone = 0
+        while True:  # a slice at a time: another process's batch waits for one slice only
+            cursor = db.execute(
+                "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time < ? LIMIT 5000)",
+                (before,),
+            )
+            gone += cursor.rowcount
+            if cursor.rowcount < 5000:
+                return gone
+
+    def query(self, filters: Filters) -> list[Event]:
+        if not self.path.exists():
+            return []
+        where, values = filters.where(lambda _n: "?")
+        order = "ASC" if filters.oldest_first else "DESC"
+        sql = f"{_SELECT}{where} ORDER BY id {order}"
+        if filters.limit is not None:
+            sql += f" LIMIT {int(filters.limit)}"
+        db = self._connect()
+        try:
+            return [Event.from_row(row) for row in db.execute(sql, values)]
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def replica_name(settings: RecordSettings) -> str:
+    """This process's name in the record: ``TOOLPLUG_REPLICA``, ``[record] replica``, else
+    the host name and process id."""
+    return (
+        os.environ.get("TOOLPLUG_REPLICA") or settings.replica
+        or f"{socket.gethostname()}:{os.getpid()}"
+    )
+
+
+class _Flushed:
+    """A marker in the queue: everything before it is committed once it is reached."""
+
+    __slots__ = ("done", "future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.done = threading.Event()
+        self.loop = loop
+        self.future: asyncio.Future[bool] | None = loop.create_future() if loop else None
+
+    def settle(self) -> None:
+        self.done.set()
+        if self.loop is not None and self.future is not None:
+            future = self.future
+            with contextlib.suppress(RuntimeError):  # that loop closed: nobody waits now
+                self.loop.call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(True)
+
+
+_Item = Event | tuple[Callable[..., Event | None], tuple[Any, ...]] | _Flushed
+
+
+class Recorder:
+    """Takes events from any thread or loop and writes them to its store in batches."""
+
+    def __init__(self, store: RecordStore, settings: RecordSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.replica = replica_name(settings)
+        """This process's name on every event it records."""
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._closed = False
+        self._max = settings.max_pending
+        self._keep = settings.keep_days * _DAY
+        self.dropped = 0
+        """Events dropped because the queue was full (the store could not keep up)."""
+        self.failed: str | None = None
+        """The last error writing a batch (the batch stays queued), or None."""
+        self._retry: list[Event] = []
+
+    # -- adding (any thread; never waits) -------------------------------------------------
+
+    def add(self, event: Event) -> None:
+        """Queue ``event`` (its ``replica`` set here)."""
+        event.replica = self.replica
+        self._put(event)
+
+    def later(self, build: Callable[..., Event | None], *arguments: Any) -> None:
+        """Queue ``build(*arguments)``, called in the writer thread (redacting and measuring
+        a call's arguments and result there, off the caller's loop); None records nothing."""
+        self._put((build, arguments))
+
+    def _put(self, item: _Item) -> None:
+        queue = self._queue
+        if len(queue) >= self._max:
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning(
+                    "the record's queue is full (%d events: %s cannot keep up); new events are "
+                    "dropped and counted", self._max, self.store.where,
+                )
+            return
+        queue.append(item)
+        if self._thread is None:
+            self._start()
+        elif len(queue) >= BATCH:
+            self._wake.set()
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is not None or self._closed:
+                return
+            thread = threading.Thread(
+                target=_write_loop, args=(weakref.ref(self),), name="toolplug-record",
+                daemon=True,
+            )
+            self._thread = thread
+            thread.start()
+            _LIVE.add(self)
+
+    # -- acknowledging ------------------------------------------------------------------
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every event added before now is stored; False if ``timeout`` passed
+        first (the store could not be written meanwhile: ``failed`` says why)."""
+        if self._thread is None:
+            return True
+        marker = _Flushed()
+        self._queue.append(marker)
+        self._wake.set()
+        return marker.done.wait(timeout)
+
+    async def aflush(self, timeout: float = 30.0) -> bool:
+        """``flush`` for a caller on an event loop: awaits, holding no thread."""
+        if self._thread is None:
+            return True
+        marker = _Flushed(asyncio.get_running_loop())
+        self._queue.append(marker)
+        self._wake.set()
+        assert marker.future is not None
+        try:
+            async with asyncio.timeout(timeout):
+                return await marker.future
+        except TimeoutError:
+            return False
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Store what is queued, stop the writer and close the store."""
+        self.flush(timeout)
+        self._closed = True
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        _LIVE.discard(self)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def query(self, filters: Filters | None = None, **given: Any) -> list[Event]:
+        """The stored events matching ``filters`` (or the same fields as keywords), newest
+        first unless ``oldest_first``. Blocks: on a loop, use ``aquery``."""
+        return self.store.query(filters or Filters(**given))
+
+    async def aquery(self, filters: Filters | None = None, **given: Any) -> list[Event]:
+        """``query`` in a worker thread, awaited."""
+        return await asyncio.to_thread(self.query, filters, **given)
+
+    # -- the writer thread --------------------------------------------------------------
+
+    def _drain(self) -> tuple[list[Event], list[_Flushed]]:
+        events: list[Event] = self._retry
+        markers: list[_Flushed] = []
+        self._retry = []
+        queue = self._queue
+        while True:
+            try:
+                item = queue.popleft()
+            except IndexError:
+                return events, markers
+            if isinstance(item, Event):
+                events.append(item)
+            elif isinstance(item, _Flushed):
+                markers.append(item)
+            else:
+                build, arguments = item
+                try:
+                    event = build(*arguments)
+                except Exception:  # a bug of ours: that event is lost, the record goes on
+                    log.exception("building a record event failed")
+                    continue
+                if event is not None:
+                    event.replica = self.replica
+                    events.append(event)
+
+    def _round(self) -> bool:
+        """Write what is queued; False once closed and empty."""
+        events, markers = self._drain()
+        if events:
+            try:
+                self.store.write(events)
+                self.failed = None
+            except Exception as exc:
+                if self.failed is None:
+                    log.warning("the record could not be written to %s: %s; retrying",
+                                self.store.where, exc)
+                self.failed = f"{type(exc).__name__}: {exc}"
+                self._retry = events
+                self._queue.extendleft(reversed(markers))  # not acknowledged yet
+                return not self._closed
+        for marker in markers:
+            marker.settle()
+        return not (self._closed and not self._queue)
+
+
+_LIVE: Final[weakref.WeakSet[Recorder]] = weakref.WeakSet()
+
+
+@atexit.register
+def _at_exit() -> None:
+    """A process that ends normally stores what it recorded."""
+    for recorder in list(_LIVE):
+        recorder.close(timeout=5.0)
+
+
+def _write_loop(owner: weakref.ref[Recorder]) -> None:
+    recorder = owner()
+    if recorder is None:
+        return
+    store, wake = recorder.store, recorder._wake
+    interval = recorder.settings.flush_seconds
+    keep = recorder._keep
+    try:
+        store.open()
+    except Exception as exc:
+        log.warning("the record cannot be opened at %s: %s", store.where, exc)
+        recorder.failed = f"{type(exc).__name__}: {exc}"
+        return
+    pruned = 0.0
+    del recorder  # held weakly between rounds: a dropped recorder's thread ends
+    try:
+        while True:
+            wake.wait(interval)
+            wake.clear()
+            recorder = owner()
+            if recorder is None:
+                return
+            now = time.time()
+            if keep > 0 and now - pruned >= _PRUNE_SECONDS:
+                pruned = now
+                try:
+                    store.prune(now - keep)
+                except Exception as exc:
+                    log.warning("pruning the record at %s failed: %s", store.where, exc)
+            going = recorder._round()
+            del recorder
+            if not going:
+                return
+    finally:
+        store.close()
+
+
+def open_record(settings: RecordSettings, target: str) -> Recorder:
+    """The recorder of ``[record]``: ``target`` a SQLite path or ``postgresql://...``."""
+    if target.startswith(("postgresql://", "postgres://")):
+        from toolplug.state._record_pg import PostgresStore  # the postgres extra
+
+        return Recorder(PostgresStore(target), settings)
+    return Recorder(SqliteStore(target), settings)
