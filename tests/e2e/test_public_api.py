@@ -36,6 +36,8 @@ EXPECTED = {
     "Message", "Prompt", "PromptArgument", "PublishedContext", "PublishedError",
     "RenderedPrompt", "Resource", "ResourceContents", "ResourceTemplate", "prompt", "resource",
     "resource_changed",
+    # the record of calls, approvals and guard decisions (state/_events.py, state/_record.py)
+    "RecordEvent", "RecordFilters", "Recorder",
     # tools that talk back (contract/_talk.py)
     "LOG_LEVELS", "Answer", "AskError", "Channel", "Question", "Sampled", "SamplingMessage",
     "SamplingRequest",

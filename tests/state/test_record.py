@@ -21,8 +21,8 @@ import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
 from toolplug import Approval, ConfigError, ConfigField, Tool, ToolContext, ToolMetadata, ToolResult
 from toolplug.config._record import RecordSettings
-from toolplug.state._events import Event
-from toolplug.state._record import Filters, Recorder, SqliteStore
+from toolplug.state._events import RecordEvent, RecordFilters
+from toolplug.state._record import Recorder, SqliteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -199,7 +199,7 @@ def test_an_acknowledged_record_survives_kill_9(store: str) -> None:
         finally:
             if writer.poll() is None:
                 writer.kill()
-    events = SqliteStore(store).query(Filters(limit=None, oldest_first=True))
+    events = SqliteStore(store).query(RecordFilters(limit=None, oldest_first=True))
     assert [e.arguments for e in events] == [{"n": n} for n in range(300)]
     assert {e.replica for e in events} == {"killed"}
 
@@ -211,7 +211,7 @@ def test_two_processes_write_one_file_at_once(store: str) -> None:
     ]
     for writer in writers:
         assert writer.wait(120) == 0
-    events = SqliteStore(store).query(Filters(limit=None, oldest_first=True))
+    events = SqliteStore(store).query(RecordFilters(limit=None, oldest_first=True))
     assert len(events) == 1200
     assert len({e.id for e in events}) == 1200
     for name in ("left", "right"):
@@ -226,21 +226,21 @@ def test_events_past_keep_days_are_deleted(store: str) -> None:
     old.open()
     now = time.time()
     old.write([
-        Event("call", now - 3 * 86_400, "old"), Event("call", now - 3600, "recent"),
+        RecordEvent("call", now - 3 * 86_400, "old"), RecordEvent("call", now - 3600, "recent"),
     ])
     old.close()
     recorder = Recorder(SqliteStore(store), RecordSettings(enabled=True, keep_days=2))
-    recorder.add(Event("call", now, "new"))
+    recorder.add(RecordEvent("call", now, "new"))
     assert recorder.flush()
     recorder.close()
-    assert sorted(e.tool for e in SqliteStore(store).query(Filters())) == ["new", "recent"]
+    assert sorted(e.tool for e in SqliteStore(store).query(RecordFilters())) == ["new", "recent"]
 
 
 def test_a_store_that_cannot_be_written_keeps_the_events_queued(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the record's folder should be")
     recorder = Recorder(SqliteStore(blocker / "r.sqlite3"), RecordSettings(enabled=True))
-    recorder.add(Event("call", time.time(), "x"))
+    recorder.add(RecordEvent("call", time.time(), "x"))
     assert not recorder.flush(timeout=0.5)
     assert recorder.failed is not None
     recorder.close(timeout=0.1)
@@ -251,7 +251,7 @@ def test_a_full_queue_drops_and_counts(tmp_path: Path) -> None:
     recorder = Recorder(SqliteStore(tmp_path / "r.sqlite3"), settings)
     recorder._thread = object()  # type: ignore[assignment]  # no writer: nothing drains
     for n in range(150):
-        recorder.add(Event("call", time.time(), f"t{n}"))
+        recorder.add(RecordEvent("call", time.time(), f"t{n}"))
     assert recorder.dropped == 50
 
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from toolplug.state._spill import Page
     from toolplug.state._tasks import Task
     from toolplug.state._tasks import TaskStatus
+    from toolplug.state._events import RecordFilters
+    from toolplug.state._events import RecordEvent
+    from toolplug.state._record import Recorder
     from toolplug.contract._approval import Approval
     from toolplug.contract._approval import ApprovalRequest
     from toolplug.contract._call import ToolCall
@@ -158,6 +161,9 @@ __all__ = [
     "PublishedContext",
     "PublishedError",
     "Question",
+    "RecordEvent",
+    "RecordFilters",
+    "Recorder",
     "RegisteredTool",
     "Registry",
     "RenderedPrompt",
@@ -236,6 +242,8 @@ _HOME = {
     "engine._plan": "Plan PlanError PlanResult parse_plan run_plan",
     "state._spill": "Entry Page",
     "state._tasks": "Task TaskStatus",
+    "state._events": "RecordEvent RecordFilters",
+    "state._record": "Recorder",
     "render._docs": "tool_reference",
     "render._export": "explain_export export_tool export_tools",
     "render._results": "ResultLoss explain_result export_result",

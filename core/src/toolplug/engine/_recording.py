@@ -1,6 +1,6 @@
 """What the engine tells the record (``toolplug.state._record``) and the call's span.
 
-Four events, each one ``Event`` in the record and, when a span is recording, one span event
+Four events, each one ``RecordEvent`` in the record and, when a span is recording, one span event
 named as in the table (``toolplug.engine._telemetry`` makes the span):
 
 =====================  =============================  ====================================
@@ -24,7 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from toolplug.state._events import Event, recorded_arguments
+from toolplug.state._events import RecordEvent, recorded_arguments
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import ApprovalRequest
@@ -62,7 +62,7 @@ def _who(call: ToolCall) -> tuple[str | None, str | None, str | None]:
 def call_event(  # noqa: PLR0917 - the writer thread calls it with what the call left
     registry: Registry, call: ToolCall, result: ToolResult, conversation: Conversation | None,
     ended: float, duration: float, ids: tuple[str | None, str | None],
-) -> Event:
+) -> RecordEvent:
     """The ``call`` event of one call (built in the writer thread)."""
     call_id, principal, session = _who(call)
     error = result.error
@@ -82,7 +82,7 @@ def call_event(  # noqa: PLR0917 - the writer thread calls it with what the call
         detail["error"] = registry.redact(error.message)[:500]
     if result.parts:
         detail["parts"] = len(result.parts)
-    return Event(
+    return RecordEvent(
         "call", ended, call.tool, call_id, principal, session,
         None if conversation is None else conversation.root.id, "",
         "ok" if error is None else str(error.type), size,
@@ -99,11 +99,11 @@ def call_event(  # noqa: PLR0917 - the writer thread calls it with what the call
 def _now_event(  # noqa: PLR0917 - the three decisions' shared columns, in the record's order
     kind: Any, call: ToolCall, conversation: Conversation | None, status: str,
     rule: str | None, reason: str | None, **rest: Any,
-) -> Event:
+) -> RecordEvent:
     """An event of ``call`` happening now, in the current span, with its owner and session."""
     call_id, principal, session = _who(call)
     trace_id, span_id = span_ids()
-    return Event(
+    return RecordEvent(
         kind, time.time(), call.tool, call_id, principal, session,
         None if conversation is None else conversation.root.id, "", status, None, None,
         rule, reason, trace_id=trace_id, span_id=span_id, **rest,

@@ -1,5 +1,6 @@
-"""What the record holds: one ``Event`` per call, approval request, approval decision and
-guard decision (``toolplug.state._record`` writes them; docs/record.md).
+"""What the record holds: one ``RecordEvent`` per call, approval request, approval decision and
+guard decision, and the filters a query reads them by
+(``toolplug.state._record`` writes and reads them; docs/record.md).
 
 Each event says who (``principal``: the call's owner, ``session``, ``conversation``), what
 (``tool``, ``arguments`` redacted, ``status``, ``size``), why (``rule``, ``reason``,
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
-__all__ = ["COLUMNS", "KINDS", "Event", "EventKind", "recorded_arguments"]
+__all__ = ["COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "recorded_arguments"]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
 
@@ -37,7 +38,7 @@ _SECRET_KEY: Final = re.compile(
 
 
 @dataclass(slots=True)
-class Event:
+class RecordEvent:
     """One thing that happened, as the record keeps it."""
 
     kind: EventKind
@@ -93,7 +94,7 @@ class Event:
         )
 
     @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> Event:
+    def from_row(cls, row: tuple[Any, ...]) -> RecordEvent:
         """The event of a stored row: ``id`` followed by ``COLUMNS``."""
         (ident, when, kind, tool, call_id, principal, session, conversation, replica, status,
          size, duration, rule, reason, labels, sources, arguments, trace_id, span_id,
@@ -110,7 +111,7 @@ COLUMNS: Final = (
     "status", "size", "duration_ms", "rule", "reason", "labels", "sources", "arguments",
     "trace_id", "span_id", "detail",
 )
-"""The stored columns, in ``Event.row`` order (after the store's ``id``)."""
+"""The stored columns, in ``RecordEvent.row`` order (after the store's ``id``)."""
 
 
 def recorded_arguments(arguments: Any, redact: Any, most: int) -> Any:
@@ -148,3 +149,43 @@ def _text(value: Any) -> str | None:
 
 def _data(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilters:
+    """Which events a query returns (every field optional; all given must match)."""
+
+    tool: str | None = None
+    status: str | None = None
+    principal: str | None = None
+    conversation: str | None = None
+    kind: str | None = None
+    call_id: str | None = None
+    since: float | None = None
+    """Events at or after this time (seconds since the epoch)."""
+    until: float | None = None
+    after: int | None = None
+    """Events whose ``id`` is greater (paging through an export)."""
+    limit: int | None = 100
+    oldest_first: bool = False
+
+    def where(self, mark: Callable[[int], str]) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters, ``mark(n)`` writing the n-th placeholder."""
+        clauses: list[str] = []
+        values: list[Any] = []
+        for column, value in (
+            ("tool", self.tool), ("status", self.status), ("principal", self.principal),
+            ("conversation", self.conversation), ("kind", self.kind), ("call_id", self.call_id),
+        ):
+            if value is not None:
+                values.append(value)
+                clauses.append(f"{column} = {mark(len(values))}")
+        bounds: tuple[tuple[str, str, float | None], ...] = (
+            ("time", ">=", self.since), ("time", "<", self.until),
+            ("id", ">", None if self.after is None else float(self.after)),
+        )
+        for column, op, bound in bounds:
+            if bound is not None:
+                values.append(bound)
+                clauses.append(f"{column} {op} {mark(len(values))}")
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", values

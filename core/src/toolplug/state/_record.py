@@ -33,15 +33,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from toolplug.config._record import RecordSettings
-from toolplug.state._events import COLUMNS, Event
+from toolplug.state._events import COLUMNS, RecordEvent, RecordFilters
 
 __all__ = [
-    "BATCH", "BUSY_MS", "Filters", "RecordStore", "Recorder", "SqliteStore", "open_record",
+    "BATCH", "BUSY_MS", "RecordStore", "Recorder", "SqliteStore", "open_record",
     "replica_name",
 ]
 
@@ -55,46 +54,6 @@ _PRUNE_SECONDS: Final = 3600.0
 _DAY: Final = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Which events a query returns (every field optional; all given must match)."""
-
-    tool: str | None = None
-    status: str | None = None
-    principal: str | None = None
-    conversation: str | None = None
-    kind: str | None = None
-    call_id: str | None = None
-    since: float | None = None
-    """Events at or after this time (seconds since the epoch)."""
-    until: float | None = None
-    after: int | None = None
-    """Events whose ``id`` is greater (paging through an export)."""
-    limit: int | None = 100
-    oldest_first: bool = False
-
-    def where(self, mark: Callable[[int], str]) -> tuple[str, list[Any]]:
-        """The SQL condition and its parameters, ``mark(n)`` writing the n-th placeholder."""
-        clauses: list[str] = []
-        values: list[Any] = []
-        for column, value in (
-            ("tool", self.tool), ("status", self.status), ("principal", self.principal),
-            ("conversation", self.conversation), ("kind", self.kind), ("call_id", self.call_id),
-        ):
-            if value is not None:
-                values.append(value)
-                clauses.append(f"{column} = {mark(len(values))}")
-        bounds: tuple[tuple[str, str, float | None], ...] = (
-            ("time", ">=", self.since), ("time", "<", self.until),
-            ("id", ">", None if self.after is None else float(self.after)),
-        )
-        for column, op, bound in bounds:
-            if bound is not None:
-                values.append(bound)
-                clauses.append(f"{column} {op} {mark(len(values))}")
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", values
-
-
 class RecordStore(Protocol):
     """Where a recorder's events are kept."""
 
@@ -104,13 +63,13 @@ class RecordStore(Protocol):
     def open(self) -> None:
         """Connect and create the table if needed (in the writer thread)."""
 
-    def write(self, events: Sequence[Event]) -> None:
+    def write(self, events: Sequence[RecordEvent]) -> None:
         """Keep ``events`` in one transaction, durably, before returning."""
 
     def prune(self, before: float) -> int:
         """Delete the events older than ``before``; how many went."""
 
-    def query(self, filters: Filters) -> list[Event]:
+    def query(self, filters: RecordFilters) -> list[RecordEvent]:
         """The events matching ``filters`` (on a connection of its own: any thread)."""
 
     def close(self) -> None:
@@ -157,7 +116,7 @@ class SqliteStore:
             db.execute(statement)
         self._db = db
 
-    def write(self, events: Sequence[Event]) -> None:
+    def write(self, events: Sequence[RecordEvent]) -> None:
         db = self._db
         assert db is not None, "open() first"
         db.execute("BEGIN IMMEDIATE")
@@ -181,7 +140,7 @@ class SqliteStore:
             if cursor.rowcount < 5000:
                 return gone
 
-    def query(self, filters: Filters) -> list[Event]:
+    def query(self, filters: RecordFilters) -> list[RecordEvent]:
         if not self.path.exists():
             return []
         where, values = filters.where(lambda _n: "?")
@@ -191,7 +150,7 @@ class SqliteStore:
             sql += f" LIMIT {int(filters.limit)}"
         db = self._connect()
         try:
-            return [Event.from_row(row) for row in db.execute(sql, values)]
+            return [RecordEvent.from_row(row) for row in db.execute(sql, values)]
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
@@ -237,7 +196,7 @@ def _resolve(future: asyncio.Future[bool]) -> None:
         future.set_result(True)
 
 
-_Item = Event | tuple[Callable[..., Event | None], tuple[Any, ...]] | _Flushed
+_Item = RecordEvent | tuple[Callable[..., RecordEvent | None], tuple[Any, ...]] | _Flushed
 
 
 class Recorder:
@@ -259,16 +218,16 @@ class Recorder:
         """Events dropped because the queue was full (the store could not keep up)."""
         self.failed: str | None = None
         """The last error writing a batch (the batch stays queued), or None."""
-        self._retry: list[Event] = []
+        self._retry: list[RecordEvent] = []
 
     # -- adding (any thread; never waits) -------------------------------------------------
 
-    def add(self, event: Event) -> None:
+    def add(self, event: RecordEvent) -> None:
         """Queue ``event`` (its ``replica`` set here)."""
         event.replica = self.replica
         self._put(event)
 
-    def later(self, build: Callable[..., Event | None], *arguments: Any) -> None:
+    def later(self, build: Callable[..., RecordEvent | None], *arguments: Any) -> None:
         """Queue ``build(*arguments)``, called in the writer thread (redacting and measuring
         a call's arguments and result there, off the caller's loop); None records nothing."""
         self._put((build, arguments))
@@ -339,19 +298,19 @@ class Recorder:
 
     # -- reading ------------------------------------------------------------------------
 
-    def query(self, filters: Filters | None = None, **given: Any) -> list[Event]:
+    def query(self, filters: RecordFilters | None = None, **given: Any) -> list[RecordEvent]:
         """The stored events matching ``filters`` (or the same fields as keywords), newest
         first unless ``oldest_first``. Blocks: on a loop, use ``aquery``."""
-        return self.store.query(filters or Filters(**given))
+        return self.store.query(filters or RecordFilters(**given))
 
-    async def aquery(self, filters: Filters | None = None, **given: Any) -> list[Event]:
+    async def aquery(self, filters: RecordFilters | None = None, **given: Any) -> list[RecordEvent]:
         """``query`` in a worker thread, awaited."""
         return await asyncio.to_thread(self.query, filters, **given)
 
     # -- the writer thread --------------------------------------------------------------
 
-    def _drain(self) -> tuple[list[Event], list[_Flushed]]:
-        events: list[Event] = self._retry
+    def _drain(self) -> tuple[list[RecordEvent], list[_Flushed]]:
+        events: list[RecordEvent] = self._retry
         markers: list[_Flushed] = []
         self._retry = []
         queue = self._queue
@@ -360,7 +319,7 @@ class Recorder:
                 item = queue.popleft()
             except IndexError:
                 return events, markers
-            if isinstance(item, Event):
+            if isinstance(item, RecordEvent):
                 events.append(item)
             elif isinstance(item, _Flushed):
                 markers.append(item)

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from toolplug.state._events import COLUMNS, Event
-from toolplug.state._record import Filters
+from toolplug.state._events import COLUMNS, RecordEvent, RecordFilters
 
 __all__ = ["PostgresStore"]
 
@@ -82,7 +81,7 @@ class PostgresStore:
         assert self._loop is not None, "open() first"
         return self._loop.run_until_complete(coroutine)
 
-    def write(self, events: Sequence[Event]) -> None:
+    def write(self, events: Sequence[RecordEvent]) -> None:
         self._run(self._write([e.row() for e in events]))
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
@@ -104,10 +103,10 @@ class PostgresStore:
             cursor = await db.execute("DELETE FROM toolplug_events WHERE time < %s", (before,))
             return int(cursor.rowcount)
 
-    def query(self, filters: Filters) -> list[Event]:
+    def query(self, filters: RecordFilters) -> list[RecordEvent]:
         return asyncio.run(self.aquery(filters))
 
-    async def aquery(self, filters: Filters) -> list[Event]:
+    async def aquery(self, filters: RecordFilters) -> list[RecordEvent]:
         """``query`` awaited on the caller's loop (a connection of its own)."""
         psycopg = _psycopg()
         where, values = filters.where(lambda _n: "%s")
@@ -120,7 +119,7 @@ class PostgresStore:
                 cursor = await db.execute(sql, values)
             except psycopg.errors.UndefinedTable:
                 return []
-            return [Event.from_row(tuple(row)) for row in await cursor.fetchall()]
+            return [RecordEvent.from_row(tuple(row)) for row in await cursor.fetchall()]
 
     def close(self) -> None:
         if self._loop is None:
