@@ -49,6 +49,10 @@ DEFERRED: dict[str, set[str]] = {
     "sources/mcp/_host.py": {"toolplug.sources.mcp"},
     # the OAuth flow (on the MCP SDK), when `toolplug login`/`logout` starts one
     "sources/mcp/_signin.py": {"toolplug.sources.mcp"},
+    # the record in PostgreSQL (the postgres extra: psycopg), only when [record] names a
+    # postgresql:// store; SQLite is the default and the standard library's
+    "state/_record.py": {"toolplug.state._record_pg"},
+    "state/_record_pg.py": {"psycopg"},
     # filelock (the mcp extra), when a sign-in's tokens are written or refreshed
     "state/_tokens.py": {"filelock"},
     # the network guard and the HTTP client, when a request is made: a load of 1,223 cached
