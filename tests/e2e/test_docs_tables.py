@@ -123,3 +123,23 @@ def test_every_integration_is_listed(page: str, prefix: str) -> None:
         target = f"{prefix}{module.replace('_', '-')}.md"
         assert (ROOT / page).parent.joinpath(target).resolve().is_file(), target
         assert f"]({target})" in text, f"{page} does not link the {module} integration ({target})"
+
+
+def test_the_architecture_drawing_names_every_source() -> None:
+    """docs/architecture.md draws the tree: each module and subpackage of ``sources/`` (the
+    installed plugins, the mounts, OpenAPI, code mode, ...) is in its box."""
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    drawing = text.split("```", 2)[1]
+    box = re.search(r"│ sources/(.*?)├", drawing, re.DOTALL)
+    assert box is not None, "docs/architecture.md draws no sources/ box"
+    words = set(re.findall(r"[\w/]+", box[1]))
+    rooms = ROOT / "core/src/toolplug/sources"
+    children = sorted(
+        f"{path.name}/" if path.is_dir() else path.stem
+        for path in rooms.iterdir()
+        if (path.is_dir() and (path / "__init__.py").is_file())
+        or (path.suffix == ".py" and path.stem != "__init__")
+    )
+    assert {"_plugins", "mcp/", "openapi/", "_code", "_load"} <= set(children)
+    missing = [name for name in children if name not in words]
+    assert not missing, f"docs/architecture.md's sources/ box does not name {missing}"

@@ -105,9 +105,9 @@ if TYPE_CHECKING:
     from toolplug.config._config import Config
     from toolplug.config._config import Toolset
     from toolplug.config._config import load_config
-    from toolplug.runtime._discovery import LoadProblem
-    from toolplug.runtime._discovery import PluginInfo
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import LoadProblem
+    from toolplug.runtime._loaded import PluginInfo
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.runtime._registry import Registry
     from toolplug.runtime._selection import Selection
     from toolplug.runtime._source import ToolSource
@@ -233,7 +233,7 @@ _HOME = {
     "contract._tool": "Citation ErrorType Tool ToolContext ToolError ToolFailure ToolResult",
     "runtime._capabilities": "Availability CapabilityChecker CapabilityState",
     "config._config": "Config Toolset load_config",
-    "runtime._discovery": "LoadProblem PluginInfo RegisteredTool",
+    "runtime._loaded": "LoadProblem PluginInfo RegisteredTool",
     "runtime._registry": "Registry",
     "runtime._selection": "Selection",
     "runtime._source": "ToolSource",

@@ -138,10 +138,7 @@ class TrustOverlay(StrictTable):
         default=None, description="a list of the tool's sinks whose values are file paths"
     )
 
-    @field_validator(
-        "sinks", "refs", "destinations", "url_sinks", "address_sinks", "path_sinks",
-        mode="before",
-    )
+    @field_validator("sinks", *SINK_KINDS, mode="before")
     @classmethod
     def _from_list(cls, value: Any) -> Any:
         # TOML has arrays, not tuples; strict mode would refuse a list as a tuple

@@ -30,7 +30,7 @@ from toolplug.runtime._capabilities import Availability
 
 if TYPE_CHECKING:
     from toolplug.runtime._capabilities import CapabilityChecker
-    from toolplug.runtime._discovery import Loaded
+    from toolplug.runtime._loaded import Loaded
     from toolplug.trust._redaction import Redactor
 
 __all__ = ["Publications", "run_async", "run_sync"]

@@ -25,10 +25,18 @@ from toolplug.contract._errors import PluginError, UsageError
 from toolplug.contract._metadata import Category, ToolMetadata, Trust
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime._capabilities import Availability, CapabilityChecker, CapabilityState
-from toolplug.runtime._discovery import Loaded, LoadProblem, PluginInfo, RegisteredTool, discover
+from toolplug.runtime._loaded import (
+    Loaded,
+    LoadProblem,
+    Offered,
+    PluginInfo,
+    RegisteredTool,
+    load_plugins,
+    offered,
+)
 from toolplug.runtime._published import Publications, run_async, run_sync
 from toolplug.runtime._selection import Selection
-from toolplug.runtime._source import ToolSource
+from toolplug.runtime._source import OfferingSource, ToolSource
 from toolplug.runtime._talk import CHANNEL, talk_for
 from toolplug.search._index import Embedder, Hit, ranked
 from toolplug.trust._logs import protect
@@ -266,7 +274,7 @@ class Registry:
     def sources(self) -> tuple[ToolSource, ...]:
         """The sources its tools came from besides the installed plugins, in the order
         ``load()`` gathered them (docs/sources.md)."""
-        return self._sources
+        return tuple(s for s in self._sources if not isinstance(s, OfferingSource))
 
     # -- what was loaded -------------------------------------------------------------
 
@@ -893,18 +901,24 @@ def configuration(config: Config | Mapping[str, Any] | str | os.PathLike[str] | 
 
 def assemble(
     config: Config, *, env: Mapping[str, str] | None, grant: Iterable[str],
-    deny: Iterable[str], plugins: Iterable[tuple[str, object]], strict: bool,
-    engine: EngineFactory | None, sources: Sequence[ToolSource],
+    deny: Iterable[str], strict: bool, engine: EngineFactory | None,
+    sources: Sequence[ToolSource],
 ) -> Registry:
-    """Discover the installed plugins, register every source's tools after theirs, and
-    build a ``Registry`` (``toolplug.load`` documents the arguments; ``engine`` builds what
-    runs its calls)."""
+    """Register every source's plugins, in order, and build a ``Registry`` from them
+    (``toolplug.load`` documents the arguments; ``engine`` builds what runs its calls)."""
     environment = os.environ if env is None else env
     check_sources(sources)
     for source in sources:
         config = source.configure(config)
-    plugins = [*plugins, *(pair for source in sources for pair in source.plugins())]
-    loaded = discover(env=environment, extra_plugins=plugins)
+    offers: list[Offered] = []
+    problems: list[LoadProblem] = []
+    for source in sources:
+        if isinstance(source, OfferingSource):  # found plugins: each says where it came from
+            offers += source.offered()
+            problems += source.problems()
+        else:
+            offers += [offered(name, plugin) for name, plugin in source.plugins()]
+    loaded = load_plugins(offers, problems)
     if config.transforms:  # every source's tools are in: offer them as configured
         config = _transform(loaded, config)
     registry = Registry(

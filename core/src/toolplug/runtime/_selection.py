@@ -20,7 +20,7 @@ from toolplug.search._index import index_of
 if TYPE_CHECKING:
     from toolplug.config._config import Toolset
     from toolplug.contract._metadata import ToolMetadata
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.search._index import Hit
 
 __all__ = ["Selection"]

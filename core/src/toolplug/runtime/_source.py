@@ -7,9 +7,11 @@ and what to close. ``toolplug.load()`` gathers the sources in a stated order (in
 plugins, then mounted MCP servers, OpenAPI APIs, the host's own sources, code mode last)
 and the registry is built from all of them at once: once built, it has no writer.
 
-Installed plugins still register through pluggy's hooks (entry points); a source's tools
-register through a plugin made for it (``plugins``), so discovery treats every tool alike:
-validation, duplicates, categories, problems.
+Every tool registers through pluggy's hooks: an installed plugin's own, a source's through
+a plugin made for it (``plugins``), so the registry treats every tool alike (validation,
+duplicates, categories, problems: ``runtime/_loaded.py``). The installed plugins are the
+first source (``toolplug.sources._plugins``), an ``OfferingSource``: it says where each of
+its plugins came from, the ones that could not be imported included.
 
 The base is declared here, in the registry's layer, so the registry depends on nothing
 above it; the sources toolplug ships live in ``toolplug.sources``.
@@ -26,10 +28,10 @@ from toolplug.contract._tool import Tool
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import LoadProblem, Offered, RegisteredTool
     from toolplug.runtime._registry import Registry
 
-__all__ = ["SourcePlugin", "ToolSource"]
+__all__ = ["OfferingSource", "SourcePlugin", "ToolSource"]
 
 
 class ToolSource:
@@ -143,3 +145,22 @@ class SourcePlugin:
     def register_capabilities(self, register: Any) -> None:
         for capability in self._capabilities():
             register(capability)
+
+
+class OfferingSource(ToolSource):
+    """A source whose plugins were found, not made: it describes each one it offers (its
+    distribution, entry point, ``.dist-info`` directory), the ones it could not load among
+    them with the problem that stopped each, and what went wrong finding them. The
+    installed plugins are one (``toolplug.sources._plugins``); ``Registry.sources`` does
+    not list it."""
+
+    def offered(self) -> Sequence[Offered]:
+        """Each plugin found, in the order it is registered."""
+        return ()
+
+    def problems(self) -> Sequence[LoadProblem]:
+        """What went wrong finding plugins that names no plugin found."""
+        return ()
+
+    def plugins(self) -> Sequence[tuple[str, object]]:
+        return [(o.info.name, o.plugin) for o in self.offered() if o.plugin is not None]

@@ -66,7 +66,7 @@ from toolplug.trust._conversation import Conversation, current
 if TYPE_CHECKING:
     from toolplug.config._config import Config
     from toolplug.contract._approval import Approver
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["CODE_PLUGIN_NAME", "CodeMode", "RunCode", "code_plugin", "code_settings"]

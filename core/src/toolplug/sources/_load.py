@@ -10,6 +10,7 @@ from toolplug.config._config import Config
 from toolplug.engine._engine import Engine
 from toolplug.runtime._registry import assemble, check_sources, configuration
 from toolplug.sources._code import CodeMode, code_settings
+from toolplug.sources._plugins import InstalledPlugins
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import Approver
@@ -68,7 +69,7 @@ def load(
     sources = list(sources)
     check_sources(sources)  # before anything is opened for them
     environment = os.environ if env is None else env
-    gathered: list[ToolSource] = []
+    gathered: list[ToolSource] = [InstalledPlugins(environment, plugins)]
     try:
         # Imported only when configured: both stay off the command line's start-up path.
         if config.mcp_servers:  # one plugin per server registers its tools
@@ -87,7 +88,6 @@ def load(
             env=env,
             grant=grant,
             deny=deny,
-            plugins=plugins,
             strict=strict,
             engine=lambda registry: Engine(registry, approver=approver),
             sources=gathered,

@@ -34,9 +34,9 @@ from toolplug.contract._metadata import (
 from toolplug.contract._tool import Tool, ToolContext
 from toolplug.render._export import FORMATS, STRICT_DEFAULTS, export_tool
 from toolplug.render._formats import BY_NAME
-from toolplug.runtime._discovery import normalize_distribution
 from toolplug.schema import restore_strict_arguments, strict_arguments
 from toolplug.sources._load import load
+from toolplug.sources._plugins import normalize_distribution
 from toolplug.testing._published import published_problems
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from toolplug.contract._errors import PluginError, PublishedError
 from toolplug.contract._parts import part_for
 from toolplug.contract._published import ResourceTemplate
-from toolplug.runtime._discovery import normalize_distribution
+from toolplug.sources._plugins import normalize_distribution
 
 if TYPE_CHECKING:
     from toolplug.contract._published import Prompt, Resource

@@ -35,7 +35,7 @@ from toolplug.trust._scan import Finding
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Mounted", "MountedServer", "mount", "mounted", "report"]

@@ -25,7 +25,7 @@ from toolplug.contract._metadata import ToolMetadata
 from toolplug.trust._scan import Finding, Subject, definition_texts, metadata_texts, scan
 
 if TYPE_CHECKING:
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.runtime._registry import Registry
     from toolplug.sources.mcp._mount import Mounted, MountedServer
 

@@ -39,7 +39,7 @@ from toolplug.sources.openapi import _catalog, _convert, _request, _spec
 if TYPE_CHECKING:
     from toolplug.config._config import Config
     from toolplug.contract._network import NetworkPolicy
-    from toolplug.runtime._discovery import RegisteredTool
+    from toolplug.runtime._loaded import RegisteredTool
     from toolplug.runtime._registry import Registry
 
 __all__ = ["Api", "Described", "describe", "described", "report"]

@@ -1,23 +1,24 @@
-"""Discovery: entry points of the group ``toolplug`` into a pluggy plugin manager.
+"""What the registry loads its tools from: the plugins every source offers, registered in
+one pluggy plugin manager, and the records it keeps of them.
 
-Entry points are loaded one at a time in sorted order (distribution, then entry point
-name). Each failure is isolated, recorded as a ``LoadProblem`` naming the distribution and
-the entry point, and never stops the other plugins: an import error, a missing module, a
-hook that raises, a ``register(...)`` of something that is not a tool, invalid metadata,
-an invalid schema, a tool name registered twice (the first in sorted order is kept).
+The built-in plugin is registered first, then each source's plugins in the order
+``load()`` gathered the sources (the installed ones come from
+``toolplug.sources._plugins``). Every plugin's tools are treated alike, whoever offered
+it: each failure is isolated, recorded as a ``LoadProblem`` naming the plugin (its
+distribution and entry point when it has them), and never stops the others: a plugin
+manager that refuses it, a hook that raises, a ``register(...)`` of something that is not
+a tool, invalid metadata, an invalid schema, a tool name registered twice (the first is
+kept).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from importlib import metadata as importlib_metadata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import pluggy
-from pydantic import ValidationError
 
 from toolplug.contract import _hooks
 from toolplug.contract._capabilities import Capability
@@ -33,10 +34,18 @@ from toolplug.contract._tool import Tool
 from toolplug.contract._version import toolplug_version
 from toolplug.runtime import _builtin
 
-__all__ = ["ENTRY_POINT_GROUP", "LoadProblem", "Loaded", "PluginInfo", "RegisteredTool", "discover"]
+__all__ = [
+    "LoadProblem",
+    "Loaded",
+    "Offered",
+    "PluginInfo",
+    "RegisteredTool",
+    "contract_problem",
+    "exception_text",
+    "load_plugins",
+    "offered",
+]
 
-ENTRY_POINT_GROUP: Final = "toolplug"
-PLUGINS_ENV: Final = "TOOLPLUG_PLUGINS"
 BUILTIN_PLUGIN: Final = "toolplug"
 
 
@@ -100,7 +109,7 @@ class RegisteredTool:
 
 @dataclass
 class Loaded:
-    """Everything discovery produced."""
+    """Everything the plugins registered, and what went wrong."""
 
     manager: pluggy.PluginManager
     plugins: list[PluginInfo] = field(default_factory=list)
@@ -118,7 +127,9 @@ class Loaded:
 
 
 @dataclass(frozen=True)
-class _Source:
+class _Registrant:
+    """A registered plugin as its hooks are called: its name and where it came from."""
+
     name: str
     distribution: str | None
     version: str | None
@@ -129,53 +140,40 @@ class _Source:
         return LoadProblem(kind, self.name, message, self.distribution, self.entry_point, tool)
 
 
-def normalize_distribution(name: str) -> str:
-    """The PEP 503 normal form of a distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+@dataclass(frozen=True)
+class Offered:
+    """A plugin a source offers the registry, with what is known of where it came from."""
+
+    info: PluginInfo
+    """Its name, distribution, version, entry point and ``.dist-info`` directory; its hooks
+    and module file are filled in once it is registered."""
+    plugin: object | None = None
+    """The plugin itself (a module, class or object with ``@hookimpl`` functions); None
+    when it could not be loaded, and ``problem`` says why."""
+    problem: LoadProblem | None = None
 
 
-def selected_distributions(env: Mapping[str, str]) -> frozenset[str] | None:
-    """The distributions ``TOOLPLUG_PLUGINS`` selects: None for all, empty for none."""
-    if PLUGINS_ENV not in env:
-        return None
-    return frozenset(
-        normalize_distribution(part.strip()) for part in env[PLUGINS_ENV].split(",") if part.strip()
-    )
+def offered(name: str, plugin: object) -> Offered:
+    """A plugin made from code, registered under ``name``: it may say where its tools come
+    from (``TOOLPLUG_DISTRIBUTION``, ``TOOLPLUG_VERSION``: a mounted server does)."""
+    origin = getattr(plugin, "TOOLPLUG_DISTRIBUTION", None)
+    version = getattr(plugin, "TOOLPLUG_VERSION", None)
+    return Offered(PluginInfo(name, origin, version, None), plugin)
 
 
-def _entry_points() -> list[importlib_metadata.EntryPoint]:
-    found = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+def load_plugins(offers: Iterable[Offered], problems: Iterable[LoadProblem] = ()) -> Loaded:
+    """Register the built-in plugin, then each plugin offered, and collect what their hooks
+    register; ``problems`` are the sources' own (what went wrong finding plugins).
 
-    def key(ep: importlib_metadata.EntryPoint) -> tuple[str, str, str]:
-        dist = normalize_distribution(ep.dist.name) if ep.dist else ""
-        return (dist, ep.name, ep.value)
-
-    return sorted(found, key=key)
-
-
-def discover(
-    *,
-    env: Mapping[str, str] | None = None,
-    extra_plugins: Iterable[tuple[str, object]] = (),
-    entry_points: Callable[[], list[importlib_metadata.EntryPoint]] = _entry_points,
-) -> Loaded:
-    """Load the built-in plugin, the selected entry points, and any extra plugins.
-
-    Args:
-        env: Environment to read ``TOOLPLUG_PLUGINS`` from (default ``os.environ``).
-        extra_plugins: ``(name, object)`` pairs a host registers from code, after the
-            installed plugins.
-        entry_points: Where entry points come from (tests replace it).
+    A plugin with an entry point (an installed distribution) that implements no toolplug
+    hook, or marks a function that is not one, is reported; a plugin made from code is not.
     """
-    env = os.environ if env is None else env
     manager = pluggy.PluginManager(_hooks.PROJECT_NAME)
     manager.add_hookspecs(_hooks)
     loaded = Loaded(manager=manager)
-    sources: list[_Source] = []
     version = toolplug_version()
-    builtin = _Source(BUILTIN_PLUGIN, "toolplug", version, None, True)
     manager.register(_builtin, name=BUILTIN_PLUGIN)
-    sources.append(builtin)
+    sources = [_Registrant(BUILTIN_PLUGIN, "toolplug", version, None, True)]
     loaded.plugins.append(
         PluginInfo(
             BUILTIN_PLUGIN,
@@ -187,102 +185,75 @@ def discover(
             module_file=getattr(_builtin, "__file__", None),
         )
     )
-
-    selection = selected_distributions(env)
-    seen_dists: set[str] = set()
-    for ep in entry_points():
-        dist_name = ep.dist.name if ep.dist else None
-        dist_version = ep.dist.version if ep.dist else None
-        normalized = normalize_distribution(dist_name) if dist_name else ""
-        seen_dists.add(normalized)
-        if selection is not None and normalized not in selection:
-            continue
-        written = f"{ep.name} = {ep.value}"
-        name = f"{normalized or 'unknown'}/{ep.name}"
-        dist_path = getattr(ep.dist, "_path", None)
-        metadata_dir = str(dist_path) if dist_path is not None else None
-        source = _Source(name, dist_name, dist_version, written, False)
-        problem = _load_entry_point(manager, ep, source)
+    for offer in offers:
+        info = offer.info
+        source = _Registrant(info.name, info.distribution, info.version, info.entry_point, False)
+        problem = offer.problem or _register(manager, offer, source)
         if problem is not None:
             loaded.problems.append(problem)
-            loaded.plugins.append(
-                PluginInfo(
-                    name, dist_name, dist_version, written, loaded=False, metadata_dir=metadata_dir
-                )
-            )
+            if info.entry_point is not None:  # an installed plugin that failed is listed
+                loaded.plugins.append(replace(info, hooks=(), loaded=False))
             continue
-        module_file = getattr(manager.get_plugin(name), "__file__", None)
-        hooks = _hook_names(manager, name)
-        mismatch = contract_problem(manager.get_plugin(name))
+        mismatch = contract_problem(offer.plugin)
         if mismatch:
-            loaded.problems.append(LoadProblem("contract", name, mismatch, dist_name, written))
-        loaded.plugins.append(
-            PluginInfo(
-                name,
-                dist_name,
-                dist_version,
-                written,
-                hooks,
-                module_file=module_file,
-                metadata_dir=metadata_dir,
-            )
-        )
-        unknown = _unknown_hooks(manager, name)
-        if unknown:
-            known = ", ".join(
-                sorted(n for n, c in vars(manager.hook).items() if getattr(c, "spec", None))
-            )
             loaded.problems.append(
-                LoadProblem(
-                    "hooks",
-                    name,
-                    f"implements {', '.join(unknown)}, which is not a toolplug hook "
-                    f"(known hooks: {known})",
-                    dist_name,
-                    written,
-                )
+                LoadProblem("contract", info.name, mismatch, info.distribution, info.entry_point)
+                if info.entry_point is not None
+                else LoadProblem("contract", info.name, mismatch)
             )
-        elif not hooks:
-            loaded.problems.append(
-                LoadProblem(
-                    "hooks",
-                    name,
-                    "implements no toolplug hook; decorate functions with "
-                    "@toolplug.hookimpl (register_tools, register_capabilities, "
-                    "register_prompts, register_resources)",
-                    dist_name,
-                    written,
-                )
-            )
+        hooks = _hook_names(manager, info.name)
+        module_file = info.module_file
+        if info.entry_point is not None:
+            module_file = getattr(offer.plugin, "__file__", None)
+            loaded.problems.extend(_hook_problems(manager, source, hooks))
+        loaded.plugins.append(replace(info, hooks=hooks, module_file=module_file))
         sources.append(source)
-    if selection:
-        for missing in sorted(selection - seen_dists):
-            loaded.problems.append(
-                LoadProblem(
-                    "selection",
-                    missing,
-                    f"{PLUGINS_ENV} names {missing!r}, but no installed distribution with a "
-                    f"{ENTRY_POINT_GROUP!r} entry point has that name",
-                )
-            )
-    for extra_name, plugin in extra_plugins:
-        try:
-            manager.register(plugin, name=extra_name)
-        except Exception as exc:  # a host's plugin object that pluggy refuses
-            loaded.problems.append(LoadProblem("hooks", extra_name, _exc_text(exc)))
-            continue
-        mismatch = contract_problem(plugin)
-        if mismatch:
-            loaded.problems.append(LoadProblem("contract", extra_name, mismatch))
-        # A plugin made from code may say where its tools come from (a mounted server).
-        origin = getattr(plugin, "TOOLPLUG_DISTRIBUTION", None)
-        made_version = getattr(plugin, "TOOLPLUG_VERSION", None)
-        info = PluginInfo(extra_name, origin, made_version, None, _hook_names(manager, extra_name))
-        loaded.plugins.append(info)
-        sources.append(_Source(extra_name, origin, made_version, None, False))
-
+    loaded.problems.extend(problems)
     _collect(loaded, sources)
     return loaded
+
+
+def _register(
+    manager: pluggy.PluginManager, offer: Offered, source: _Registrant
+) -> LoadProblem | None:
+    """Register one plugin; why the plugin manager refused it, if it did."""
+    try:
+        manager.register(offer.plugin, name=source.name)
+    except Exception as exc:  # pluggy validates hook signatures and names
+        if source.entry_point is None:
+            return LoadProblem("hooks", source.name, exception_text(exc))
+        return source.problem(
+            "hooks", f"was refused by the plugin manager: {exception_text(exc)}"
+        )
+    return None
+
+
+def _hook_problems(
+    manager: pluggy.PluginManager, source: _Registrant, hooks: tuple[str, ...]
+) -> list[LoadProblem]:
+    """An installed plugin that marks a function no hook specifies, or implements none."""
+    unknown = _unknown_hooks(manager, source.name)
+    if unknown:
+        known = ", ".join(
+            sorted(n for n, c in vars(manager.hook).items() if getattr(c, "spec", None))
+        )
+        return [
+            source.problem(
+                "hooks",
+                f"implements {', '.join(unknown)}, which is not a toolplug hook "
+                f"(known hooks: {known})",
+            )
+        ]
+    if not hooks:
+        return [
+            source.problem(
+                "hooks",
+                "implements no toolplug hook; decorate functions with "
+                "@toolplug.hookimpl (register_tools, register_capabilities, "
+                "register_prompts, register_resources)",
+            )
+        ]
+    return []
 
 
 def contract_problem(plugin: object) -> str | None:
@@ -302,34 +273,10 @@ def contract_problem(plugin: object) -> str | None:
     return f"written for toolplug contract {declared}, but this toolplug implements {core}: {fix}"
 
 
-def _exc_text(exc: BaseException) -> str:
+def exception_text(exc: BaseException) -> str:
+    """An exception on one line: its type and the first line of its message."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def _load_entry_point(
-    manager: pluggy.PluginManager, ep: importlib_metadata.EntryPoint, source: _Source
-) -> LoadProblem | None:
-    try:
-        plugin = ep.load()
-    except ValidationError as exc:  # a ToolMetadata(...) built at import time was invalid
-        return source.problem(
-            "metadata",
-            f"could not be imported: {validation_text(exc)}",
-        )
-    except (Exception, SystemExit) as exc:  # any import-time failure is the plugin's alone
-        return source.problem(
-            "import",
-            f"could not be imported: {_exc_text(exc)}",
-        )
-    try:
-        manager.register(plugin, name=source.name)
-    except Exception as exc:  # pluggy validates hook signatures and names
-        return source.problem(
-            "hooks",
-            f"was refused by the plugin manager: {_exc_text(exc)}",
-        )
-    return None
 
 
 def _hook_names(manager: pluggy.PluginManager, plugin_name: str) -> tuple[str, ...]:
@@ -351,7 +298,9 @@ def _impls(manager: pluggy.PluginManager, hook: str, plugin_name: str) -> list[A
     return [impl for impl in caller.get_hookimpls() if impl.plugin_name == plugin_name]
 
 
-def _call_hook(loaded: Loaded, source: _Source, hook: str, register: Callable[[Any], None]) -> bool:
+def _call_hook(
+    loaded: Loaded, source: _Registrant, hook: str, register: Callable[[Any], None]
+) -> bool:
     """Call one plugin's implementation of a registration hook; False when it raised."""
     for impl in _impls(loaded.manager, hook, source.name):
         kwargs = {"register": register}
@@ -361,17 +310,17 @@ def _call_hook(loaded: Loaded, source: _Source, hook: str, register: Callable[[A
             loaded.problems.append(
                 source.problem(
                     "hook-error",
-                    f"hook {hook} raised {_exc_text(exc)}",
+                    f"hook {hook} raised {exception_text(exc)}",
                 )
             )
             return False
     return True
 
 
-def _collect(loaded: Loaded, sources: list[_Source]) -> None:  # noqa: C901 - discovery's checks of each tool, in order
+def _collect(loaded: Loaded, sources: list[_Registrant]) -> None:  # noqa: C901 - the checks of each tool, in order
     categories: dict[str, Category] = {c.name: c for c in BUILTIN_CATEGORIES}
     declared: dict[str, Category] = {}
-    pending: list[tuple[_Source, type[Tool]]] = []
+    pending: list[tuple[_Registrant, type[Tool]]] = []
 
     for source in sources:
         items: list[Any] = []
@@ -463,7 +412,7 @@ _PUBLISHED: Final = {
 }
 
 
-def _collect_published(loaded: Loaded, sources: list[_Source]) -> None:
+def _collect_published(loaded: Loaded, sources: list[_Registrant]) -> None:
     """The prompts, resources and resource templates of ``register_prompts`` and
     ``register_resources``: each checked, the first of a name (or URI) kept."""
     tables: dict[type, dict[str, Any]] = {
@@ -508,7 +457,7 @@ def _published_name(item: Prompt | Resource | ResourceTemplate) -> tuple[str, st
     return item.uri_template, "resource template"
 
 
-def _check_item(item: Any, source: _Source) -> LoadProblem | None:
+def _check_item(item: Any, source: _Registrant) -> LoadProblem | None:
     if isinstance(item, Category):
         return None
     if not (isinstance(item, type) and issubclass(item, Tool)):
@@ -530,12 +479,3 @@ def _check_item(item: Any, source: _Source) -> LoadProblem | None:
             tool=meta.name,
         )
     return None
-
-
-def validation_text(exc: ValidationError) -> str:
-    """A pydantic validation error on one line, naming the model and every bad field."""
-    fields = "; ".join(
-        f"field {'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-        for err in exc.errors()
-    )
-    return f"invalid {exc.title}: {fields}"

@@ -1,4 +1,5 @@
-"""Discovery: every kind of broken plugin is isolated, named, and never stops the others.
+"""The installed plugins (sources/_plugins.py): every kind of broken plugin is isolated,
+named, and never stops the others; ``TOOLPLUG_PLUGINS`` selects distributions.
 
 The broken plugins are real installed distributions (dist-info directories with entry
 points and modules on ``PYTHONPATH``), loaded by a fresh interpreter through the CLI, and
@@ -10,13 +11,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolplug
-from toolplug import Category, Tool, ToolMetadata, ToolResult, hookimpl
+from toolplug.sources._plugins import ENTRY_POINT_GROUP, InstalledPlugins
 
 GOOD_TOOL = """
 from toolplug import Tool, ToolMetadata, ToolResult, hookimpl
@@ -209,99 +211,6 @@ def test_selection_env_loads_only_named_distributions(
     assert "TOOLPLUG_PLUGINS names 'not-installed'" in missing.out
 
 
-# -- in process: plugins registered from code -------------------------------------------
-
-
-class Echo(Tool):
-    metadata = ToolMetadata(
-        name="echo",
-        description="Repeat the text.",
-        category="chat",
-        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
-    )
-
-    def run(self, arguments: dict[str, Any], context: toolplug.ToolContext) -> ToolResult:
-        return ToolResult.success(str(arguments.get("text", "")))
-
-
-class DeclaresChat:
-    @hookimpl
-    def register_tools(self, register: Callable[[Any], None]) -> None:
-        register(Category(name="chat", description="Talk to people"))
-        register(Echo)
-
-
-class UsesUnknownCategory:
-    @hookimpl
-    def register_tools(self, register: Callable[[Any], None]) -> None:
-        class Orphan(Echo):
-            metadata = Echo.metadata.model_copy(update={"name": "orphan", "category": "nowhere"})
-
-        register(Orphan)
-
-
-class NoRun:
-    @hookimpl
-    def register_tools(self, register: Callable[[Any], None]) -> None:
-        class Lazy(Tool):
-            metadata = ToolMetadata(name="lazy", description="Does nothing.", category="utility")
-
-        register(Lazy)
-
-
-class BadExample:
-    @hookimpl
-    def register_tools(self, register: Callable[[Any], None]) -> None:
-        class Picky(Echo):
-            metadata = Echo.metadata.model_copy(
-                update={
-                    "name": "picky",
-                    "category": "utility",
-                    "examples": (toolplug.Example(description="wrong type", input={"text": 5}),),
-                }
-            )
-
-        register(Picky)
-
-
-@pytest.fixture
-def no_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Load no installed distribution, only what the test registers."""
-    monkeypatch.setenv("TOOLPLUG_PLUGINS", "")
-
-
-@pytest.mark.usefixtures("no_installed")
-def test_declared_category_and_per_item_problems() -> None:
-    registry = toolplug.load(
-        plugins=[
-            ("chat", DeclaresChat()),
-            ("orphan", UsesUnknownCategory()),
-            ("norun", NoRun()),
-            ("badexample", BadExample()),
-        ]
-    )
-    assert list(registry.tools) == ["echo"]
-    assert [c.name for c in registry.categories] == [
-        "research",
-        "reference",
-        "enhance",
-        "publish",
-        "utility",
-        "chat",
-    ]
-    kinds = {(p.plugin, p.kind): p.message for p in registry.problems}
-    assert "unknown category 'nowhere'" in kinds[("orphan", "metadata")]
-    assert "does not implement run()" in kinds[("norun", "metadata")]
-    assert "example 0 ('wrong type')" in kinds[("badexample", "metadata")]
-    assert "5 is not of type 'string'" in kinds[("badexample", "metadata")]
-
-
-@pytest.mark.usefixtures("no_installed")
-def test_strict_load_raises_with_every_problem() -> None:
-    with pytest.raises(toolplug.PluginError, match=r"(?s)1 problem\(s\).*unknown category"):
-        toolplug.load(plugins=[("orphan", UsesUnknownCategory())], strict=True)
-
-
 def test_static_links_entry_point_is_discovered() -> None:
     registry = toolplug.load()
     tool = registry.tools["static_links"]
@@ -328,22 +237,6 @@ def test_entry_points_of_this_workspace_are_all_found() -> None:
 
         dist = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["name"]
         assert dist in found, f"{dist} is not discovered (is it installed? {sys.prefix})"
-
-
-@pytest.mark.usefixtures("no_installed")
-def test_provides_registers_its_items_in_order_under_the_name_it_is_bound_to() -> None:
-    chat = Category(name="chat", description="Talk to people")
-    network = toolplug.Capability(name="pigeons", description="Birds are at hand.")
-
-    class Declared:
-        register_tools = staticmethod(toolplug.provides(chat, Echo))
-        register_capabilities = staticmethod(toolplug.provides(network))
-
-    registry = toolplug.load(plugins=[("declared", Declared())])
-    assert list(registry.tools) == ["echo"]
-    assert registry.tools["echo"].plugin == "declared"
-    assert "pigeons" in registry.capabilities
-    assert registry.problems == []
 
 
 @pytest.mark.parametrize(
@@ -385,10 +278,43 @@ def test_a_plugin_for_another_contract_is_reported(
     assert (doctor.code, plugins.code, strict.code) == (0, 0, 2)
 
 
-def test_strict_load_raises_for_another_contract() -> None:
-    import types
+class _Host:
+    @toolplug.hookimpl
+    def register_tools(self, register: Callable[[Any], None]) -> None:
+        """Nothing to register: the plugin only has to be offered."""
 
-    plugin = types.SimpleNamespace(TOOLPLUG_CONTRACT="9.0")
-    with pytest.raises(toolplug.PluginError, match=r"\[contract\] old: written for toolplug"):
-        toolplug.load({}, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("old", plugin)], strict=True)
-    assert toolplug.CONTRACT_VERSION == "1.2"
+
+def test_the_source_offers_each_selected_entry_point_then_the_hosts_plugins() -> None:
+    host = _Host()
+    source = InstalledPlugins(
+        {"TOOLPLUG_PLUGINS": "toolplug_static_links, not-installed"}, plugins=[("host", host)]
+    )
+    offered = source.offered()
+    assert [o.info.name for o in offered] == ["toolplug-static-links/static_links", "host"]
+    links = offered[0].info
+    assert (links.distribution, links.entry_point) == (
+        "toolplug-static-links", "static_links = toolplug_static_links"
+    )
+    assert links.metadata_dir is not None
+    assert links.metadata_dir.endswith(".dist-info")
+    assert source.plugins()[1] == ("host", host)
+    assert [(p.kind, p.plugin) for p in source.problems()] == [("selection", "not-installed")]
+    assert source.offered() is offered  # each entry point is imported once
+
+
+def test_an_entry_point_that_cannot_be_imported_is_offered_with_its_problem() -> None:
+    broken = importlib_metadata.EntryPoint("broken", "no_such_module_xyz", ENTRY_POINT_GROUP)
+    source = InstalledPlugins({}, entry_points=lambda: [broken])
+    (offer,) = source.offered()
+    assert offer.plugin is None
+    assert source.plugins() == []
+    assert offer.problem is not None
+    assert offer.problem.describe() == (
+        "[import] unknown/broken (entry point broken = no_such_module_xyz): could not be "
+        "imported: ModuleNotFoundError: No module named 'no_such_module_xyz'"
+    )
+    registry = toolplug.load({}, sources=[], env={"TOOLPLUG_PLUGINS": ""})
+    try:
+        assert registry.sources == ()  # the installed plugins are not a host's source
+    finally:
+        registry.close()
