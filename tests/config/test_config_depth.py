@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import toolplug
+from tests.helpers.measured import measured
 from toolplug import ConfigError
 
 CASES = [
@@ -37,7 +38,8 @@ def test_the_command_line_exits_2_and_names_the_file(tmp_path: Path) -> None:
     path.write_text(CASES[0], encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "toolplug", "--config", str(path), "list"],
-        capture_output=True, text=True, check=False, env={"TOOLPLUG_NO_CACHE": "1", "PATH": ""},
+        capture_output=True, text=True, check=False,
+        env=measured({"TOOLPLUG_NO_CACHE": "1", "PATH": ""}),
     )
     assert done.returncode == 2, done.stderr
     assert str(path) in done.stderr

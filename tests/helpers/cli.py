@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers.measured import measured
+
 
 @dataclass
 class Site:
@@ -64,12 +66,12 @@ class Run:
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Run:
-    """Run ``python -m toolplug ARGS`` in a fresh interpreter."""
+    """Run ``python -m toolplug ARGS`` in a fresh interpreter, measured when the run is."""
     done = subprocess.run(
         [sys.executable, "-m", "toolplug", *args],
         capture_output=True,
         text=True,
-        env=dict(env if env is not None else os.environ),
+        env=measured(env if env is not None else os.environ),
         cwd=cwd,
         timeout=120,
         check=False,

@@ -19,6 +19,8 @@ from typing import Any
 
 from mcp import StdioServerParameters, types
 
+from tests.helpers.measured import measured
+
 TIMEOUT = 60  # seconds for one whole client session, start-up included
 
 # The test tools, installed as a real distribution (``mcp-test-tools``) beside the
@@ -111,7 +113,8 @@ def child_env(
     tmp_path: Path, extra: tuple[str, str] | None = None, config: str = CONFIG
 ) -> dict[str, str]:
     """What the server needs beyond the SDK's small default environment: the test tools
-    installed in a site directory on PYTHONPATH, and a configuration file. ``extra`` is
+    installed in a site directory on PYTHONPATH, a configuration file, and coverage's
+    variables when the run is measured (tests/helpers/measured.py). ``extra`` is
     one more tool module, ``(module name, source)``, installed as its own distribution; the
     first call for a ``tmp_path`` decides what is installed there."""
     site = tmp_path / "site"
@@ -131,14 +134,14 @@ def child_env(
         (tmp_path / "toolplug.toml").write_text(config, encoding="utf-8")
     installed = sorted(path.name.split("-")[0] for path in site.glob("*.dist-info"))
     plugins = ",".join(["toolplug-static-links", *(m.replace("_", "-") for m in installed)])
-    return {
+    return measured({
         "PYTHONPATH": str(site),
         "TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"),
         "TOOLPLUG_PLUGINS": plugins,
         "TOOLPLUG_CACHE_DIR": str(tmp_path / "cache"),
         "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-    }
+    })
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -193,7 +196,7 @@ def http_server(
             stdin=subprocess.DEVNULL,
             stdout=errlog,  # a traceback printed to stdout must show too
             stderr=errlog,
-            env=dict(env) if env is not None else {**os.environ, **child_env(tmp_path)},
+            env=measured(env) if env is not None else {**os.environ, **child_env(tmp_path)},
             cwd=tmp_path,
         )
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.docs import skip_reason
+from tests.helpers.measured import unmeasured
 
 
 def run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -40,13 +41,14 @@ def uv_command(test_file: str) -> list[str]:
 
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
-    """This environment without the workspace's interpreter, pytest or toolplug settings."""
+    """This environment without the workspace's interpreter, pytest, coverage or toolplug
+    settings: a fresh virtual environment has no coverage to measure itself with."""
     drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "CONDA_PREFIX")
-    env = {
+    env = unmeasured({
         k: v
         for k, v in os.environ.items()
         if k not in drop and not k.startswith(("PYTEST_", "TOOLPLUG_", "COV_CORE_"))
-    }
+    })
     env["TOOLPLUG_CACHE_DIR"] = str(tmp_path / "toolplug-cache")
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -21,6 +21,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from tests.helpers.measured import measured
 from tests.helpers.serve import TIMEOUT
 
 ORIGINAL = r'''
@@ -132,12 +133,12 @@ def _serve_env(directory: Path, config: str) -> dict[str, str]:
     (directory / "toolplug.toml").write_text(
         f'cache_dir = {json.dumps(str(directory / "cache"))}\n{config}', encoding="utf-8"
     )
-    return {
+    return measured({  # B's too, through the env table of its mount of A
         "TOOLPLUG_CONFIG": str(directory / "toolplug.toml"),
         "TOOLPLUG_PLUGINS": "",  # only the mounted tools
         "XDG_CACHE_HOME": str(directory / "xdg-cache"),
         "XDG_STATE_HOME": str(directory / "xdg-state"),
-    }
+    })
 
 
 @pytest.fixture

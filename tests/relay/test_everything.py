@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from tests.helpers.measured import measured
 from tests.helpers.serve import TIMEOUT, free_port, http_server, stop, wait_for_port
 
 HERE = Path(__file__).parent / "everything"
@@ -57,12 +58,12 @@ def _config(tmp_path: Path, *, sampling: bool, url: str | None = None) -> dict[s
         f"sampling = {str(sampling).lower()}\n",
         encoding="utf-8",
     )
-    return {
+    return measured({
         "TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"),
         "TOOLPLUG_PLUGINS": "",  # only the mounted tools
         "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-    }
+    })
 
 
 @asynccontextmanager

@@ -32,6 +32,7 @@ from tests.helpers.mcp_servers import (
     write_hanging_server,
     write_server,
 )
+from tests.helpers.measured import measured
 from toolplug import ConfigError
 from toolplug.cli import _cache as _clicache
 from toolplug.cli._commands import _Session, run
@@ -452,7 +453,7 @@ def test_serve_offers_mounted_tools_to_an_mcp_client(tmp_path: Path, script: Pat
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolplug", "serve"],
-        env={"TOOLPLUG_CONFIG": str(config), "TOOLPLUG_PLUGINS": "toolplug-files"},
+        env=measured({"TOOLPLUG_CONFIG": str(config), "TOOLPLUG_PLUGINS": "toolplug-files"}),
         cwd=str(tmp_path),
     )
 

@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 
 import toolplug
 from tests.helpers.mcp_servers import http_server, stdio_table
+from tests.helpers.measured import measured
 from tests.helpers.serve import TIMEOUT
 from toolplug import Image, PublishedError
 from toolplug.contract._published import watch_resources
@@ -410,8 +411,10 @@ async def _through_serve(tmp_path: Path) -> dict[str, Any]:
 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "toolplug", "serve"], cwd=str(tmp_path),
-        env={"TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"), "TOOLPLUG_PLUGINS": "",
-             "XDG_CACHE_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "xdg")},
+        env=measured({
+            "TOOLPLUG_CONFIG": str(tmp_path / "toolplug.toml"), "TOOLPLUG_PLUGINS": "",
+            "XDG_CACHE_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "xdg"),
+        }),
     )
     with anyio.fail_after(TIMEOUT):
         async with (

@@ -18,6 +18,7 @@ import pytest
 
 import toolplug
 from tests.helpers.mcp_servers import stdio_table, write_server
+from tests.helpers.measured import measured
 from toolplug.sources.mcp import lock, mounted, report
 from toolplug.sources.mcp._screen import findings
 
@@ -141,7 +142,7 @@ def test_withheld_tools_are_not_in_tools_list_over_mcp(tmp_path: Path, script: P
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolplug", "serve"],
-        env={"TOOLPLUG_CONFIG": str(config), "TOOLPLUG_PLUGINS": "toolplug-files"},
+        env=measured({"TOOLPLUG_CONFIG": str(config), "TOOLPLUG_PLUGINS": "toolplug-files"}),
         cwd=str(tmp_path),
     )
 
