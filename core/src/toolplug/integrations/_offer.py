@@ -11,29 +11,39 @@ again (``approved=True``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import toolplug
+from toolplug.trust._effects import INFERRED, budgets_given, effects_given, implied
 
 if TYPE_CHECKING:
-    from toolplug import Channel, Registry, ToolMetadata, ToolResult, Toolset
+    from toolplug import Channel, Conversation, Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = [
+    "Allow",
     "Offer",
     "aapproval_reason",
     "approval_reason",
+    "bounded",
+    "checked",
     "describe_call",
     "error_text",
     "guard_may_ask",
     "missing",
     "offer",
     "refines_per_call",
+    "resolved",
     "run",
     "success_body",
     "system_prompt",
     "tool_description",
 ]
+
+Allow = Iterable[str] | Mapping[str, int | None] | str | None
+"""An integration's ``allow=``: what ``Registry.conversation`` takes (``"inferred"``
+too)."""
 
 _SHOWN_ARGUMENTS: Final = 400
 """The longest argument text a description for a person quotes."""
@@ -211,3 +221,35 @@ def missing(framework: str, extra: str, error: ModuleNotFoundError) -> ImportErr
         f"toolplug's {framework} integration needs {framework}, which is not installed "
         f"({error}); install it with: pip install \"toolplug[{extra}]\""
     )
+
+
+def checked(allow: Allow) -> Allow:
+    """``allow`` as given to an integration, checked at once (a ``TypeError`` saying what
+    to give), not at the first call of a run."""
+    if allow is not None and allow != INFERRED:
+        effects_given(allow)  # a string other than "inferred" raises too
+        if isinstance(allow, Mapping):
+            budgets_given(allow)
+    return allow
+
+
+def resolved(
+    registry: Registry, allow: Allow, request: str | None
+) -> Iterable[str] | Mapping[str, int | None] | None:
+    """``allow`` as a conversation takes it: ``"inferred"`` read from ``request`` (the
+    effects its words name, ``toolplug.trust._effects.implied``)."""
+    if allow == INFERRED:
+        return implied(request or "", registry.tools)
+    if isinstance(allow, str):
+        return effects_given(allow)  # a string other than "inferred": raises, saying why
+    return allow
+
+
+def bounded(registry: Registry, opened: Conversation, allow: Allow) -> Conversation:
+    """The conversation an integration's call runs in when the host opened ``opened``
+    around the run: ``opened`` itself, or with ``allow`` given, a conversation inside it
+    bounded by ``allow`` (``"inferred"``: from ``opened``'s trusted text), so a call must
+    be inside both the host's bound and the integration's (``Conversation.child``)."""
+    if allow is None:
+        return opened
+    return opened.child(exact=False, allow=resolved(registry, allow, opened.request))
