@@ -26,6 +26,7 @@ __all__ = [
     "Offer",
     "aapproval_reason",
     "approval_reason",
+    "bound_may_ask",
     "bounded",
     "checked",
     "describe_call",
@@ -148,6 +149,18 @@ def guard_may_ask(registry: Registry, name: str) -> bool:
     labels = registry.labels(name)
     cautious = toolplug.Trust.cautious(registry.get(name).metadata.parameters)
     return config.guard.enabled and bool(labels.sinks) and labels != cautious
+
+
+def bound_may_ask(registry: Registry, name: str) -> bool:
+    """Whether the effects rule may ask about a call of ``name`` in a bounded conversation
+    (an integration's ``allow=``): the tool may change something or send it out, as the
+    rule reads it (``FlowGuard._outside_effects``): it declares it is not read-only, or
+    refines its annotations per call, or declares none and has sinks (its labels or the
+    cautious default's)."""
+    metadata = registry.get(name).metadata
+    if "annotations" not in metadata.model_fields_set:
+        return bool(registry.labels(name).sinks)
+    return not metadata.annotations.read_only or refines_per_call(registry, name)
 
 
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:
