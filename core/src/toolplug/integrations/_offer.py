@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import toolplug
-from toolplug.trust._effects import INFERRED, budgets_given, effects_given, implied
 
 if TYPE_CHECKING:
     from toolplug import Channel, Conversation, Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = [
+    "INFERRED",
     "Allow",
     "Offer",
     "aapproval_reason",
@@ -32,6 +32,7 @@ __all__ = [
     "describe_call",
     "error_text",
     "guard_may_ask",
+    "inferred",
     "missing",
     "offer",
     "refines_per_call",
@@ -41,6 +42,10 @@ __all__ = [
     "system_prompt",
     "tool_description",
 ]
+
+INFERRED: Final = "inferred"
+"""``allow=INFERRED``: the effects read from the request itself (``Registry.conversation``'s
+word for it)."""
 
 Allow = Iterable[str] | Mapping[str, int | None] | str | None
 """An integration's ``allow=``: what ``Registry.conversation`` takes (``"inferred"``
@@ -238,23 +243,27 @@ def missing(framework: str, extra: str, error: ModuleNotFoundError) -> ImportErr
 
 def checked(allow: Allow) -> Allow:
     """``allow`` as given to an integration, checked at once (a ``TypeError`` saying what
-    to give), not at the first call of a run."""
+    to give), not at the first call of a run: a conversation bounded by it is made and
+    dropped, so the check is the one every conversation makes."""
     if allow is not None and allow != INFERRED:
-        effects_given(allow)  # a string other than "inferred" raises too
-        if isinstance(allow, Mapping):
-            budgets_given(allow)
+        toolplug.Conversation(allow=allow)  # a string other than "inferred" raises too
     return allow
+
+
+def inferred(registry: Registry, request: str) -> frozenset[str]:
+    """The effects ``request``'s words name, as ``allow="inferred"`` reads them."""
+    effects = registry.conversation(request, allow=INFERRED).effects
+    assert effects is not None  # "inferred" bounds, if only to nothing
+    return effects
 
 
 def resolved(
     registry: Registry, allow: Allow, request: str | None
 ) -> Iterable[str] | Mapping[str, int | None] | None:
-    """``allow`` as a conversation takes it: ``"inferred"`` read from ``request`` (the
-    effects its words name, ``toolplug.trust._effects.implied``)."""
+    """``allow`` as a conversation inside another takes it: ``"inferred"`` read from
+    ``request`` (``inferred``)."""
     if allow == INFERRED:
-        return implied(request or "", registry.tools)
-    if isinstance(allow, str):
-        return effects_given(allow)  # a string other than "inferred": raises, saying why
+        return inferred(registry, request or "")
     return allow
 
 

@@ -73,19 +73,20 @@ from toolplug import (
     Trust,
 )
 from toolplug.integrations._offer import (
+    INFERRED,
     Allow,
     aapproval_reason,
     bounded,
     checked,
     describe_call,
     error_text,
+    inferred,
     missing,
     offer,
     run,
     success_body,
 )
 from toolplug.integrations._parts import binary, carried, text_of, web_link
-from toolplug.trust._effects import INFERRED, implied
 
 try:
     from pydantic_ai import (
@@ -290,7 +291,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         conversation = self.registry.conversation(None, allow=None if allow == INFERRED else allow)
         _replay(conversation, ctx)
         if allow == INFERRED:  # from every prompt of the run, its history's too
-            conversation.allow(*implied(conversation.request, self.registry.tools))
+            conversation.allow(*inferred(self.registry, conversation.request))
         self._conversations[key] = conversation
         while len(self._conversations) > _RUNS_KEPT:
             self._conversations.popitem(last=False)
