@@ -5,8 +5,9 @@ the person, as toolplug's other approvals do, and runs once they approve."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from agents import Agent, RunConfig, Runner, RunResult, RunState
@@ -16,7 +17,16 @@ from pytest_httpserver import HTTPServer
 import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
 from tests.helpers.guard_threads import CheckThreads, long_news
-from toolplug import Registry
+from toolplug import (
+    Annotations,
+    Conversation,
+    Registry,
+    Tool,
+    ToolContext,
+    ToolMetadata,
+    ToolResult,
+    hookimpl,
+)
 from toolplug.integrations.openai_agents import function_tools
 from toolplug.schema import strict_arguments
 
@@ -33,8 +43,9 @@ def registry() -> Iterator[Registry]:
     loaded.close()
 
 
-def _agent(registry: Registry, text: str) -> Agent[Any]:
-    """A model that reads the news, then posts ``text``."""
+def _agent(registry: Registry, text: str, allow: Any = None) -> Agent[Any]:
+    """A model that reads the news, then posts ``text``; the tools bound each run's effects
+    by ``allow``."""
 
     def strict(name: str, arguments: dict[str, Any]) -> Any:
         return strict_arguments(registry.get(name).metadata.parameters, arguments)
@@ -46,7 +57,7 @@ def _agent(registry: Registry, text: str) -> Agent[Any]:
             [assistant_message("done")],
         ]
     )
-    return Agent(name="assistant", model=model, tools=function_tools(registry))
+    return Agent(name="assistant", model=model, tools=function_tools(registry, allow=allow))
 
 
 def _run(agent: Agent[Any], given: Any) -> RunResult:
@@ -79,6 +90,141 @@ def test_text_the_model_wrote_runs(registry: Registry) -> None:
     result = _run(_agent(registry, "The weather is fine."), "Summarize today's news")
     assert result.interruptions == []
     assert POSTED == [{"text": "The weather is fine."}]
+
+
+# The page asks for a post, and the model posts words of its own: value flow finds nothing,
+# the bound of the effects the user asked for does.
+OWN_WORDS = "Weather is fine today."
+
+
+@pytest.mark.parametrize(
+    ("allow", "prompt", "runs"),
+    [
+        (["read_page"], "Summarize today's news", False),  # no post asked for
+        (["read_page", "post"], "Summarize today's news", True),  # the host says one was
+        (["research", "publish"], "Summarize today's news", True),  # by their categories
+        ({"read_page": None, "post": 0}, "Summarize today's news", False),  # a count of none
+        ("inferred", "Summarize today's news", False),  # no verb of post in it
+        ("inferred", "Read the news and post a summary", True),  # "post" names it
+        (None, "Summarize today's news", True),  # unbounded: as before
+    ],
+)
+def test_a_run_is_bounded_by_the_tools_allow(
+    registry: Registry, allow: Any, prompt: str, runs: bool
+) -> None:
+    agent = _agent(registry, OWN_WORDS, allow=allow)
+    result = _run(agent, prompt)
+    if runs:
+        assert result.interruptions == []
+        assert result.final_output == "done"
+        assert POSTED == [{"text": OWN_WORDS}]
+        return
+    [waiting] = result.interruptions  # the read ran unasked: it is inside every bound
+    assert waiting.tool_name == "post"
+    assert POSTED == []
+    # the person approves: the call outside the bound runs once
+    state = result.to_state()
+    state.approve(waiting)
+    assert _run(agent, state).final_output == "done"
+    assert POSTED == [{"text": OWN_WORDS}]
+
+
+@pytest.mark.parametrize(
+    ("host", "tools", "runs", "allows"),
+    [
+        (["read_page", "post"], ["read_page"], False, "read_page"),  # the tools narrow
+        (["read_page"], ["read_page", "post"], False, "read_page"),  # and cannot widen
+        (["read_page"], "inferred", False, "read_page"),  # the host's words name a post
+        (["read_page", "post"], ["read_page", "post"], True, None),  # inside both
+    ],
+)
+def test_the_tools_allow_stays_inside_a_conversation_the_host_opened(
+    registry: Registry, host: Any, tools: Any, runs: bool, allows: str | None
+) -> None:
+    agent = _agent(registry, OWN_WORDS, allow=tools)
+
+    async def main() -> tuple[RunResult, Conversation]:
+        async with registry.conversation("Post the news", allow=host) as opened:
+            result = await Runner.run(agent, "Post the news", run_config=NO_TRACES)
+            if result.interruptions:  # the person approves: the call runs, unasked again
+                state = result.to_state()
+                state.approve(result.interruptions[0])
+                await Runner.run(agent, state, run_config=NO_TRACES)
+        return result, opened
+
+    result, opened = asyncio.run(main())
+    assert [s.tool for s in opened.sources] == [None, "read_page", "post"]  # recorded there
+    assert opened.effects == frozenset(host)  # the host's bound unchanged
+    assert POSTED == [{"text": OWN_WORDS}]
+    if runs:
+        assert result.interruptions == []
+        return
+    [waiting] = result.interruptions
+    assert waiting.tool_name == "post"
+    [asked] = [d for d in opened.decisions if d.action == "ask"]
+    assert (asked.tool, asked.rule, asked.approved) == ("post", "effects", True)
+    assert f"(it allows: {allows})" in asked.reason
+
+
+ARCHIVED: list[dict[str, Any]] = []
+
+
+class Archive(Tool):
+    """Changes something, and declares no labels (the cautious default's): neither toolplug's
+    approval rule nor value flow asks about it, the effects rule may."""
+
+    metadata: ClassVar[ToolMetadata] = ToolMetadata(
+        name="archive",
+        description="Archive a page.",
+        category="utility",
+        parameters={"type": "object", "properties": {"name": {"type": "string"}}},
+        annotations=Annotations(read_only=False, destructive=False, open_world=False),
+    )
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        ARCHIVED.append(dict(arguments))
+        return ToolResult.success("archived")
+
+
+class ArchiveTools:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(Archive)
+
+
+def test_a_tool_only_the_bound_asks_about_interrupts_the_run() -> None:
+    # with allow=, the SDK asks toolplug per call about every tool with an effect: the call
+    # outside the bound interrupts the run (not an error the model reads), one inside runs
+    ARCHIVED.clear()
+    loaded = toolplug.load({}, plugins=[PLUGIN, ("archive-tools", ArchiveTools())], env={})
+    try:
+        for allow, interrupted in ((["read_page"], True), (["read_page", "archive"], False)):
+            model = ScriptedModel(
+                [
+                    [function_call("read_page", json.dumps({"url": NEWS}), call_id="c1")],
+                    [function_call("archive", json.dumps({"name": "today"}), call_id="c2")],
+                    [assistant_message("done")],
+                ]
+            )
+            tools = function_tools(loaded, allow=allow)
+            agent = Agent(name="assistant", model=model, tools=tools)
+            result = _run(agent, "Summarize today's news")
+            assert [i.tool_name for i in result.interruptions] == (
+                ["archive"] if interrupted else []
+            )
+            ran = [] if interrupted else [{"name": "today"}]
+            assert ran == ARCHIVED
+    finally:
+        loaded.close()
+
+
+def test_a_malformed_allow_fails_when_the_tools_are_made(registry: Registry) -> None:
+    with pytest.raises(TypeError, match=r"allow\['post'\] is -1: give how many calls"):
+        function_tools(registry, allow={"post": -1})
+    with pytest.raises(TypeError, match="give a list of tool names or categories"):
+        function_tools(registry, allow="post")
+    with pytest.raises(TypeError, match="each effect is a tool's name"):
+        function_tools(registry, allow=["post", " "])
 
 
 def test_a_run_resumed_from_kept_state_in_an_opened_conversation_still_remembers(

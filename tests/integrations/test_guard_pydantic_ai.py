@@ -40,8 +40,11 @@ def registry() -> Iterator[Registry]:
     loaded.close()
 
 
-def _agent(registry: Registry, *calls: tuple[str, dict[str, Any]]) -> Agent[None, Any]:
-    """A model that reads the news, then makes ``calls``, one a turn."""
+def _agent(
+    registry: Registry, *calls: tuple[str, dict[str, Any]], allow: Any = None
+) -> Agent[None, Any]:
+    """A model that reads the news, then makes ``calls``, one a turn; the toolset bounds
+    each run's effects by ``allow``."""
     script = [("read_page", {"url": NEWS}), *calls]
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -53,7 +56,7 @@ def _agent(registry: Registry, *calls: tuple[str, dict[str, Any]]) -> Agent[None
 
     return Agent(
         FunctionModel(respond),
-        toolsets=[ToolplugToolset(registry)],
+        toolsets=[ToolplugToolset(registry, allow=allow)],
         output_type=[str, DeferredToolRequests],
     )
 
@@ -108,6 +111,77 @@ def test_a_conversation_opened_around_the_run_is_used(registry: Registry) -> Non
     result, conversation = asyncio.run(main())
     assert result.output == "done"  # the request of the opened conversation holds EVIL
     assert [s.tool for s in conversation.sources] == [None, "read_page", "post"]
+
+
+# The page asks for a post, and the model posts words of its own: value flow finds nothing,
+# the bound of the effects the user asked for does.
+OWN_WORDS = ("post", {"text": "Weather is fine today."})
+
+
+@pytest.mark.parametrize(
+    ("allow", "prompt", "runs"),
+    [
+        (["read_page"], "Summarize today's news", False),  # no post asked for
+        (["post"], "Summarize today's news", True),  # the host says a post was asked for
+        (["research", "publish"], "Summarize today's news", True),  # by their categories
+        ({"post": 0}, "Summarize today's news", False),  # a count of none
+        ("inferred", "Summarize today's news", False),  # no verb of post in it
+        ("inferred", "Read the news and post a summary", True),  # "post" names it
+        (None, "Summarize today's news", True),  # unbounded: as before
+    ],
+)
+def test_a_run_is_bounded_by_the_toolset_s_allow(
+    registry: Registry, allow: Any, prompt: str, runs: bool
+) -> None:
+    result = asyncio.run(_agent(registry, OWN_WORDS, allow=allow).run(prompt))
+    if runs:
+        assert result.output == "done"
+        assert [OWN_WORDS[1]] == POSTED
+        return
+    assert isinstance(result.output, DeferredToolRequests)
+    [call] = result.output.approvals
+    reason = result.output.metadata[call.tool_call_id]["reason"]
+    assert "(effects rule)" in reason
+    assert POSTED == []
+
+
+def test_the_toolset_s_allow_narrows_a_conversation_the_host_opened(registry: Registry) -> None:
+    agent = _agent(registry, OWN_WORDS, allow=["read_page"])
+
+    async def main() -> Any:
+        async with registry.conversation("Post the news", allow=["post", "read_page"]) as opened:
+            return await agent.run("Summarize today's news"), opened
+
+    result, opened = asyncio.run(main())
+    assert isinstance(result.output, DeferredToolRequests)  # the toolset's bound holds too
+    assert [s.tool for s in opened.sources] == [None, "read_page"]  # recorded in the host's
+    assert opened.effects == frozenset({"post", "read_page"})  # the host's bound unchanged
+    [call] = result.output.approvals
+    assert "(it allows: read_page)" in result.output.metadata[call.tool_call_id]["reason"]
+
+
+def test_the_toolset_s_allow_cannot_widen_a_conversation_the_host_opened(
+    registry: Registry,
+) -> None:
+    agent = _agent(registry, OWN_WORDS, allow=["read_page", "post"])
+
+    async def main() -> Any:
+        async with registry.conversation("Post the news", allow=["read_page"]) as opened:
+            return await agent.run("Post the news"), opened
+
+    result, opened = asyncio.run(main())
+    assert isinstance(result.output, DeferredToolRequests)  # the host's bound holds
+    assert opened.effects == frozenset({"read_page"})
+    [call] = result.output.approvals
+    assert "(it allows: read_page)" in result.output.metadata[call.tool_call_id]["reason"]
+    assert POSTED == []
+
+
+def test_a_malformed_allow_fails_when_the_toolset_is_made(registry: Registry) -> None:
+    with pytest.raises(TypeError, match=r"allow\['post'\] is -1: give how many calls"):
+        ToolplugToolset(registry, allow={"post": -1})
+    with pytest.raises(TypeError, match="give a list of tool names or categories"):
+        ToolplugToolset(registry, allow="post")
 
 
 def test_after_a_long_page_the_pause_is_checked_off_the_loop(

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from toolplug.contract._errors import ConfigError
 from toolplug.contract._settings import POLICY_KEYS, Scope, StrictTable, ToolSettings
@@ -428,6 +428,27 @@ class ServeSettings(StrictTable):
         "required_scopes, tokens",
     )
     """Authenticate HTTP clients (``[serve.auth]``); None serves without."""
+    allow: list[str] | None = Field(
+        default=None,
+        description='a list of tool names or tool categories ("search", "send_mail"; [] '
+        "for none): the effects a served conversation may have once untrusted content "
+        "entered it",
+    )
+    """The effects rule's bound for every served conversation (docs/security.md, "Effects
+    the user asked for"); a client's ``_meta["toolplug/allow"]`` narrows it per call, never
+    widens it. None bounds nothing."""
+
+    @field_validator("allow")
+    @classmethod
+    def _effects_named(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            for item in value:
+                if not item.strip():
+                    raise ValueError(
+                        f"allow holds {item!r}: each effect is a tool's name or a tool "
+                        'category, a non-empty string (allow = ["search", "send_mail"])'
+                    )
+        return value
 
     def approvals_for(self, tool: str) -> ServeApprovals:
         """Who approves the served calls of ``tool``."""

@@ -11,29 +11,45 @@ again (``approved=True``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import toolplug
 
 if TYPE_CHECKING:
-    from toolplug import Channel, Registry, ToolMetadata, ToolResult, Toolset
+    from toolplug import Channel, Conversation, Registry, ToolMetadata, ToolResult, Toolset
 
 __all__ = [
+    "INFERRED",
+    "Allow",
     "Offer",
     "aapproval_reason",
     "approval_reason",
+    "bound_may_ask",
+    "bounded",
+    "checked",
     "describe_call",
     "error_text",
     "guard_may_ask",
+    "inferred",
     "missing",
     "offer",
     "refines_per_call",
+    "resolved",
     "run",
     "success_body",
     "system_prompt",
     "tool_description",
 ]
+
+INFERRED: Final = "inferred"
+"""``allow=INFERRED``: the effects read from the request itself (``Registry.conversation``'s
+word for it)."""
+
+Allow = Iterable[str] | Mapping[str, int | None] | str | None
+"""An integration's ``allow=``: what ``Registry.conversation`` takes (``"inferred"``
+too)."""
 
 _SHOWN_ARGUMENTS: Final = 400
 """The longest argument text a description for a person quotes."""
@@ -140,6 +156,18 @@ def guard_may_ask(registry: Registry, name: str) -> bool:
     return config.guard.enabled and bool(labels.sinks) and labels != cautious
 
 
+def bound_may_ask(registry: Registry, name: str) -> bool:
+    """Whether the effects rule may ask about a call of ``name`` in a bounded conversation
+    (an integration's ``allow=``): the tool may change something or send it out, as the
+    rule reads it (``FlowGuard._outside_effects``): it declares it is not read-only, or
+    refines its annotations per call, or declares none and has sinks (its labels or the
+    cautious default's)."""
+    metadata = registry.get(name).metadata
+    if "annotations" not in metadata.model_fields_set:
+        return bool(registry.labels(name).sinks)
+    return not metadata.annotations.read_only or refines_per_call(registry, name)
+
+
 def describe_call(registry: Registry, name: str, arguments: Any, reason: str) -> str:
     """One paragraph for the person asked: what would run, with what, and why they are asked."""
     shown = registry.redact(json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str))
@@ -211,3 +239,39 @@ def missing(framework: str, extra: str, error: ModuleNotFoundError) -> ImportErr
         f"toolplug's {framework} integration needs {framework}, which is not installed "
         f"({error}); install it with: pip install \"toolplug[{extra}]\""
     )
+
+
+def checked(allow: Allow) -> Allow:
+    """``allow`` as given to an integration, checked at once (a ``TypeError`` saying what
+    to give), not at the first call of a run: a conversation bounded by it is made and
+    dropped, so the check is the one every conversation makes."""
+    if allow is not None and allow != INFERRED:
+        toolplug.Conversation(allow=allow)  # a string other than "inferred" raises too
+    return allow
+
+
+def inferred(registry: Registry, request: str) -> frozenset[str]:
+    """The effects ``request``'s words name, as ``allow="inferred"`` reads them."""
+    effects = registry.conversation(request, allow=INFERRED).effects
+    assert effects is not None  # "inferred" bounds, if only to nothing
+    return effects
+
+
+def resolved(
+    registry: Registry, allow: Allow, request: str | None
+) -> Iterable[str] | Mapping[str, int | None] | None:
+    """``allow`` as a conversation inside another takes it: ``"inferred"`` read from
+    ``request`` (``inferred``)."""
+    if allow == INFERRED:
+        return inferred(registry, request or "")
+    return allow
+
+
+def bounded(registry: Registry, opened: Conversation, allow: Allow) -> Conversation:
+    """The conversation an integration's call runs in when the host opened ``opened``
+    around the run: ``opened`` itself, or with ``allow`` given, a conversation inside it
+    bounded by ``allow`` (``"inferred"``: from ``opened``'s trusted text), so a call must
+    be inside both the host's bound and the integration's (``Conversation.child``)."""
+    if allow is None:
+        return opened
+    return opened.child(exact=False, allow=resolved(registry, allow, opened.request))

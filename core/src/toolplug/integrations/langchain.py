@@ -37,6 +37,7 @@ whole agent run.
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import copy
 import threading
@@ -59,6 +60,7 @@ from toolplug import (
     ApprovalRequest,
     AskError,
     Channel,
+    Conversation,
     Question,
     Registry,
     Sampled,
@@ -66,8 +68,12 @@ from toolplug import (
     ToolResult,
 )
 from toolplug.integrations._offer import (
+    Allow,
     aapproval_reason,
     approval_reason,
+    bound_may_ask,
+    bounded,
+    checked,
     guard_may_ask,
     system_prompt,
     tool_description,
@@ -113,6 +119,9 @@ DECISIONS: Final[tuple[DecisionType, ...]] = ("approve", "edit", "reject")
 """The decisions ``interrupt_on`` allows a reviewer by default."""
 _REMEMBERED: Final = 1024
 """How many calls the middleware is asked about are remembered until they run."""
+_THREADS_KEPT: Final = 256
+"""How many LangGraph threads' conversations a toolkit with ``allow`` keeps (the oldest
+go first) when the host opened none around the run."""
 
 _CALL_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
     "toolplug_langchain_call_id", default=None
@@ -304,6 +313,14 @@ class ToolplugToolkit(BaseToolkit):
     model: Any = None
     """The chat model a tool's ``context.sample`` asks (LangChain gives a tool no handle
     on the agent's own model: pass the one the agent uses); None: a tool cannot sample."""
+    allow: Any = None
+    """The effects the user's request asked for (``Registry.conversation``'s ``allow``:
+    tool names or categories, counts, or ``"inferred"`` from the request of the
+    conversation the host opened): each call is bounded by them inside the host's
+    conversation, and by both the host's bound and these (docs/security.md). With none
+    opened, the toolkit keeps a conversation of its own per LangGraph thread, bounded by
+    them (``"inferred"`` then reads no request: every effect asks once untrusted content
+    entered)."""
 
     _tools: list[BaseTool] = PrivateAttr(default_factory=list)
     _reviewed: collections.OrderedDict[str, None] = PrivateAttr(
@@ -312,6 +329,9 @@ class ToolplugToolkit(BaseToolkit):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _passthrough: tuple[type[BaseException], ...] = PrivateAttr(default=())
     _selection: Selection = PrivateAttr()
+    _threads: collections.OrderedDict[Any, Conversation] = PrivateAttr(
+        default_factory=collections.OrderedDict
+    )
 
     def __init__(
         self,
@@ -321,10 +341,13 @@ class ToolplugToolkit(BaseToolkit):
         task: str | None = None,
         max_tools: int | None = None,
         model: Any = None,
+        allow: Allow = None,
     ) -> None:
+        """Raises ``TypeError`` at once for a malformed ``allow``."""
         # The fields are this class's; mypy checks the keywords against BaseToolkit's.
         super().__init__(  # type: ignore[call-arg]
-            registry=registry, toolset=toolset, task=task, max_tools=max_tools, model=model
+            registry=registry, toolset=toolset, task=task, max_tools=max_tools, model=model,
+            allow=checked(allow),
         )
         self._passthrough = _GRAPH_BUBBLES
         self._selection = registry.select(toolset=toolset, task=task, max_tools=max_tools)
@@ -358,7 +381,12 @@ class ToolplugToolkit(BaseToolkit):
         config: dict[str, bool | InterruptOnConfig] = {}
         names = set(self._selection.approvals)
         registry = self.registry
-        names.update(m.name for m in self._selection.metadata if guard_may_ask(registry, m.name))
+        bound = self.allow is not None
+        names.update(
+            m.name
+            for m in self._selection.metadata
+            if guard_may_ask(registry, m.name) or (bound and bound_may_ask(registry, m.name))
+        )
         for name in sorted(names):
             config[name] = {
                 "allowed_decisions": list(allowed_decisions),
@@ -367,10 +395,33 @@ class ToolplugToolkit(BaseToolkit):
             }
         return config
 
+    def _conversation(self) -> contextlib.AbstractContextManager[Any]:
+        """What a call runs in: the conversation the host opened (inside it, one bounded
+        by ``allow`` too), else, with ``allow``, the toolkit's own for this LangGraph
+        thread; without ``allow``, the current one as it is (none: nothing guarded)."""
+        allow = self.allow
+        if allow is None:
+            return contextlib.nullcontext()
+        opened = Conversation.current()
+        if opened is not None:
+            return bounded(self.registry, opened, allow)
+        task = _graph_task()
+        key = task.get("thread_id") if task is not None else None
+        with self._lock:
+            found = self._threads.get(key)
+            if found is None:
+                found = self._threads[key] = self.registry.conversation(None, allow=allow)
+                while len(self._threads) > _THREADS_KEPT:
+                    self._threads.popitem(last=False)
+            else:
+                self._threads.move_to_end(key)
+        return found
+
     def _when(self, request: Any) -> bool:
         """The middleware's question: does this call need a person? Remembers a yes."""
         call = request.tool_call
-        reason = approval_reason(self.registry, call["name"], call.get("args") or {})
+        with self._conversation():
+            reason = approval_reason(self.registry, call["name"], call.get("args") or {})
         if reason is not None and call.get("id"):
             with self._lock:
                 self._reviewed[call["id"]] = None
@@ -379,7 +430,10 @@ class ToolplugToolkit(BaseToolkit):
         return reason is not None
 
     def _describe(self, tool_call: Any, state: Any, runtime: Any) -> str:
-        reason = approval_reason(self.registry, tool_call["name"], tool_call.get("args") or {})
+        with self._conversation():
+            reason = approval_reason(
+                self.registry, tool_call["name"], tool_call.get("args") or {}
+            )
         return f"{tool_call['name']} needs approval because {reason}"
 
     def _reviewed_by_middleware(self, call_id: str | None) -> bool:
@@ -407,26 +461,29 @@ class ToolplugToolkit(BaseToolkit):
 
         def run(**arguments: Any) -> tuple[str | list[dict[str, Any]], Any]:
             call_id = _CALL_ID.get()
-            reason = None if call_id is None else approval_reason(registry, name, arguments)
-            context, approved = settings(call_id, reason)
-            result = registry.call(
-                name, arguments, context=context, approver=_interrupt_approver,
-                approved=approved, passthrough=passthrough,
-                channel=_GraphChannel(call_id, self.model),
-            )
+            with self._conversation():
+                reason = None if call_id is None else approval_reason(registry, name, arguments)
+                context, approved = settings(call_id, reason)
+                result = registry.call(
+                    name, arguments, context=context, approver=_interrupt_approver,
+                    approved=approved, passthrough=passthrough,
+                    channel=_GraphChannel(call_id, self.model),
+                )
             return _answer(name, result)
 
         async def arun(**arguments: Any) -> tuple[str | list[dict[str, Any]], Any]:
             call_id = _CALL_ID.get()
-            reason = (
-                None if call_id is None else await aapproval_reason(registry, name, arguments)
-            )
-            context, approved = settings(call_id, reason)
-            result = await registry.acall(
-                name, arguments, context=context, approver=_interrupt_approver,
-                approved=approved, passthrough=passthrough,
-                channel=_GraphChannel(call_id, self.model),
-            )
+            with self._conversation():
+                reason = (
+                    None if call_id is None
+                    else await aapproval_reason(registry, name, arguments)
+                )
+                context, approved = settings(call_id, reason)
+                result = await registry.acall(
+                    name, arguments, context=context, approver=_interrupt_approver,
+                    approved=approved, passthrough=passthrough,
+                    channel=_GraphChannel(call_id, self.model),
+                )
             return _answer(name, result)
 
         return _ToolplugTool(

@@ -51,8 +51,11 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 
 import toolplug
 from toolplug.integrations._offer import (
+    Allow,
     aapproval_reason,
     approval_reason,
+    bounded,
+    checked,
     system_prompt,
     tool_description,
 )
@@ -236,8 +239,10 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
     environment). Options: toolset (a configured toolset's name), task and max_tools (keep
     the max_tools tools most relevant to task), request (the user's own words: the
     toolbox's calls run in one conversation carrying them, and the flow guard asks before
-    a sink carries untrusted text not in it). For the optional-tools section in the
-    system prompt add --sf toolplug: (or toolplug:TOOLSET)."""
+    a sink carries untrusted text not in it), allow (the effects that request asked for:
+    tool names or categories, or "inferred" from it; once untrusted content entered, a
+    call outside them asks). For the optional-tools section in the system prompt add
+    --sf toolplug: (or toolplug:TOOLSET)."""
 
     results: dict[str, ToolResult]
     """The last results by llm's tool call id, for the host (the data, citations,
@@ -245,10 +250,11 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
 
     def __init__(
         self, toolset: str | None = None, task: str | None = None, max_tools: int | None = None,
-        request: str | None = None,
+        request: str | None = None, allow: Allow = None,
     ) -> None:
         self._toolset, self._task, self._max_tools = toolset, task, max_tools
         self._request_text = request
+        self._allow = checked(allow)
         self._conversation: Conversation | None = None
         self._registry: Registry | None = None
         # Made by llm's command line (or by hand): a person at the terminal is asked.
@@ -263,12 +269,16 @@ class Toolplug(llm.Toolbox):  # type: ignore[no-untyped-call]  # llm's __init_su
         self.results = {}
 
     def conversation(self) -> Conversation:
-        """The conversation this toolbox's calls run in (one opened around them wins)."""
+        """The conversation this toolbox's calls run in, bounded by ``allow``: one opened
+        around them wins (inside it, one bounded by ``allow`` too, so a call must be inside
+        both), else the toolbox's own, carrying ``request``."""
         opened = toolplug.Conversation.current()
         if opened is not None:
-            return opened
+            return bounded(self._tools_registry, opened, self._allow)
         if self._conversation is None:
-            self._conversation = self._tools_registry.conversation(self._request_text)
+            self._conversation = self._tools_registry.conversation(
+                self._request_text, allow=self._allow
+            )
         return self._conversation
 
     @property
@@ -485,6 +495,7 @@ def toolbox(
     asker: Asker | None = None,
     answers: Answers | None = None,
     model: llm.Model | llm.AsyncModel | None = None,
+    allow: Allow = None,
 ) -> Toolplug:
     """A ``Toolplug`` toolbox of this registry's tools, for ``model.chain(tools=[...])``.
 
@@ -503,8 +514,18 @@ def toolbox(
         answers: Without ``asker``: the answers by tool call id; a question without one
             pauses the chain (``ToolQuestion``) until the host puts it there and resumes.
         model: The llm model a tool's ``context.sample`` asks.
+        allow: The effects the user's request asked for (``Registry.conversation``'s
+            ``allow``: tool names or categories, counts, or ``"inferred"`` from
+            ``request``): once untrusted content entered, a call outside them asks; in a
+            conversation the host opened, a call must be inside its bound too
+            (docs/security.md).
+
+    Raises:
+        TypeError: ``allow`` is malformed.
     """
-    box = Toolplug(toolset=toolset, task=task, max_tools=max_tools, request=request)
+    box = Toolplug(
+        toolset=toolset, task=task, max_tools=max_tools, request=request, allow=allow
+    )
     box._registry = registry
     box._approver = approver
     box._asker, box._answers, box._model = asker, answers, model

@@ -14,6 +14,10 @@ How toolplug's concepts map to the SDK's::
                                               calls' results with their labels; one opened
                                               around the run is used instead (and is the
                                               way to carry it across a resumed RunState)
+    allow=                                    the effects the user's input asked for: the
+                                              run's conversation is bounded by them, and
+                                              one opened around the run holds each call to
+                                              its bound and this one (never wider)
     a call that needs approval, or that the   needs_approval, answered per call by toolplug:
     flow guard or a policy asks about
                                               the run stops with interruptions; the person's
@@ -52,7 +56,11 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from toolplug import Channel, Conversation, export_tool
 from toolplug.integrations._offer import (
+    Allow,
     aapproval_reason,
+    bound_may_ask,
+    bounded,
+    checked,
     guard_may_ask,
     missing,
     offer,
@@ -94,6 +102,7 @@ def function_tools(
     toolset: str | Toolset | None = None,
     task: str | None = None,
     max_tools: int | None = None,
+    allow: Allow = None,
 ) -> list[Tool]:
     """The registry's selected tools as ``FunctionTool``s, sorted by name.
 
@@ -106,21 +115,34 @@ def function_tools(
         toolset: Offer only this toolset's tools.
         task: With ``max_tools``: offer the tools most relevant to this task.
         max_tools: Offer at most this many tools.
+        allow: The effects the user's request asked for (``Registry.conversation``'s
+            ``allow``: tool names or categories, counts, or ``"inferred"`` from the run's
+            input): each run's conversation is bounded by them, and in a conversation the
+            host opened around the run, each call is bounded by both (docs/security.md).
+
+    Raises:
+        TypeError: ``allow`` is malformed (said at once, not at a run's first call).
     """
+    allow = checked(allow)
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
     tools: list[Tool] = []
     for metadata in chosen.tools:
+        name = metadata.name
         exported = export_tool(metadata, "openai-responses", strict=True)
-        per_call = refines_per_call(registry, metadata.name) or _guarded(registry, metadata.name)
-        gated = per_call or registry.needs_approval(metadata.name) is not None
+        per_call = (
+            refines_per_call(registry, name)
+            or _guarded(registry, name)
+            or (allow is not None and bound_may_ask(registry, name))
+        )
+        gated = per_call or registry.needs_approval(name) is not None
         tools.append(
             FunctionTool(
                 name=metadata.name,
                 description=exported["description"],
                 params_json_schema=exported["parameters"],
-                on_invoke_tool=_invoker(registry, metadata.name, gated=gated),
+                on_invoke_tool=_invoker(registry, name, allow, gated=gated),
                 strict_json_schema=True,
-                needs_approval=_approval(registry, metadata) if per_call else gated,
+                needs_approval=_approval(registry, metadata, allow) if per_call else gated,
                 timeout_seconds=_time_limit(registry, metadata) + _GRACE_SECONDS,
                 timeout_error_function=_timed_out(metadata.name),
             )
@@ -143,14 +165,14 @@ def instructions(
 
 
 def _invoker(
-    registry: Registry, name: str, *, gated: bool
+    registry: Registry, name: str, allow: Allow, *, gated: bool
 ) -> Callable[[ToolContext[Any], str], Awaitable[str | list[ToolOutput]]]:
     async def invoke(context: ToolContext[Any], arguments: str) -> str | list[ToolOutput]:
         call_id = context.tool_call_id
         # Only a call the person approved in this run is run as approved: a tool whose
         # needs_approval was turned off by the host still meets toolplug's own gate.
         approved = gated and context.is_tool_approved(name, call_id) is True
-        with _conversation(registry, context):
+        with _conversation(registry, context, allow):
             result = await run(
                 registry, name, arguments, approved=approved, call_id=call_id,
                 channel=channel_of(context),
@@ -214,7 +236,7 @@ def _native(part: Part) -> ToolOutput | None:
 
 
 def _approval(
-    registry: Registry, metadata: ToolMetadata
+    registry: Registry, metadata: ToolMetadata, allow: Allow
 ) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
     """toolplug's answer for each call of a tool that refines its annotations per call.
 
@@ -229,7 +251,7 @@ def _approval(
     ) -> bool:
         # Asked about the call the tool would run: strict shapes back to the declared ones.
         declared = restore_strict_arguments(parameters, arguments)
-        with _conversation(registry, context):
+        with _conversation(registry, context, allow):
             return await aapproval_reason(registry, metadata.name, declared) is not None
 
     return needs_approval
@@ -249,18 +271,21 @@ _RUNS: dict[int, tuple[weakref.ref[Any], Conversation]] = {}
 """The conversation of each run in progress, by its ``Usage`` (one object per run)."""
 
 
-def _conversation(registry: Registry, context: RunContextWrapper[Any]) -> Conversation:
-    """The run's conversation: the one opened around it, else one per run, begun with the
-    user's input."""
+def _conversation(
+    registry: Registry, context: RunContextWrapper[Any], allow: Allow
+) -> Conversation:
+    """The run's conversation: the one opened around it (inside it, one bounded by
+    ``allow`` too), else one per run, begun with the user's input and bounded by
+    ``allow``."""
     opened = Conversation.current()
     if opened is not None:
-        return opened
+        return bounded(registry, opened, allow)
     usage = context.usage
     key = id(usage)
     found = _RUNS.get(key)
     if found is not None and found[0]() is usage:
         return found[1]
-    conversation = registry.conversation(_request(context.turn_input))
+    conversation = registry.conversation(_request(context.turn_input), allow=allow)
     _RUNS[key] = (weakref.ref(usage), conversation)
     weakref.finalize(usage, _RUNS.pop, key, None)
     return conversation

@@ -73,9 +73,14 @@ from toolplug import (
     Trust,
 )
 from toolplug.integrations._offer import (
+    INFERRED,
+    Allow,
     aapproval_reason,
+    bounded,
+    checked,
     describe_call,
     error_text,
+    inferred,
     missing,
     offer,
     run,
@@ -169,6 +174,10 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         max_retries: How often the model may retry a call whose error allows a retry
             (None: the agent's setting).
         instructions: Give the optional-tools section as the toolset's instructions.
+        allow: The effects the user's request asked for (``Registry.conversation``'s
+            ``allow``: tool names or categories, counts, or ``"inferred"`` from each run's
+            prompt): each run's conversation is bounded by them, and in a conversation the
+            host opened around the run, each call is bounded by both (docs/security.md).
     """
 
     def __init__(
@@ -181,6 +190,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         id: str | None = "toolplug",
         max_retries: int | None = None,
         instructions: bool = True,
+        allow: Allow = None,
     ) -> None:
         self.registry = registry
         """The registry whose tools are offered."""
@@ -189,6 +199,7 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         self._id = id
         self._max_retries = max_retries
         self._instructions = instructions
+        self._allow = checked(allow)
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._definitions = [
             *(_definition(m, deferred=False) for m in self.offer.tools),
@@ -270,14 +281,17 @@ class ToolplugToolset(AbstractToolset[AgentDepsT]):
         the user's prompts and the labelled results already in the message history."""
         opened = Conversation.current()
         if opened is not None:
-            return opened
+            return bounded(self.registry, opened, self._allow)
         key = ctx.run_id or str(id(ctx.messages))
         found = self._conversations.get(key)
         if found is not None:
             self._conversations.move_to_end(key)
             return found
-        conversation = self.registry.conversation()
+        allow = self._allow
+        conversation = self.registry.conversation(None, allow=None if allow == INFERRED else allow)
         _replay(conversation, ctx)
+        if allow == INFERRED:  # from every prompt of the run, its history's too
+            conversation.allow(*inferred(self.registry, conversation.request))
         self._conversations[key] = conversation
         while len(self._conversations) > _RUNS_KEPT:
             self._conversations.popitem(last=False)

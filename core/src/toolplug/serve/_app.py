@@ -30,6 +30,7 @@ from toolplug.render._mcp import mcp_output_schema, structured_content
 from toolplug.render._prompt import optional_tools_section
 from toolplug.render._search import SEARCH_TOOLS, ToolSearch
 from toolplug.schema._python import CODE_TOOL
+from toolplug.serve._allow import call_bound, within
 from toolplug.serve._approvals import (
     AskClient,
     InputRequired,
@@ -70,7 +71,7 @@ __all__ = ["ERROR_META", "TRUST_ANNOTATIONS", "build_server", "error_text", "too
 log = logging.getLogger("toolplug")
 
 
-def build_server(
+def build_server(  # noqa: C901 - the server's handlers, each short, closed over its state
     registry: Registry, *, toolset: str | Toolset | None, max_tools: int | None,
     task: str | None, drain: Drain | None, auth: AuthSettings | None,
 ) -> Server[Any]:
@@ -114,7 +115,10 @@ def build_server(
             tools=allowed(ctx, [tool.model_copy(deep=True) for tool in listed])
         )
 
-    conversations = Conversations(registry.conversation, backend, most=_MAX_SESSIONS)
+    bound = registry.config.serve.allow  # the operator's: every served conversation's
+    conversations = Conversations(
+        lambda: registry.conversation(None, allow=bound), backend, most=_MAX_SESSIONS
+    )
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -129,7 +133,10 @@ def build_server(
     ) -> CallToolResult | InputRequiredResult:
         name = params.name
         try:
-            if deferred is not None and name == deferred.name:
+            asked_for, malformed = call_bound(ctx.meta)  # the client's _meta["toolplug/allow"]
+            if malformed is not None:
+                result = _within_budget(malformed, params)
+            elif deferred is not None and name == deferred.name:
                 result = _within_budget(await deferred.answer(ctx, params.arguments), params)
             elif name in registry.tools and name not in in_toolset:
                 result = _within_budget(_outside_toolset(name, toolset, served), params)
@@ -140,7 +147,10 @@ def build_server(
                     host["progress"] = channel.reporter
                 approver = AskClient(ctx, channel.params)
                 try:
-                    async with conversations.of(host["client"], _session_key(ctx)):
+                    async with (
+                        conversations.of(host["client"], _session_key(ctx)) as conversation,
+                        within(conversation, asked_for),  # inside the operator's bound
+                    ):
                         arguments = params.arguments or {}
                         # The host's own approval ([serve] approvals = "client") did not see
                         # what the flow guard sees: a call it would ask about is asked here.

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
+from toolplug.serve._allow import call_bound, within
 from toolplug.serve._approvals import approved_by_host
 from toolplug.serve._auth import bind, owner_of, unbind
 from toolplug.state._tasks import TaskStatus
@@ -115,15 +116,19 @@ class TasksExtension(Extension):
         did: a task at once when the tool is long-running or the request asks for one
         (``task`` in its params), else the call's own result when it ends within
         ``[calls] task_after_seconds``, and a task when it is still running then."""
-        if params.name not in self._served or not _asked(ctx):
-            return await call_next(ctx)
+        asked_for, malformed = call_bound(ctx.meta)  # the client's _meta["toolplug/allow"]
+        if params.name not in self._served or not _asked(ctx) or malformed is not None:
+            return await call_next(ctx)  # a plain call (which answers a malformed _meta)
         registry, name = self._registry, params.name
         arguments = params.arguments or {}
         owner = owner_of(ctx)
         task = None
         # The session's conversation, as for a plain call: the task records what it reads
         # there, and a call the flow guard would ask about is not started as a task.
-        async with self._conversations.of(owner, self._session(ctx)):
+        async with (
+            self._conversations.of(owner, self._session(ctx)) as conversation,
+            within(conversation, asked_for),  # the task runs inside it too
+        ):
             if await registry.aguard_reason(name, arguments) is None:
                 approved = approved_by_host(registry, name)
                 if approved or registry.needs_approval(name, arguments) is None:
