@@ -40,10 +40,15 @@ from typing import Any, Final
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx2
+import jwt
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.exceptions import OAuthRegistrationError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
@@ -371,6 +376,41 @@ class _Machine(_Kept, ClientCredentialsOAuthProvider):
         self.storage = storage
 
 
+class _Signed(_Kept, PrivateKeyJWTOAuthProvider):
+    """The client credentials grant with ``private_key_jwt``: each token request carries
+    an assertion (RFC 7523) the client's key signs, for the authorization server's issuer."""
+
+    def __init__(self, storage: _Storage, **kw: Any) -> None:
+        super().__init__(storage=storage, **kw)
+        self.storage = storage
+
+
+def _signer(
+    credentials: Credentials, client_id: str, algorithm: str
+) -> Callable[[str], Awaitable[str]]:
+    """The SDK's assertion signer over the client's key (``iss`` and ``sub`` its client
+    id, ``aud`` the issuer, a fresh ``jti``, five minutes' life); a key that cannot sign
+    with ``algorithm`` is the flow's error, in words."""
+    key = credentials.client_assertion_key
+    assert key is not None
+    sign = SignedJWTParameters(
+        issuer=client_id, subject=client_id, signing_key=key, signing_algorithm=algorithm,
+    ).create_assertion_provider()
+    where = f"[mcp_servers.{credentials.settings.name}.oauth] client_assertion_key"
+
+    async def signed(audience: str) -> str:
+        try:
+            return await sign(audience)
+        except (ValueError, TypeError, jwt.exceptions.PyJWTError) as exc:
+            raise OAuthFlowError(
+                f"{where} cannot sign a {algorithm} assertion ({exc}): "
+                "client_assertion_algorithm names the key's kind (RS*/PS* for RSA, ES* for EC, "
+                "EdDSA for Ed25519)"
+            ) from None
+
+    return signed
+
+
 class _Widening(OAuthClientMetadata):
     """The client's metadata whose ``scope``, whenever the SDK sets it (from a challenge,
     or the metadata's ``scopes_supported``), also names the scopes a step-up asked a
@@ -430,9 +470,20 @@ def _provider(
     assert oauth is not None
     credentials.hide(credentials.client_secret)
     storage = _Storage(credentials, store)
+    if oauth.grant == "client_credentials" and oauth.token_endpoint_auth == "private_key_jwt":
+        assert oauth.client_id is not None
+        credentials.hide(credentials.client_assertion_key)
+        return _Signed(
+            storage, server_url=credentials.key, client_id=oauth.client_id,
+            assertion_provider=_signer(
+                credentials, oauth.client_id, oauth.client_assertion_algorithm
+            ),
+            scope=oauth.scope, issuer=oauth.issuer,
+        )
     if oauth.grant == "client_credentials":
         assert oauth.client_id is not None
         assert credentials.client_secret is not None
+        assert oauth.token_endpoint_auth != "private_key_jwt"
         return _Machine(
             storage, server_url=credentials.key, client_id=oauth.client_id,
             client_secret=credentials.client_secret, scope=oauth.scope,
