@@ -195,6 +195,10 @@ class _Kept:
         await super()._initialize()  # type: ignore[misc]
         self._restore(await self.storage.entry())
 
+    def _own_scopes(self, configured: str | None) -> None:
+        """Ask for the configured scopes, not those the SDK would choose (``_Widening``)."""
+        self.context.client_metadata = _Widening.of(self.context.client_metadata, configured)
+
     def _restore(self, entry: dict[str, Any]) -> None:
         context = self.context
         wanted = entry.get("wanted_scope")
@@ -284,6 +288,9 @@ class _Kept:
                         _refused(self._still_refused(challenged))
                         return
                     step_ups += 1
+                metadata = context.client_metadata
+                if outgoing is request and isinstance(metadata, _Widening):
+                    metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
                 except StopAsyncIteration:
@@ -304,6 +311,8 @@ class _Kept:
         except StopAsyncIteration:
             return
         finally:
+            if isinstance(context.client_metadata, _Widening):
+                context.client_metadata.stepping(False)
             self._release()
             await flow.aclose()
 
@@ -374,6 +383,7 @@ class _Machine(_Kept, ClientCredentialsOAuthProvider):
     def __init__(self, storage: _Storage, **kw: Any) -> None:
         super().__init__(storage=storage, **kw)
         self.storage = storage
+        self._own_scopes(kw.get("scope"))
 
 
 class _Signed(_Kept, PrivateKeyJWTOAuthProvider):
@@ -383,6 +393,7 @@ class _Signed(_Kept, PrivateKeyJWTOAuthProvider):
     def __init__(self, storage: _Storage, **kw: Any) -> None:
         super().__init__(storage=storage, **kw)
         self.storage = storage
+        self._own_scopes(kw.get("scope"))
 
 
 def _signer(
@@ -412,11 +423,28 @@ def _signer(
 
 
 class _Widening(OAuthClientMetadata):
-    """The client's metadata whose ``scope``, whenever the SDK sets it (from a challenge,
-    or the metadata's ``scopes_supported``), also names the scopes a step-up asked a
-    person for: so the registration and the next sign-in ask for them too."""
+    """The client's metadata whose ``scope``, whenever the SDK sets it, is what toolplug
+    asks for: the configured ``scopes`` where there are some (the SDK would put the 401's
+    challenge or the metadata's ``scopes_supported`` in their place), else the SDK's
+    choice; a step-up's widening (``stepping``) is kept as the SDK makes it; and always
+    with the scopes a step-up asked a person for, so the registration and the next
+    sign-in ask for them too."""
 
     _wanted: str | None = PrivateAttr(default=None)
+    _configured: str | None = PrivateAttr(default=None)
+    _stepping: bool = PrivateAttr(default=False)
+    """Whether the SDK's flow is answering a 403 ``insufficient_scope`` (set by
+    ``_Kept._auth_flow``, under the SDK's lock): then its scope is the held scopes joined
+    to the challenge's."""
+
+    def stepping(self, answering: bool) -> None:
+        self._stepping = answering
+
+    @classmethod
+    def of(cls, metadata: OAuthClientMetadata, configured: str | None) -> _Widening:
+        widening = cls.model_validate(metadata.model_dump())
+        widening._configured = configured
+        return widening
 
     @property
     def wanted(self) -> str | None:
@@ -427,8 +455,11 @@ class _Widening(OAuthClientMetadata):
         self._wanted = scope
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "scope" and self._wanted:
-            value = union_scopes(value, self._wanted)
+        if name == "scope":
+            if self._configured and not self._stepping:
+                value = self._configured
+            if self._wanted:
+                value = union_scopes(value, self._wanted)
         super().__setattr__(name, value)
 
 
@@ -438,11 +469,11 @@ def _metadata(credentials: Credentials, redirect: str) -> OAuthClientMetadata:
     method = "none"
     if credentials.client_secret is not None:
         method = oauth.token_endpoint_auth
-    return _Widening.model_validate({
+    return _Widening.of(OAuthClientMetadata.model_validate({
         "redirect_uris": [redirect], "client_name": _CLIENT_NAME,
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
         "token_endpoint_auth_method": method, "scope": oauth.scope,
-    })
+    }), oauth.scope)
 
 
 def _fixed_client(credentials: Credentials, redirect: str) -> OAuthClientInformationFull | None:
