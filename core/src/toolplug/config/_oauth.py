@@ -77,6 +77,13 @@ class OAuthSettings(StrictTable):
         default=None, pattern=r"^https?://",
         description="the authorization server the client credentials belong to",
     )
+    on_behalf_of: Literal["principal", "operator"] | None = Field(
+        default=None,
+        description='when toolplug serves others ([serve.auth]): "principal" (each of its '
+        'principals signs in to the server on its own, the default of a person\'s grant) or '
+        '"operator" (every principal\'s call goes with the operator\'s sign-in, the only '
+        "choice of client credentials)",
+    )
 
     def problem(self) -> str | None:
         """What does not fit together, in words (None: nothing). The server's table checks
@@ -127,6 +134,11 @@ class OAuthSettings(StrictTable):
                     'client_metadata_url and redirect_port belong to grant = '
                     '"authorization_code" (a person signs in), not to client credentials'
                 )
+        if self.grant == "client_credentials" and self.on_behalf_of == "principal":
+            raise ValueError(
+                'on_behalf_of = "principal" needs a person\'s sign-in (grant = '
+                '"authorization_code"): client credentials are the operator\'s'
+            )
         if self.client_metadata_url is not None:
             parsed = urlparse(self.client_metadata_url)
             if parsed.scheme != "https" or parsed.path in ("", "/") or not parsed.netloc:
@@ -137,6 +149,14 @@ class OAuthSettings(StrictTable):
         for scope in self.scopes or ():
             if not scope or any(c.isspace() for c in scope):
                 raise ValueError(f"scopes: {scope!r} is not one scope (no spaces)")
+
+    @property
+    def acts_for(self) -> Literal["principal", "operator"]:
+        """Whose sign-in a served principal's call goes with: ``on_behalf_of``, else
+        "principal" for a person's grant and "operator" for client credentials."""
+        if self.on_behalf_of is not None:
+            return self.on_behalf_of
+        return "operator" if self.grant == "client_credentials" else "principal"
 
     @property
     def scope(self) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.state._tokens import TokenStore
+from toolplug.state._tokens import Tokens, TokenStore
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Credentials:
     """A server's OAuth settings with its secret read (``{ env = }``/``{ file = }``)."""
 
     settings: ServerSettings
-    store: TokenStore
+    store: Tokens
     client_secret: str | None = None
     client_assertion_key: str | None = None
     """The PEM private key that signs its assertions (``private_key_jwt``)."""

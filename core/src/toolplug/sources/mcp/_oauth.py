@@ -12,7 +12,7 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   metadata it discovered and the access token's expiry, so the next process refreshes an
   expired token instead of asking a person again; every token read or written is added to
   the server's redactor;
-- a refresh is done once when several processes race (``TokenStore.lock``; the SDK's own
+- a refresh is done once when several processes race (``Tokens.hold``; the SDK's own
   lock serialises the flows of one process) and re-reads what another process stored;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
@@ -62,7 +62,7 @@ from mcp.shared.auth import (
 from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
-from toolplug.state._tokens import TokenStore
+from toolplug.state._tokens import Release, Tokens
 
 __all__ = [
     "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
@@ -125,19 +125,20 @@ class LoginError(Exception):
 
 
 class _Storage:
-    """The SDK's ``TokenStorage`` on the user's token store, one server's entry; the file
-    is read and written on a worker thread, never on the event loop."""
+    """The SDK's ``TokenStorage`` on a token store (the user's file, whose reads and writes
+    run on a worker thread, or a served principal's entries on the state backend), one
+    server's entry."""
 
-    def __init__(self, credentials: Credentials, store: TokenStore) -> None:
+    def __init__(self, credentials: Credentials, store: Tokens) -> None:
         self.credentials = credentials
         self.store = store
         self.key = credentials.key
 
     async def entry(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self.store.entry, self.key)
+        return await self.store.aentry(self.key)
 
     async def update(self, **fields: Any) -> None:
-        await asyncio.to_thread(self.store.update, self.key, **fields)
+        await self.store.aupdate(self.key, **fields)
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens_of(await self.entry())
@@ -189,7 +190,7 @@ class _Kept:
     """Scopes a step-up asked a person for (kept: the next sign-in asks for them too)."""
     _reread: bool = False
     """A person was asked to sign in again: take the tokens the store has, once they change."""
-    _held: Any = None
+    _held: Release | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
@@ -238,13 +239,13 @@ class _Kept:
             await self._keep_metadata()
         else:
             await self.storage.update(tokens=None, expires_at=None)  # spent: never again
-        self._release()
+        await self._release()
         return ok
 
-    def _release(self) -> None:
+    async def _release(self) -> None:
         held, self._held = self._held, None
         if held is not None:
-            held.release()
+            await held()
 
     async def _adopt_stored(self) -> bool:
         """Take the tokens on disk when they differ from the ones held (another process
@@ -268,12 +269,10 @@ class _Kept:
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
-            lock = self.storage.store.lock(self.storage.key)
-            await asyncio.to_thread(lock.acquire)
-            self._held = lock
+            self._held = await self.storage.store.hold(self.storage.key)
             await self._adopt_stored()
             if context.is_token_valid():
-                self._release()
+                await self._release()
         flow = super()._auth_flow(request)  # type: ignore[misc]
         step_ups = 0
         try:
@@ -313,7 +312,7 @@ class _Kept:
         finally:
             if isinstance(context.client_metadata, _Widening):
                 context.client_metadata.stepping(False)
-            self._release()
+            await self._release()
             await flow.aclose()
 
     def _still_refused(self, challenged: str) -> str:
@@ -491,7 +490,7 @@ def _fixed_client(credentials: Credentials, redirect: str) -> OAuthClientInforma
 
 def _provider(
     credentials: Credentials,
-    store: TokenStore,
+    store: Tokens,
     redirect: str,
     open_url: Callable[[str], Awaitable[None]],
     answer: Callable[[], Awaitable[AuthorizationCodeResult]],
@@ -554,7 +553,7 @@ async def auth_for(credentials: Credentials) -> httpx2.Auth:
     store = credentials.store
     assert store is not None
     name = credentials.settings.name
-    entry = await asyncio.to_thread(store.entry, credentials.key)
+    entry = await store.aentry(credentials.key)
     if oauth.grant == "authorization_code" and "tokens" not in entry:
         return _NoSignIn(name)
     provider: _Kept
@@ -674,7 +673,7 @@ async def login(
         raise LoginError(f'[mcp_servers.{settings.name}] has no auth = "oauth"')
     if credentials.problem is not None:
         raise LoginError(credentials.problem)
-    entry = await asyncio.to_thread(store.entry, credentials.key)
+    entry = await store.aentry(credentials.key)
     callback = _Callback()
     registered = (entry.get("client") or {}).get("redirect_uris") or []
     port = oauth.redirect_port or _port_of(registered[0] if registered else "") or 0
@@ -690,7 +689,7 @@ async def login(
         forget["client"] = None  # registered for another port: register again
     if oauth.client_id is None and not _covers(entry.get("client") or {}, entry):
         forget["client"] = None  # registered for fewer scopes than a step-up wants
-    await asyncio.to_thread(store.update, credentials.key, **forget)
+    await store.aupdate(credentials.key, **forget)
 
     async def answer() -> AuthorizationCodeResult:
         return await callback.answer
@@ -708,15 +707,15 @@ async def login(
     except TimeoutError:
         raise LoginError(f"no sign-in within {timeout:g} s") from None
     except Exception as exc:
-        await asyncio.to_thread(store.update, credentials.key, tokens=None, expires_at=None)
+        await store.aupdate(credentials.key, tokens=None, expires_at=None)
         said = f"the server {refusals[-1]}" if refusals else _login_problem(exc)
         raise LoginError(said) from None
     finally:
         await callback.close()
-    if "tokens" not in await asyncio.to_thread(store.entry, credentials.key):
+    if "tokens" not in await store.aentry(credentials.key):
         raise LoginError(f"{credentials.key} let toolplug in without a sign-in: nothing to keep")
     named = getattr(info, "name", None) or credentials.key
-    return f"signed in to {settings.name} ({named}); the tokens are kept in {store.path}"
+    return f"signed in to {settings.name} ({named}); the tokens are kept in {store.where}"
 
 
 def _covers(client: dict[str, Any], entry: dict[str, Any]) -> bool:
@@ -756,7 +755,7 @@ async def logout(credentials: Credentials) -> str:
     metadata names a revocation endpoint (RFC 7009). What happened, in words."""
     store = credentials.store
     assert store is not None
-    entry = await asyncio.to_thread(store.forget, credentials.key)
+    entry = await store.aforget(credentials.key)
     name = credentials.settings.name
     if "tokens" not in entry:
         return f"not signed in to {name}: nothing to forget"
