@@ -48,7 +48,7 @@ class WhoAmI(Tool):
         description="Say which principal this server sees.",
         category="utility",
         parameters={"type": "object", "properties": {}},
-        annotations=Annotations(read_only=True, open_world=False),
+        annotations=Annotations(read_only=True, idempotent=True, open_world=False),
     )
 
     async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
@@ -77,13 +77,18 @@ def _outer_config(home: Path, issuer: str, audience: str, upstream: str, redis: 
     )
     mounts = "".join(
         f'[mcp_servers.{name}]\nurl = "{upstream}"\nauth = "oauth"\napproval = "never"\n'
-        f'include = ["whoami"]\n[mcp_servers.{name}.oauth]\nscopes = {SCOPES}\n{extra}'
+        f'include = ["whoami"]\ntrust_annotations = true\n'
+        f'[mcp_servers.{name}.oauth]\nscopes = {SCOPES}\n{extra}'
         for name, extra in (("up", ""), ("shared", 'on_behalf_of = "operator"\n'))
+    )
+    # the result cache is on for both: a principal's result must never be another's
+    cached = "".join(
+        f"[tools.{name}_whoami]\ncache_ttl_seconds = 300\n" for name in ("up", "shared")
     )
     return (
         f'cache_dir = "{home / "cache"}"\nstate_dir = "{home / "state"}"\n'
         f'[calls]\nstore = "{redis}"\n'
-        f'[serve.auth]\nissuer = "{issuer}"\naudience = "{audience}"\n{tokens}{mounts}'
+        f'[serve.auth]\nissuer = "{issuer}"\naudience = "{audience}"\n{tokens}{cached}{mounts}'
     )
 
 
@@ -182,7 +187,8 @@ def test_each_principal_signs_in_upstream_on_its_own_and_sees_only_its_own(
             assert operator_key.startswith("principal:")
 
             with http_server(outer_dir, outer_port, env=outer_env):
-                # not signed in upstream: a link, each principal its own
+                # not signed in upstream: a link, each principal its own (not the
+                # operator's result of up_whoami that the result cache holds)
                 first = asyncio.run(_call(outer_audience, TOKENS["ann"], "up_whoami"))
                 assert first["error"], first
                 assert "needs you to sign in to it as yourself: open " in first["text"]
@@ -201,7 +207,8 @@ def test_each_principal_signs_in_upstream_on_its_own_and_sees_only_its_own(
                 asyncio.run(_browser(ann_link, "ann-upstream"))
                 ann = asyncio.run(_call(outer_audience, TOKENS["ann"], "up_whoami"))
                 assert not ann["error"], ann
-                # ann signed in; ben did not: ben still gets a link, never ann's sign-in
+                # ann signed in; ben did not: ben still gets a link, never ann's sign-in,
+                # nor ann's cached result (the result cache is on, and keyed by principal)
                 ben = asyncio.run(_call(outer_audience, TOKENS["ben"], "up_whoami"))
                 assert ben["error"], ben
                 ben_link = ben["meta"]["toolplug/error"]["details"]["sign_in_url"]

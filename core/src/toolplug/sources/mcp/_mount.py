@@ -746,7 +746,11 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
             known.append(tables.over(declared) if tables is not None else declared)
         return await server.call(remote, arguments, context, known[0])
 
-    return _gathered.tool_class("Mounted", metadata, run, __module__=__name__)
+    # each served principal's own sign-in: its answers are its own (the result cache too)
+    return _gathered.tool_class(
+        "Mounted", metadata, run, __module__=__name__,
+        answers_per_caller=server.principals is not None,
+    )
 
 
 def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:
