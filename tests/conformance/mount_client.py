@@ -54,6 +54,12 @@ def _oauth_table(scenario: str, context: dict[str, Any]) -> str:
                   'client_secret = { env = "CONFORMANCE_CLIENT_SECRET" }']
         if scenario.startswith("auth/client-credentials"):
             lines.append('grant = "client_credentials"')
+    elif "private_key_pem" in context:  # client credentials with private_key_jwt
+        os.environ["CONFORMANCE_CLIENT_KEY"] = context["private_key_pem"]
+        lines += [f'client_id = "{context["client_id"]}"', 'grant = "client_credentials"',
+                  'token_endpoint_auth = "private_key_jwt"',
+                  'client_assertion_key = { env = "CONFORMANCE_CLIENT_KEY" }',
+                  f'client_assertion_algorithm = "{context.get("signing_algorithm", "RS256")}"']
     elif "client_id" in context:
         lines.append(f'client_id = "{context["client_id"]}"')
     if scenario == "auth/basic-cimd":

@@ -43,11 +43,10 @@ CLIENT_SCENARIOS = (
     "elicitation-sep1034-client-defaults",
     # OAuth (auth = "oauth", signed in first as `toolplug login` does): discovery and its
     # fallbacks, CIMD, scope selection, the retry limit, token endpoint authentication,
-    # pre-registration, client credentials, resource checks, offline access and the
-    # step-up on 403 insufficient_scope (a mount never asks a person mid-call: the call's
-    # reason names `toolplug login`, which asks for the wider scopes). Not here:
-    # auth/client-credentials-jwt (no private_key_jwt
-    # yet), auth/cross-app-access-complete-flow (no token exchange, RFC 8693), and
+    # pre-registration, client credentials (a secret, or private_key_jwt), resource checks,
+    # offline access and the step-up on 403 insufficient_scope (a mount never asks a person
+    # mid-call: the call's reason names `toolplug login`, which asks for the wider scopes).
+    # Not here: auth/cross-app-access-complete-flow (no token exchange, RFC 8693), and
     # auth/2025-03-26-oauth-metadata-backcompat (the SDK's own issuer check refuses the
     # harness's metadata: issuer .../oauth for a resource at the origin).
     "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
@@ -56,6 +55,7 @@ CLIENT_SCENARIOS = (
     "auth/scope-omitted-when-undefined", "auth/scope-retry-limit",
     "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
     "auth/token-endpoint-auth-none", "auth/pre-registration", "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
     "auth/scope-step-up",
 )

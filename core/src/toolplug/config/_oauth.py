@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from pydantic import Field
 
-from toolplug.config._settings import Value
+from toolplug.config._settings import Algorithm, Value
 from toolplug.contract._settings import StrictTable
 
 __all__ = ["GRANTS", "OAuthSettings"]
@@ -25,7 +25,10 @@ class OAuthSettings(StrictTable):
     """``[mcp_servers.NAME.oauth]``: the client toolplug is to the server's authorization
     server. Every key is optional: without ``client_id`` toolplug registers itself (a
     Client ID Metadata Document when ``client_metadata_url`` is set and the server takes
-    one, else dynamic registration)."""
+    one, else dynamic registration). A machine-to-machine client (``grant =
+    "client_credentials"``) proves itself with its ``client_secret`` or, with
+    ``token_endpoint_auth = "private_key_jwt"``, with assertions its
+    ``client_assertion_key`` signs."""
 
     grant: Literal["authorization_code", "client_credentials"] = Field(
         default="authorization_code",
@@ -39,10 +42,23 @@ class OAuthSettings(StrictTable):
         default=None,
         description='the pre-registered client\'s secret: { env = "VAR" } or { file = "PATH" }',
     )
-    token_endpoint_auth: Literal["client_secret_basic", "client_secret_post"] = Field(
+    token_endpoint_auth: Literal[
+        "client_secret_basic", "client_secret_post", "private_key_jwt"
+    ] = Field(
         default="client_secret_basic",
-        description='how the secret is sent to the token endpoint: "client_secret_basic" or '
-        '"client_secret_post"',
+        description='how the client proves itself to the token endpoint: "client_secret_basic" '
+        'or "client_secret_post" (its client_secret), or "private_key_jwt" (an assertion '
+        "signed with its client_assertion_key, RFC 7523)",
+    )
+    client_assertion_key: Value | None = Field(
+        default=None,
+        description='the PEM private key that signs the client\'s assertions '
+        '(token_endpoint_auth = "private_key_jwt"): { env = "VAR" } or { file = "PATH" }',
+    )
+    client_assertion_algorithm: Algorithm = Field(
+        default="RS256",
+        description="the JWS algorithm the assertions are signed with (the key's kind: RS*/PS* "
+        "an RSA key, ES256/ES384/ES512 an EC key of P-256/P-384/P-521, EdDSA an Ed25519 key)",
     )
     scopes: list[str] | None = Field(
         default=None,
@@ -61,6 +77,13 @@ class OAuthSettings(StrictTable):
         default=None, pattern=r"^https?://",
         description="the authorization server the client credentials belong to",
     )
+    on_behalf_of: Literal["principal", "operator"] | None = Field(
+        default=None,
+        description='when toolplug serves others ([serve.auth]): "principal" (each of its '
+        'principals signs in to the server on its own, the default of a person\'s grant) or '
+        '"operator" (every principal\'s call goes with the operator\'s sign-in, the only '
+        "choice of client credentials)",
+    )
 
     def problem(self) -> str | None:
         """What does not fit together, in words (None: nothing). The server's table checks
@@ -77,18 +100,45 @@ class OAuthSettings(StrictTable):
                 'client_secret must not be written in the file: use { env = "VAR" } or '
                 '{ file = "PATH" }'
             )
+        if isinstance(self.client_assertion_key, str):
+            raise ValueError(
+                'client_assertion_key must not be written in the file: use { env = "VAR" } or '
+                '{ file = "PATH" }'
+            )
         if self.client_secret is not None and self.client_id is None:
             raise ValueError("client_secret needs the client_id it belongs to")
+        signed = self.token_endpoint_auth == "private_key_jwt"
+        if signed != (self.client_assertion_key is not None):
+            raise ValueError(
+                'token_endpoint_auth = "private_key_jwt" and client_assertion_key go together '
+                "(the key signs the assertion that method sends)"
+            )
+        if signed and self.client_secret is not None:
+            raise ValueError(
+                'token_endpoint_auth = "private_key_jwt" signs with client_assertion_key: '
+                "remove client_secret"
+            )
+        if signed and self.grant != "client_credentials":
+            raise ValueError(
+                'token_endpoint_auth = "private_key_jwt" belongs to grant = '
+                '"client_credentials" (machine to machine)'
+            )
         if self.grant == "client_credentials":
-            if self.client_id is None or self.client_secret is None:
+            if self.client_id is None or (self.client_secret is None and not signed):
                 raise ValueError(
-                    'grant = "client_credentials" needs client_id and client_secret'
+                    'grant = "client_credentials" needs client_id and client_secret (or '
+                    'token_endpoint_auth = "private_key_jwt" with client_assertion_key)'
                 )
             if self.client_metadata_url is not None or self.redirect_port is not None:
                 raise ValueError(
                     'client_metadata_url and redirect_port belong to grant = '
                     '"authorization_code" (a person signs in), not to client credentials'
                 )
+        if self.grant == "client_credentials" and self.on_behalf_of == "principal":
+            raise ValueError(
+                'on_behalf_of = "principal" needs a person\'s sign-in (grant = '
+                '"authorization_code"): client credentials are the operator\'s'
+            )
         if self.client_metadata_url is not None:
             parsed = urlparse(self.client_metadata_url)
             if parsed.scheme != "https" or parsed.path in ("", "/") or not parsed.netloc:
@@ -99,6 +149,14 @@ class OAuthSettings(StrictTable):
         for scope in self.scopes or ():
             if not scope or any(c.isspace() for c in scope):
                 raise ValueError(f"scopes: {scope!r} is not one scope (no spaces)")
+
+    @property
+    def acts_for(self) -> Literal["principal", "operator"]:
+        """Whose sign-in a served principal's call goes with: ``on_behalf_of``, else
+        "principal" for a person's grant and "operator" for client credentials."""
+        if self.on_behalf_of is not None:
+            return self.on_behalf_of
+        return "operator" if self.grant == "client_credentials" else "principal"
 
     @property
     def scope(self) -> str | None:

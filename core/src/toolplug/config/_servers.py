@@ -62,7 +62,7 @@ class ServerSettings(StrictTable):
     oauth: OAuthSettings | None = Field(
         default=None,
         description="a table: grant, client_id, client_secret, scopes, client_metadata_url, "
-        'redirect_port (with auth = "oauth")',
+        'redirect_port, on_behalf_of (with auth = "oauth")',
     )
     enabled: bool = Field(default=True, description="a boolean")
     category: str = Field(

@@ -202,6 +202,7 @@ def _transformed(original: type[Tool], transform: Transform) -> type[Tool]:
         "__module__": original.__module__,
         "__doc__": new_metadata.description,
         "transformed_from": original,
+        "answers_per_caller": original.answers_per_caller,
         "renamed_arguments": back,
     }
     if original.annotations_for.__func__ is not Tool.annotations_for.__func__:  # type: ignore[attr-defined]

@@ -376,6 +376,10 @@ class Tool:
     """
 
     metadata: ClassVar[ToolMetadata]
+    answers_per_caller: ClassVar[bool] = False
+    """True when what it answers depends on who calls (``ToolContext.host["client"]``: a
+    mounted server each served principal signs in to on its own): the result cache then
+    keeps each caller's results apart, never handing one caller's to another."""
 
     @classmethod
     def annotations_for(cls, arguments: Mapping[str, Any]) -> Annotations:

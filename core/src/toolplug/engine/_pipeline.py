@@ -131,7 +131,7 @@ class Pipeline:
         key = None
         hints = meta.annotations
         if settings.cache_ttl_seconds > 0 and hints.read_only and hints.idempotent:
-            key = cache_key(call.tool, call.arguments)
+            key = cache_key(call.tool, call.arguments, self._caller(call))
             hit = await self.store.cached(key)
             if hit is not None:
                 return hit
@@ -144,6 +144,15 @@ class Pipeline:
         if key is not None and result.ok:  # the store may be a Redis server: no secrets
             await self.store.keep(key, result, settings.cache_ttl_seconds, self.registry.redactor)
         return result
+
+    def _caller(self, call: ToolCall) -> str | None:
+        """Who a cached result is kept for: the calling client when the tool answers each
+        caller on its own (``Tool.answers_per_caller``), else None (any caller)."""
+        tool, _is_async = self.instance(call.tool)
+        if not type(tool).answers_per_caller or call.context is None:
+            return None
+        client = call.context.host.get("client")
+        return "" if client is None else str(client)
 
     def _decided(self, call: ToolCall, verdict: Verdict | None, asked: bool) -> None:
         decision = self.guard.decided(call.tool, call.arguments, verdict, approved=asked)

@@ -8,6 +8,7 @@ serving. Imported by ``toolplug.serve._server`` once it knows the SDK is install
 from __future__ import annotations
 
 import asyncio
+import html
 import socket
 import sys
 from typing import TYPE_CHECKING, Any, Final
@@ -19,6 +20,8 @@ from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from toolplug.serve._address import is_address, is_loopback, listen
@@ -32,6 +35,8 @@ from toolplug.serve._auth import (
 )
 from toolplug.serve._envelope import MAX_BODY_BYTES, EnvelopeCheck
 from toolplug.serve._hosts import HostCheck, HostRules
+from toolplug.sources.mcp import mounted
+from toolplug.sources.mcp._principals import CALLBACK_PATH, complete
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -135,6 +140,9 @@ def _authenticating_app(
     suffixed = metadata_url(auth.audience).split("://", 1)[1].partition("/")[2]
     for path in sorted({METADATA_PATH, "/" + suffixed}):
         app.router.routes.append(Route(path, handler, methods=["GET", "OPTIONS"]))
+    signing_in = _sign_in_route(registry)
+    if signing_in is not None:
+        app.router.routes.append(signing_in)
     # Its own 401 for a request without a token: the SDK's says error="invalid_token".
     app.user_middleware.append(
         Middleware(BareChallenge, resource_metadata=metadata_url(auth.audience))
@@ -147,6 +155,25 @@ def _authenticating_app(
         )
     )
     return app
+
+
+def _sign_in_route(registry: Registry) -> Route | None:
+    """``GET /oauth/callback``, where a principal's sign-in to a mounted server comes back
+    (``on_behalf_of = "principal"``; sources/mcp/_principals.py), when a server has one."""
+    mounts = mounted(registry)
+    servers = {
+        name: server.principals for name, server in (mounts.servers if mounts else {}).items()
+        if server.principals is not None
+    }
+    if not servers:
+        return None
+
+    async def callback(request: Request) -> HTMLResponse:
+        status, said = await complete(servers, dict(request.query_params))
+        body = f"<!doctype html><title>toolplug</title><p>{html.escape(said)}</p>"
+        return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store"})
+
+    return Route(CALLBACK_PATH, callback, methods=["GET"])
 
 
 def _draining_server(base: type[Any]) -> type[Any]:

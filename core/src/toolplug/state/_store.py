@@ -60,9 +60,13 @@ _OFF_LOOP_TEXT: Final = 64 * 1024
 as long as the guard lets a result's text take on the loop)."""
 
 
-def cache_key(tool: str, arguments: dict[str, Any]) -> str:
-    """A stable key for one call: the tool and its arguments, canonical JSON, hashed."""
+def cache_key(tool: str, arguments: dict[str, Any], caller: str | None = None) -> str:
+    """A stable key for one call: the tool and its arguments, canonical JSON, hashed; with
+    ``caller`` (a tool whose answer depends on who calls), that caller's results apart."""
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
+    if caller is not None:
+        text = json.dumps(caller) + "\n" + text  # a JSON string: no argument text is one
+        return f"{tool}@:" + hashlib.sha256(text.encode()).hexdigest()
     return f"{tool}:" + hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -11,28 +11,62 @@ processes race for.
 
 The store is plain data: which fields an entry holds is its client's business
 (``toolplug.sources.mcp._oauth``); an OpenAPI source can keep its own entries here.
+
+``PrincipalTokens`` keeps the same entries for one principal of a served toolplug
+(``serve --http`` under ``[serve.auth]``) on the state backend instead, so that every
+replica sharing it (Redis) sees one principal's sign-in, and its refresh lock is a key
+there. ``Tokens`` is what both offer a client, every method awaited.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
 import os
+import secrets
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
-__all__ = ["FILE_NAME", "TokenStore"]
+    from toolplug.state._backend import Backend
+
+__all__ = ["FILE_NAME", "PrincipalTokens", "TokenStore", "Tokens"]
 
 FILE_NAME: Final = "tokens.json"
 _OWNER_ONLY: Final = stat.S_IRUSR | stat.S_IWUSR  # 0600
 _LOCK_SECONDS: Final = 30.0
+_SWAPS: Final = 20
+"""Compare-and-set attempts of one update of a principal's entry before it gives up."""
+
+Release = Callable[[], Awaitable[None]]
+
+
+class Tokens(Protocol):
+    """Where a client keeps what it is given, by key (a protected resource's URL)."""
+
+    async def aentry(self, key: str) -> dict[str, Any]:
+        """What is kept for ``key`` (empty: nothing)."""
+
+    async def aupdate(self, key: str, **fields: Any) -> None:
+        """Merge ``fields`` into ``key``'s entry (a field set to None is dropped)."""
+
+    async def aforget(self, key: str) -> dict[str, Any]:
+        """Drop ``key``'s entry; what it held."""
+
+    async def hold(self, key: str) -> Release:
+        """Wait for ``key``'s refresh lock and take it; what releases it."""
+
+    @property
+    def where(self) -> str:
+        """Where the tokens are kept, in words (a sign-in's answer names it)."""
 
 
 class TokenStore:
@@ -70,6 +104,30 @@ class TokenStore:
         self._directory()
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return _file_lock(self.directory / f"refresh-{digest}.lock")
+
+    # -- awaited: the file is read and written on a worker thread ----------------------------
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    async def aentry(self, key: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.entry, key)
+
+    async def aupdate(self, key: str, **fields: Any) -> None:
+        await asyncio.to_thread(lambda: self.update(key, **fields))
+
+    async def aforget(self, key: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.forget, key)
+
+    async def hold(self, key: str) -> Release:
+        lock = self.lock(key)
+        await asyncio.to_thread(lock.acquire)
+
+        async def release() -> None:
+            lock.release()
+
+        return release
 
     # -- the file -------------------------------------------------------------------------
 
@@ -117,3 +175,71 @@ def _file_lock(path: Path) -> FileLock:
     from filelock import FileLock
 
     return FileLock(path, timeout=_LOCK_SECONDS)
+
+
+class PrincipalTokens:
+    """One principal's entries on the state backend: ``PRINCIPAL:DIGEST`` under the part
+    it is given, each written by compare-and-set (two replicas never lose each other's
+    fields), kept until evicted; the refresh lock a key with a time to live."""
+
+    def __init__(self, backend: Backend, principal: str) -> None:
+        self.backend = backend
+        self.principal = principal
+
+    @property
+    def where(self) -> str:
+        return "the state backend ([calls] store), under this principal"
+
+    def _key(self, key: str) -> str:
+        return f"{self.principal}:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+
+    async def aentry(self, key: str) -> dict[str, Any]:
+        raw = await self.backend.get(self._key(key))
+        return _entry_of(raw)
+
+    async def aupdate(self, key: str, **fields: Any) -> None:
+        where = self._key(key)
+        for _ in range(_SWAPS):
+            raw = await self.backend.get(where)
+            entry = _entry_of(raw)
+            entry.update(fields)
+            value = json.dumps({k: v for k, v in entry.items() if v is not None}, sort_keys=True)
+            if raw is None:
+                written = await self.backend.set(where, value, None, only_if_absent=True)
+            else:
+                written = await self.backend.swap(where, raw, value, None)
+            if written:
+                return
+        raise RuntimeError(f"the tokens of {key} changed {_SWAPS} times while being written")
+
+    async def aforget(self, key: str) -> dict[str, Any]:
+        where = self._key(key)
+        gone = _entry_of(await self.backend.get(where))
+        await self.backend.delete(where)
+        return gone
+
+    async def hold(self, key: str) -> Release:
+        where = self._key(key) + ":refresh"
+        mine = secrets.token_hex(8)
+        deadline = time.monotonic() + _LOCK_SECONDS
+        while not await self.backend.set(where, mine, _LOCK_SECONDS, only_if_absent=True):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the refresh of {key} stayed locked {_LOCK_SECONDS:g} s")
+            await asyncio.sleep(0.05)
+
+        async def release() -> None:
+            # another holder's only once this one's time ran out: then it is not deleted
+            if await self.backend.swap(where, mine, "", 0.001):
+                await self.backend.delete(where)
+
+        return release
+
+
+def _entry_of(raw: str | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.state._tokens import TokenStore
+from toolplug.state._tokens import Tokens, TokenStore
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
@@ -41,8 +41,10 @@ class Credentials:
     """A server's OAuth settings with its secret read (``{ env = }``/``{ file = }``)."""
 
     settings: ServerSettings
-    store: TokenStore
+    store: Tokens
     client_secret: str | None = None
+    client_assertion_key: str | None = None
+    """The PEM private key that signs its assertions (``private_key_jwt``)."""
     redactor: Redactor | None = None
     problem: str | None = None
     """Why it cannot sign in with these values (its secret's variable is unset ...)."""
@@ -71,18 +73,36 @@ def credentials(
     if oauth is None:
         return None
     found = Credentials(settings, store_for(state_dir))
-    if oauth.client_secret is not None:
+    for key, value in (
+        ("client_secret", oauth.client_secret),
+        ("client_assertion_key", oauth.client_assertion_key),
+    ):
+        if value is None:
+            continue
         problems: list[str] = []
-        where = f"[mcp_servers.{settings.name}.oauth] client_secret in {source}"
-        text, _secret = _gathered.resolved(
-            oauth.client_secret, where, env=env, base=base, problems=problems
-        )
+        where = f"[mcp_servers.{settings.name}.oauth] {key} in {source}"
+        text, _secret = _gathered.resolved(value, where, env=env, base=base, problems=problems)
         if text is None:
-            found.problem = problems[-1]
-        else:
-            secrets.add(text)
-            found.client_secret = text
+            found.problem = found.problem or problems[-1]
+            continue
+        if key == "client_assertion_key" and "\n" not in text:
+            text = text.replace("\\n", "\n")  # a PEM in one line of a variable, "\n"s kept
+        if key == "client_assertion_key" and not _looks_like_a_private_key(text):
+            found.problem = found.problem or (
+                f"{where} is not a PEM private key (one that begins "
+                "\"-----BEGIN PRIVATE KEY-----\", as `openssl genpkey` writes it)"
+            )
+            continue
+        secrets.add(text)
+        setattr(found, key, text)
     return found
+
+
+def _looks_like_a_private_key(text: str) -> bool:
+    """Whether ``text`` is a PEM private key (PKCS#8, or the RSA and EC forms): checked at
+    load, so a wrong value is the server's reason, not a failure mid-flow."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    return first.startswith("-----BEGIN ") and first.endswith("PRIVATE KEY-----")
 
 
 def setup_note(settings: ServerSettings) -> str:

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from toolplug.sources.mcp._credentials import Credentials
 
 __all__ = [
-    "Connection", "InFlight", "Resolved", "ServerDown", "close_all", "run", "run_blocking",
-    "session", "tail",
+    "Connection", "InFlight", "Resolved", "ServerDown", "close_all", "loop", "run",
+    "run_blocking", "session", "tail",
 ]
 
 log = logging.getLogger("toolplug.mount")
@@ -92,6 +92,11 @@ def _loop() -> asyncio.AbstractEventLoop:
                 _home = _Loop()
                 atexit.register(close_all)
     return _home.loop
+
+
+def loop() -> asyncio.AbstractEventLoop:
+    """The sessions' loop (started on first use)."""
+    return _loop()
 
 
 async def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -245,6 +250,9 @@ class Connection:
         for (the mount sets it)."""
         self.calls: list[InFlight] = []
         """The calls in flight on this connection, oldest first (``_session`` keeps it)."""
+        self.listens = True
+        """Whether its session listens for the server's changes (a served principal's
+        session does not: the operator's hears them for the mount)."""
         _connections.append(self)
 
     # -- on the sessions' loop ---------------------------------------------------------

@@ -27,7 +27,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.mcp import _catalog, _credentials, _host, _published
+from toolplug.sources.mcp import _catalog, _credentials, _host, _principals, _published
 from toolplug.sources.mcp._content import BadBlock, blocks
 from toolplug.sources.mcp._screen import screen
 from toolplug.trust._redaction import Redactor
@@ -80,6 +80,9 @@ class MountedServer(_gathered.Origin):
     withheld: dict[str, list[str]] = field(default_factory=dict)
     """toolplug name -> the rules of its findings the configuration does not accept: the
     tool is registered without its definition and unavailable."""
+    principals: _principals.Principals | None = None
+    """Whose sign-in each served principal's call goes with (``on_behalf_of``), or None:
+    every call goes with the operator's."""
     redactor: Redactor = field(default_factory=Redactor)
     """The secrets of its configuration (the registry's, once attached): kept out of its
     reasons and of the listing stored on disk."""
@@ -133,11 +136,22 @@ class MountedServer(_gathered.Origin):
         call = _host.InFlight.here(context)
         connection = self.connection
         assert connection is not None
+        principals = self.principals
+        principal = _principals.principal_of(context.host) if principals else None
 
         async def work() -> ToolResult:
+            used = connection
+            if principals is not None and principal is not None:
+                found = await principals.connection(principal)
+                if isinstance(found, ToolResult):
+                    return found  # not signed in: the link that signs in
+                used = found
             try:
-                client = await connection.client()
+                client = await used.client()
             except _host.ServerDown as down:
+                again = await principals.down(principal) if principals and principal else None
+                if again is not None:
+                    return again
                 details: dict[str, Any] = {"server": self.name}
                 if down.retry_after is not None:
                     details["retry_after_seconds"] = down.retry_after
@@ -162,7 +176,7 @@ class MountedServer(_gathered.Origin):
                 if refused is not None:
                     return refused
             result: ToolResult = await _host.session().call_tool(
-                connection, client, remote, arguments, call=call,
+                used, client, remote, arguments, call=call,
                 done=lambda answer: _result(
                     answer, self.name, labels, self.settings.trust_annotations
                 ),
@@ -275,7 +289,9 @@ class Mounted(_gathered.GatheredSource):
 
     def close(self) -> None:
         """Close every session this registry opened (the servers' processes end)."""
-        connections = [s.connection for s in self.servers.values() if s.connection]
+        connections = [s.connection for s in self.servers.values() if s.connection] + [
+            c for s in self.servers.values() if s.principals for c in s.principals.connections()
+        ]
         if not any(c.started for c in connections):
             for connection in connections:
                 connection.forget()
@@ -314,6 +330,7 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         )
         resolved.problem = resolved.problem or (resolved.oauth.problem if resolved.oauth else None)
         server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))
+        server.principals = _principals.principals_for(settings, resolved, config)
         # pinned: what the lock file records (or first use records) runs, nothing else
         server.locked = dict(lock[name]) if name in lock else ({} if settings.pins else None)
         server.locked_fields = dict(lock_fields.get(name, {}))
@@ -729,7 +746,11 @@ def _tool_class(server: MountedServer, final: str, tool: Mapping[str, Any]) -> t
             known.append(tables.over(declared) if tables is not None else declared)
         return await server.call(remote, arguments, context, known[0])
 
-    return _gathered.tool_class("Mounted", metadata, run, __module__=__name__)
+    # each served principal's own sign-in: its answers are its own (the result cache too)
+    return _gathered.tool_class(
+        "Mounted", metadata, run, __module__=__name__,
+        answers_per_caller=server.principals is not None,
+    )
 
 
 def _wrong_labels(server: str, remote: str, trust: TrustOverlay, metadata: ToolMetadata) -> str:

@@ -12,7 +12,7 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   metadata it discovered and the access token's expiry, so the next process refreshes an
   expired token instead of asking a person again; every token read or written is added to
   the server's redactor;
-- a refresh is done once when several processes race (``TokenStore.lock``; the SDK's own
+- a refresh is done once when several processes race (``Tokens.hold``; the SDK's own
   lock serialises the flows of one process) and re-reads what another process stored;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
@@ -40,10 +40,15 @@ from typing import Any, Final
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx2
+import jwt
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.exceptions import OAuthRegistrationError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
@@ -57,7 +62,7 @@ from mcp.shared.auth import (
 from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
-from toolplug.state._tokens import TokenStore
+from toolplug.state._tokens import Release, Tokens
 
 __all__ = [
     "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
@@ -120,19 +125,20 @@ class LoginError(Exception):
 
 
 class _Storage:
-    """The SDK's ``TokenStorage`` on the user's token store, one server's entry; the file
-    is read and written on a worker thread, never on the event loop."""
+    """The SDK's ``TokenStorage`` on a token store (the user's file, whose reads and writes
+    run on a worker thread, or a served principal's entries on the state backend), one
+    server's entry."""
 
-    def __init__(self, credentials: Credentials, store: TokenStore) -> None:
+    def __init__(self, credentials: Credentials, store: Tokens) -> None:
         self.credentials = credentials
         self.store = store
         self.key = credentials.key
 
     async def entry(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self.store.entry, self.key)
+        return await self.store.aentry(self.key)
 
     async def update(self, **fields: Any) -> None:
-        await asyncio.to_thread(self.store.update, self.key, **fields)
+        await self.store.aupdate(self.key, **fields)
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens_of(await self.entry())
@@ -184,11 +190,15 @@ class _Kept:
     """Scopes a step-up asked a person for (kept: the next sign-in asks for them too)."""
     _reread: bool = False
     """A person was asked to sign in again: take the tokens the store has, once they change."""
-    _held: Any = None
+    _held: Release | None = None
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
         self._restore(await self.storage.entry())
+
+    def _own_scopes(self, configured: str | None) -> None:
+        """Ask for the configured scopes, not those the SDK would choose (``_Widening``)."""
+        self.context.client_metadata = _Widening.of(self.context.client_metadata, configured)
 
     def _restore(self, entry: dict[str, Any]) -> None:
         context = self.context
@@ -229,13 +239,13 @@ class _Kept:
             await self._keep_metadata()
         else:
             await self.storage.update(tokens=None, expires_at=None)  # spent: never again
-        self._release()
+        await self._release()
         return ok
 
-    def _release(self) -> None:
+    async def _release(self) -> None:
         held, self._held = self._held, None
         if held is not None:
-            held.release()
+            await held()
 
     async def _adopt_stored(self) -> bool:
         """Take the tokens on disk when they differ from the ones held (another process
@@ -259,12 +269,10 @@ class _Kept:
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
-            lock = self.storage.store.lock(self.storage.key)
-            await asyncio.to_thread(lock.acquire)
-            self._held = lock
+            self._held = await self.storage.store.hold(self.storage.key)
             await self._adopt_stored()
             if context.is_token_valid():
-                self._release()
+                await self._release()
         flow = super()._auth_flow(request)  # type: ignore[misc]
         step_ups = 0
         try:
@@ -279,6 +287,9 @@ class _Kept:
                         _refused(self._still_refused(challenged))
                         return
                     step_ups += 1
+                metadata = context.client_metadata
+                if outgoing is request and isinstance(metadata, _Widening):
+                    metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
                 except StopAsyncIteration:
@@ -299,7 +310,9 @@ class _Kept:
         except StopAsyncIteration:
             return
         finally:
-            self._release()
+            if isinstance(context.client_metadata, _Widening):
+                context.client_metadata.stepping(False)
+            await self._release()
             await flow.aclose()
 
     def _still_refused(self, challenged: str) -> str:
@@ -369,14 +382,68 @@ class _Machine(_Kept, ClientCredentialsOAuthProvider):
     def __init__(self, storage: _Storage, **kw: Any) -> None:
         super().__init__(storage=storage, **kw)
         self.storage = storage
+        self._own_scopes(kw.get("scope"))
+
+
+class _Signed(_Kept, PrivateKeyJWTOAuthProvider):
+    """The client credentials grant with ``private_key_jwt``: each token request carries
+    an assertion (RFC 7523) the client's key signs, for the authorization server's issuer."""
+
+    def __init__(self, storage: _Storage, **kw: Any) -> None:
+        super().__init__(storage=storage, **kw)
+        self.storage = storage
+        self._own_scopes(kw.get("scope"))
+
+
+def _signer(
+    credentials: Credentials, client_id: str, algorithm: str
+) -> Callable[[str], Awaitable[str]]:
+    """The SDK's assertion signer over the client's key (``iss`` and ``sub`` its client
+    id, ``aud`` the issuer, a fresh ``jti``, five minutes' life); a key that cannot sign
+    with ``algorithm`` is the flow's error, in words."""
+    key = credentials.client_assertion_key
+    assert key is not None
+    sign = SignedJWTParameters(
+        issuer=client_id, subject=client_id, signing_key=key, signing_algorithm=algorithm,
+    ).create_assertion_provider()
+    where = f"[mcp_servers.{credentials.settings.name}.oauth] client_assertion_key"
+
+    async def signed(audience: str) -> str:
+        try:
+            return await sign(audience)
+        except (ValueError, TypeError, jwt.exceptions.PyJWTError) as exc:
+            raise OAuthFlowError(
+                f"{where} cannot sign a {algorithm} assertion ({exc}): "
+                "client_assertion_algorithm names the key's kind (RS*/PS* for RSA, ES* for EC, "
+                "EdDSA for Ed25519)"
+            ) from None
+
+    return signed
 
 
 class _Widening(OAuthClientMetadata):
-    """The client's metadata whose ``scope``, whenever the SDK sets it (from a challenge,
-    or the metadata's ``scopes_supported``), also names the scopes a step-up asked a
-    person for: so the registration and the next sign-in ask for them too."""
+    """The client's metadata whose ``scope``, whenever the SDK sets it, is what toolplug
+    asks for: the configured ``scopes`` where there are some (the SDK would put the 401's
+    challenge or the metadata's ``scopes_supported`` in their place), else the SDK's
+    choice; a step-up's widening (``stepping``) is kept as the SDK makes it; and always
+    with the scopes a step-up asked a person for, so the registration and the next
+    sign-in ask for them too."""
 
     _wanted: str | None = PrivateAttr(default=None)
+    _configured: str | None = PrivateAttr(default=None)
+    _stepping: bool = PrivateAttr(default=False)
+    """Whether the SDK's flow is answering a 403 ``insufficient_scope`` (set by
+    ``_Kept._auth_flow``, under the SDK's lock): then its scope is the held scopes joined
+    to the challenge's."""
+
+    def stepping(self, answering: bool) -> None:
+        self._stepping = answering
+
+    @classmethod
+    def of(cls, metadata: OAuthClientMetadata, configured: str | None) -> _Widening:
+        widening = cls.model_validate(metadata.model_dump())
+        widening._configured = configured
+        return widening
 
     @property
     def wanted(self) -> str | None:
@@ -387,8 +454,11 @@ class _Widening(OAuthClientMetadata):
         self._wanted = scope
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "scope" and self._wanted:
-            value = union_scopes(value, self._wanted)
+        if name == "scope":
+            if self._configured and not self._stepping:
+                value = self._configured
+            if self._wanted:
+                value = union_scopes(value, self._wanted)
         super().__setattr__(name, value)
 
 
@@ -398,11 +468,11 @@ def _metadata(credentials: Credentials, redirect: str) -> OAuthClientMetadata:
     method = "none"
     if credentials.client_secret is not None:
         method = oauth.token_endpoint_auth
-    return _Widening.model_validate({
+    return _Widening.of(OAuthClientMetadata.model_validate({
         "redirect_uris": [redirect], "client_name": _CLIENT_NAME,
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
         "token_endpoint_auth_method": method, "scope": oauth.scope,
-    })
+    }), oauth.scope)
 
 
 def _fixed_client(credentials: Credentials, redirect: str) -> OAuthClientInformationFull | None:
@@ -420,7 +490,7 @@ def _fixed_client(credentials: Credentials, redirect: str) -> OAuthClientInforma
 
 def _provider(
     credentials: Credentials,
-    store: TokenStore,
+    store: Tokens,
     redirect: str,
     open_url: Callable[[str], Awaitable[None]],
     answer: Callable[[], Awaitable[AuthorizationCodeResult]],
@@ -430,9 +500,20 @@ def _provider(
     assert oauth is not None
     credentials.hide(credentials.client_secret)
     storage = _Storage(credentials, store)
+    if oauth.grant == "client_credentials" and oauth.token_endpoint_auth == "private_key_jwt":
+        assert oauth.client_id is not None
+        credentials.hide(credentials.client_assertion_key)
+        return _Signed(
+            storage, server_url=credentials.key, client_id=oauth.client_id,
+            assertion_provider=_signer(
+                credentials, oauth.client_id, oauth.client_assertion_algorithm
+            ),
+            scope=oauth.scope, issuer=oauth.issuer,
+        )
     if oauth.grant == "client_credentials":
         assert oauth.client_id is not None
         assert credentials.client_secret is not None
+        assert oauth.token_endpoint_auth != "private_key_jwt"
         return _Machine(
             storage, server_url=credentials.key, client_id=oauth.client_id,
             client_secret=credentials.client_secret, scope=oauth.scope,
@@ -472,7 +553,7 @@ async def auth_for(credentials: Credentials) -> httpx2.Auth:
     store = credentials.store
     assert store is not None
     name = credentials.settings.name
-    entry = await asyncio.to_thread(store.entry, credentials.key)
+    entry = await store.aentry(credentials.key)
     if oauth.grant == "authorization_code" and "tokens" not in entry:
         return _NoSignIn(name)
     provider: _Kept
@@ -592,7 +673,7 @@ async def login(
         raise LoginError(f'[mcp_servers.{settings.name}] has no auth = "oauth"')
     if credentials.problem is not None:
         raise LoginError(credentials.problem)
-    entry = await asyncio.to_thread(store.entry, credentials.key)
+    entry = await store.aentry(credentials.key)
     callback = _Callback()
     registered = (entry.get("client") or {}).get("redirect_uris") or []
     port = oauth.redirect_port or _port_of(registered[0] if registered else "") or 0
@@ -608,7 +689,7 @@ async def login(
         forget["client"] = None  # registered for another port: register again
     if oauth.client_id is None and not _covers(entry.get("client") or {}, entry):
         forget["client"] = None  # registered for fewer scopes than a step-up wants
-    await asyncio.to_thread(store.update, credentials.key, **forget)
+    await store.aupdate(credentials.key, **forget)
 
     async def answer() -> AuthorizationCodeResult:
         return await callback.answer
@@ -626,15 +707,15 @@ async def login(
     except TimeoutError:
         raise LoginError(f"no sign-in within {timeout:g} s") from None
     except Exception as exc:
-        await asyncio.to_thread(store.update, credentials.key, tokens=None, expires_at=None)
+        await store.aupdate(credentials.key, tokens=None, expires_at=None)
         said = f"the server {refusals[-1]}" if refusals else _login_problem(exc)
         raise LoginError(said) from None
     finally:
         await callback.close()
-    if "tokens" not in await asyncio.to_thread(store.entry, credentials.key):
+    if "tokens" not in await store.aentry(credentials.key):
         raise LoginError(f"{credentials.key} let toolplug in without a sign-in: nothing to keep")
     named = getattr(info, "name", None) or credentials.key
-    return f"signed in to {settings.name} ({named}); the tokens are kept in {store.path}"
+    return f"signed in to {settings.name} ({named}); the tokens are kept in {store.where}"
 
 
 def _covers(client: dict[str, Any], entry: dict[str, Any]) -> bool:
@@ -674,7 +755,7 @@ async def logout(credentials: Credentials) -> str:
     metadata names a revocation endpoint (RFC 7009). What happened, in words."""
     store = credentials.store
     assert store is not None
-    entry = await asyncio.to_thread(store.forget, credentials.key)
+    entry = await store.aforget(credentials.key)
     name = credentials.settings.name
     if "tokens" not in entry:
         return f"not signed in to {name}: nothing to forget"

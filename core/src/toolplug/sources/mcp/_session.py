@@ -86,6 +86,9 @@ async def own(
         async with client:
             if not ready.done():
                 ready.set_result(client)
+            if not connection.listens:
+                await closing.wait()
+                return
             async with asyncio.TaskGroup() as group:
                 listener = group.create_task(_listen(connection, client))
                 await closing.wait()
