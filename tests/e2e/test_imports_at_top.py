@@ -51,6 +51,9 @@ DEFERRED: dict[str, set[str]] = {
     "sources/mcp/_signin.py": {"toolplug.sources.mcp"},
     # filelock (the mcp extra), when a sign-in's tokens are written or refreshed
     "state/_tokens.py": {"filelock"},
+    # [record] store = "postgresql://..." (the postgres extra), when a recorder opens it
+    "state/_record.py": {"toolplug.state._record_pg"},
+    "state/_record_pg.py": {"psycopg"},
     # the network guard and the HTTP client, when a request is made: a load of 1,223 cached
     # operations (bench/openapi.py) imports no network code; PyYAML (the openapi extra)
     "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._netguard"},

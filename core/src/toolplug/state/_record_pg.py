@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from toolplug.state._events import COLUMNS, Event
-from toolplug.state._record import Filters
+
+if TYPE_CHECKING:  # a type only: _record imports this module when a store names PostgreSQL
+    from toolplug.state._record import Filters
 
 __all__ = ["PostgresStore"]
 
