@@ -870,6 +870,13 @@ def _cmd_approvals(args: argparse.Namespace) -> int:
     return run_approvals(args, _config_of(args))
 
 
+@_runs("history")
+def _cmd_history(args: argparse.Namespace) -> int:
+    from toolplug.cli._history import run_history
+
+    return run_history(args, _config_of(args))
+
+
 async def _run_plan_here(registry: Registry, plan: Any, yes: bool) -> Any:
     """A plan's steps, their questions and approvals asked at this terminal, one at a time."""
     from toolplug.cli._terminal import TerminalChannel

@@ -85,10 +85,34 @@ def _whole_number(least: int) -> Callable[[str], int]:
     return parse
 
 
+_AGO: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
+
+
+def _moment(text: str) -> float:
+    """A time, as seconds since the epoch: ``15m``, ``2h``, ``7d`` ago, or an ISO 8601 date
+    or time (UTC unless it gives its offset)."""
+    import datetime
+    import time
+
+    spoken = text.strip().lower()
+    if spoken[:-1].replace(".", "", 1).isdigit() and spoken[-1:] in _AGO:
+        return time.time() - float(spoken[:-1]) * _AGO[spoken[-1]]
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a time ago (15m, 2h, 7d) or an ISO 8601 date or time, got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
 TYPES: Final[Mapping[str, Callable[[str], Any]]] = {
     "seconds": _seconds,
     "positive_int": _whole_number(1),
     "non_negative_int": _whole_number(0),
+    "moment": _moment,
 }
 """The converters an argument's ``type`` names."""
 

@@ -146,7 +146,10 @@ def approval_asked(
         "approval.request", call, conversation, "asked", rule, request.reason,
         labels=sorted({str(s.get("label")) for s in sources if isinstance(s, dict)}),
         sources=[dict(s) for s in sources if isinstance(s, dict)],
-        arguments=dict(request.arguments),
+        # the question shows them whole; the record masks secret-named keys as a call's
+        arguments=recorded_arguments(
+            dict(request.arguments), _same, recorder.settings.max_argument_chars
+        ),
     ))
 
 
@@ -166,6 +169,10 @@ def approval_decided(  # noqa: PLR0917 - one line in the pipeline, every part of
         "approval.decision", call, conversation, status, "approval", reason,
         detail={"by": by} if by else {},
     ))
+
+
+def _same(value: Any) -> Any:
+    return value  # the request's arguments are redacted already
 
 
 def _span_event(name: str, attributes: dict[str, Any]) -> None:

@@ -12,7 +12,10 @@ the tool runs (so spans of instrumented HTTP clients nest under it), with:
   error status; an exception is recorded as an ``exception`` event; configured secrets are
   replaced by ``***`` in every message and stack;
 - with ``[calls] telemetry_content = true`` only, ``gen_ai.tool.call.arguments`` and
-  ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``.
+  ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``;
+- for a call ``toolplug serve`` answers, the MCP semantic conventions' ``mcp.method.name``
+  (``tools/call``), ``jsonrpc.request.id``, ``mcp.session.id`` (over HTTP),
+  ``mcp.protocol.version``, ``network.transport`` (and ``network.protocol.name``).
 """
 
 from __future__ import annotations
@@ -79,6 +82,9 @@ class Telemetry:
         }
         if call.metadata is not None:
             attributes["gen_ai.tool.description"] = call.metadata.description
+        served = call.context.host.get("mcp") if call.context else None
+        if isinstance(served, dict):
+            attributes.update(_mcp_attributes(served))
         if self._content:
             attributes["gen_ai.tool.call.arguments"] = self._text(call.arguments)
         with self._tracer.start_as_current_span(
@@ -114,3 +120,23 @@ class Telemetry:
     def _text(self, value: Any) -> str:
         return self._redact(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
 
+
+def _mcp_attributes(served: dict[str, Any]) -> dict[str, Any]:
+    """The MCP semantic conventions' attributes of a call ``toolplug serve`` answers: the
+    method, the JSON-RPC request id, the session, the protocol version and the transport
+    (``network.transport``: ``pipe`` for stdio, ``tcp`` with ``network.protocol.name`` =
+    ``http`` for streamable HTTP)."""
+    attributes: dict[str, Any] = {"mcp.method.name": str(served.get("method") or "tools/call")}
+    for key, name in (
+        ("request_id", "jsonrpc.request.id"), ("session", "mcp.session.id"),
+        ("protocol_version", "mcp.protocol.version"),
+    ):
+        value = served.get(key)
+        if value:
+            attributes[name] = str(value)
+    if served.get("transport") == "http":
+        attributes["network.transport"] = "tcp"
+        attributes["network.protocol.name"] = "http"
+    elif served.get("transport") == "stdio":
+        attributes["network.transport"] = "pipe"
+    return attributes

@@ -127,12 +127,26 @@ def recorded_arguments(arguments: Any, redact: Any, most: int) -> Any:
     return value
 
 
+_SECRET_NAMES: Final[dict[str, bool]] = {}
+"""Whether each argument name seen names a secret: names repeat call after call, and the
+writer thread asks for every one (bounded: a name seen first past 10,000 is not kept)."""
+
+
+def _names_secret(key: str) -> bool:
+    known = _SECRET_NAMES.get(key)
+    if known is None:
+        known = _SECRET_KEY.search(key) is not None
+        if len(_SECRET_NAMES) < 10_000:
+            _SECRET_NAMES[key] = known
+    return known
+
+
 def _masked(value: Any, depth: int = 0) -> Any:
     if depth > 32:
         return "..."
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return {
-            str(k): "***" if _SECRET_KEY.search(str(k)) and v not in (None, "")
+            str(k): "***" if _names_secret(str(k)) and v not in (None, "")
             else _masked(v, depth + 1)
             for k, v in value.items()
         }
@@ -144,6 +158,8 @@ def _masked(value: Any, depth: int = 0) -> Any:
 def _text(value: Any) -> str | None:
     if value is None:
         return None
+    if not value and isinstance(value, list | dict):  # most events' labels, sources, detail
+        return "[]" if isinstance(value, list) else "{}"
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 

@@ -371,14 +371,10 @@ def _write_loop(owner: weakref.ref[Recorder]) -> None:
     store, wake = recorder.store, recorder._wake
     interval = recorder.settings.flush_seconds
     keep = recorder._keep
-    try:
-        store.open()
-    except Exception as exc:
-        log.warning("the record cannot be opened at %s: %s", store.where, exc)
-        recorder.failed = f"{type(exc).__name__}: {exc}"
+    del recorder  # held weakly between rounds: a dropped recorder's thread ends
+    if not _opened(owner, store, wake, interval):
         return
     pruned = 0.0
-    del recorder  # held weakly between rounds: a dropped recorder's thread ends
     try:
         while True:
             wake.wait(interval)
@@ -399,6 +395,30 @@ def _write_loop(owner: weakref.ref[Recorder]) -> None:
                 return
     finally:
         store.close()
+
+
+def _opened(
+    owner: weakref.ref[Recorder], store: RecordStore, wake: threading.Event, interval: float
+) -> bool:
+    """Open ``store``, trying again every ``interval`` (up to 5 s apart) while it cannot be
+    (a database not up yet): the events wait queued meanwhile. False once the recorder is
+    closed or dropped first."""
+    pause = interval
+    while True:
+        try:
+            store.open()
+            return True
+        except Exception as exc:
+            recorder = owner()
+            if recorder is None or recorder._closed:
+                return False
+            if recorder.failed is None:
+                log.warning("the record cannot be opened at %s: %s; retrying", store.where, exc)
+            recorder.failed = f"{type(exc).__name__}: {exc}"
+            del recorder
+        wake.wait(pause)
+        wake.clear()
+        pause = min(pause * 2, 5.0)
 
 
 def open_record(settings: RecordSettings, target: str) -> Recorder:

@@ -65,7 +65,8 @@ class PostgresStore:
         self._db: Any = None
 
     def open(self) -> None:
-        self._loop = asyncio.new_event_loop()
+        if self._loop is None:  # kept across a failed open: the writer tries again
+            self._loop = asyncio.new_event_loop()
         self._db = self._loop.run_until_complete(self._open())
 
     async def _open(self) -> Any:
