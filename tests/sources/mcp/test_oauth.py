@@ -230,8 +230,11 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
     """A protected resource and its authorization server on one loopback port, broken as
     ``kind`` says: ``token-500`` (the token endpoint fails), ``bad-metadata`` (the
     authorization server's metadata is not a metadata document), ``huge`` (the protected
-    resource's metadata is 400 kB) or ``scope-403`` (tokens are issued, and every request
-    with one is refused with 403 ``insufficient_scope`` for the scope ``admin``)."""
+    resource's metadata is 400 kB), ``foreign-resource`` (the protected resource's metadata
+    describes another origin's resource), ``other-audience`` (tokens are issued, and every
+    request with one is refused with 401 ``invalid_token``: a token meant for another
+    audience) or ``scope-403`` (tokens are issued, and every request with one is refused
+    with 403 ``insufficient_scope`` for the scope ``admin``)."""
     asked: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -251,7 +254,11 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
             asked.append(f"GET {path}")
             if path.startswith("/.well-known/oauth-protected-resource"):
                 padding = {"padding": "x" * 400_000} if kind == "huge" else {}
-                self._send(200, {"resource": f"{base}/mcp", "authorization_servers": [base],
+                resource = (
+                    "https://elsewhere.example/mcp" if kind == "foreign-resource"
+                    else f"{base}/mcp"
+                )
+                self._send(200, {"resource": resource, "authorization_servers": [base],
                                  **padding})
             elif path.startswith("/.well-known/oauth-authorization-server"):
                 if kind == "bad-metadata":
@@ -285,7 +292,7 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
             if path == "/register":
                 self._send(201, {"client_id": "c1", "redirect_uris": ["http://127.0.0.1/cb"],
                                  "token_endpoint_auth_method": "none"})
-            elif path == "/token" and kind == "scope-403":
+            elif path == "/token" and kind in ("scope-403", "other-audience"):
                 self._send(200, {"access_token": f"t{len(asked)}", "token_type": "Bearer",
                                  "expires_in": 300, "scope": "tools:read"})
             elif path == "/token":
@@ -294,6 +301,12 @@ def _broken(kind: str) -> Iterator[tuple[str, list[str]]]:
                 meta = f'{base}/.well-known/oauth-protected-resource/mcp'
                 self._send(403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
                     f'Bearer error="insufficient_scope", scope="admin", '
+                    f'resource_metadata="{meta}"'
+                )})
+            elif kind == "other-audience" and self.headers.get("Authorization"):
+                meta = f'{base}/.well-known/oauth-protected-resource/mcp'
+                self._send(401, {"error": "invalid_token"}, {"WWW-Authenticate": (
+                    f'Bearer error="invalid_token", error_description="audience", '
                     f'resource_metadata="{meta}"'
                 )})
             else:
@@ -325,6 +338,8 @@ async def _follow(url: str) -> None:
         ("token-500", "Token exchange failed (500)"),
         ("bad-metadata", "oauth-authorization-server cannot be read: issuer"),
         ("huge", "oauth-protected-resource/mcp is 400"),
+        ("foreign-resource", "Protected resource https://elsewhere.example/mcp does not match"),
+        ("other-audience", "refused the token its authorization server just issued"),
     ],
 )
 def test_a_broken_authorization_server_is_a_clear_reason_and_keeps_no_token(

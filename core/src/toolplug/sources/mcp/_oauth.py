@@ -694,7 +694,23 @@ async def login(
     async def answer() -> AuthorizationCodeResult:
         return await callback.answer
 
-    provider = _provider(credentials, store, redirect, open_url, answer)
+    opened = 0
+
+    async def open_once(url: str) -> None:
+        # a second authorization in one sign-in: the server answered 401 to the token the
+        # sign-in just got (the callback takes one redirect, so the SDK's retry could only
+        # end in a state mismatch)
+        nonlocal opened
+        opened += 1
+        if opened > 1:
+            raise LoginError(
+                "the server refused the token its authorization server just issued (a token "
+                "for another audience or resource): nothing was kept; check that the "
+                "server's url and its protected resource metadata name the same resource"
+            )
+        await open_url(url)
+
+    provider = _provider(credentials, store, redirect, open_once, answer)
     refusals: list[str] = []  # a step-up that did not get the scopes the server wants
     REFUSALS.set(refusals)
     try:
