@@ -21,7 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
-__all__ = ["COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "recorded_arguments"]
+__all__ = [
+    "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "masked_secrets",
+    "recorded_arguments",
+]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
 
@@ -34,7 +37,8 @@ _SECRET_KEY: Final = re.compile(
     r"private[_-]?key|cookie|session[_-]?key",
     re.IGNORECASE,
 )
-"""Argument names whose values are recorded as ``***`` whatever they hold."""
+"""Argument names whose values are recorded (and kept in the approvals inbox) as ``***``
+whatever they hold."""
 
 
 @dataclass(slots=True)
@@ -118,7 +122,7 @@ def recorded_arguments(arguments: Any, redact: Any, most: int) -> Any:
     """``arguments`` as the record keeps them: secrets out (``redact``: the registry's
     ``Redactor.redact_data``; values under secret-named keys), JSON cut to ``most``
     characters (a string then). Called by the writer thread, never on the event loop."""
-    value = redact(_masked(arguments))
+    value = redact(masked_secrets(arguments))
     if most <= 0:
         return None
     text = _text(value)
@@ -141,17 +145,21 @@ def _names_secret(key: str) -> bool:
     return known
 
 
-def _masked(value: Any, depth: int = 0) -> Any:
+def masked_secrets(value: Any, depth: int = 0) -> Any:
+    """``value`` with every value under a key that names a secret (``_SECRET_KEY``: password,
+    token, api_key, authorization, ...) replaced by ``***``, in nested objects and lists
+    too (as JSON data: tuples become lists, keys strings). The record's arguments and the
+    approvals inbox's requests are masked by this one function."""
     if depth > 32:
         return "..."
     if isinstance(value, dict | Mapping):
         return {
             str(k): "***" if _names_secret(str(k)) and v not in (None, "")
-            else _masked(v, depth + 1)
+            else masked_secrets(v, depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_masked(v, depth + 1) for v in value]
+        return [masked_secrets(v, depth + 1) for v in value]
     return value
 
 
