@@ -9,7 +9,8 @@ default ``flush_seconds``), one with it off. Each round awaits ``--batches`` bat
 principal and a call id, as a served call has), first with one registry then the other,
 the order alternating round by round so machine noise hits both alike.
 
-Reported, as medians over the rounds:
+Reported, as medians over the rounds, in a markdown table (``bench/versus.py`` compares
+its figures with another checkout's):
 
 - the wall time per call on the caller's loop, record off and on, their ratio and the
   difference in microseconds: the cost on the user's path (the event's tuple and a
@@ -114,12 +115,13 @@ async def main(rounds: int, batches: int, concurrent: int) -> None:
           for name, runs in seen.items()}
     print(f"{rounds} rounds x {batches} batches x {concurrent} concurrent acalls per way; "
           f"{expected} events recorded, 0 dropped")
-    print(f"{'per call (median)':44} {'off':>9} {'on':>9} {'on/off':>7} {'added':>9}")
+    print(f"\n| per call (median of {rounds} rounds) | off | on | on/off | added |")
+    print("|---|---:|---:|---:|---:|")  # a markdown table: bench/versus.py reads its cells
     for key, what in (("path", "wall on the loop (the user's path)"),
-                      ("flushed", "wall, the round's events committed"),
+                      ("flushed", "wall, the round's events committed (`aflush`)"),
                       ("cpu", "process CPU (loop + writer thread)")):
         off, on = us["off"][key], us["on"][key]
-        print(f"{what:44} {off:7.2f}us {on:7.2f}us {on / off:6.2f}x {on - off:+7.2f}us")
+        print(f"| {what} | {off:.2f} us | {on:.2f} us | {on / off:.2f}x | {on - off:+.2f} us |")
 
 
 if __name__ == "__main__":

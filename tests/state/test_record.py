@@ -5,6 +5,7 @@ secrets never recorded."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -21,7 +22,7 @@ import toolplug
 from tests.helpers.guard import PLUGIN, POSTED
 from toolplug import Approval, ConfigError, ConfigField, Tool, ToolContext, ToolMetadata, ToolResult
 from toolplug.config._record import RecordSettings
-from toolplug.state._events import RecordEvent, RecordFilters
+from toolplug.state._events import RecordEvent, RecordFilters, recorded_arguments
 from toolplug.state._record import Recorder, SqliteStore
 
 pytestmark = pytest.mark.anyio
@@ -273,3 +274,41 @@ async def test_recording_holds_no_thread_per_call(registry: toolplug.Registry) -
     assert record is not None
     assert await record.aflush()
     assert len(await record.aquery(limit=None)) == 201
+
+
+def test_a_file_written_before_arguments_were_encoded_once_still_reads(store: str) -> None:
+    # A row as the record wrote it before (every JSON column by json.dumps): read back whole.
+    arguments = {"query": "naïve", "n": [1, 2.5, None, True], "api_key": "***"}
+    settings = RecordSettings(enabled=True, store=store)
+    recorder = Recorder(SqliteStore(store), settings)
+    recorder.add(RecordEvent("call", time.time(), "warm"))  # the table made
+    assert recorder.flush()
+    recorder.close()
+    old = [json.dumps(v, ensure_ascii=False, default=str, separators=(",", ":"))
+           for v in (["untrusted"], [], arguments, {"parts": 2})]
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "INSERT INTO events (time, kind, tool, replica, labels, sources, arguments, detail) "
+            "VALUES (?, 'call', 'old', 'r', ?, ?, ?, ?)", (time.time(), *old),
+        )
+    (event,) = SqliteStore(store).query(RecordFilters(tool="old"))
+    assert (event.labels, event.sources, event.arguments, event.detail) == (
+        ["untrusted"], [], arguments, {"parts": 2}
+    )
+    assert event.row()[13:16] == tuple(old[:3])  # written again, the same text
+    assert "arguments_text" not in event.to_dict()
+
+
+def test_arguments_are_encoded_once_and_stored_as_before() -> None:
+    arguments = {"user": "ann", "password": "hunter2", "deep": [{"token": "t"}, ("x", 1)]}
+    value, text = recorded_arguments(arguments, lambda v: v, 4000)
+    masked = {"user": "ann", "password": "***", "deep": [{"token": "***"}, ["x", 1]]}
+    assert value == masked
+    assert text == json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+    event = RecordEvent("call", 0.0, "t", arguments=value, arguments_text=text)
+    assert event.row()[15] == text
+    assert RecordEvent("call", 0.0, "t", arguments=value).row()[15] == text  # encoded by row
+    cut, cut_text = recorded_arguments(arguments, lambda v: v, 20)
+    assert cut == text[:17] + "..."
+    assert cut_text == json.dumps(cut)  # a cut one is stored as a JSON string, as before
+    assert recorded_arguments(arguments, lambda v: v, 0) == (None, None)

@@ -82,17 +82,16 @@ def call_event(  # noqa: PLR0917 - the writer thread calls it with what the call
         detail["error"] = registry.redact(error.message)[:500]
     if result.parts:
         detail["parts"] = len(result.parts)
+    arguments, text = recorded_arguments(
+        call.arguments, registry.redactor.redact_data, registry.config.record.max_argument_chars
+    )
     return RecordEvent(
         "call", ended, call.tool, call_id, principal, session,
         None if conversation is None else conversation.root.id, "",
         "ok" if error is None else str(error.type), size,
         round(duration * 1000, 3),
-        labels=labels,
-        arguments=recorded_arguments(
-            call.arguments, registry.redactor.redact_data,
-            registry.config.record.max_argument_chars,
-        ),
-        trace_id=ids[0], span_id=ids[1], detail=detail,
+        labels=labels, arguments=arguments, trace_id=ids[0], span_id=ids[1], detail=detail,
+        arguments_text=text,
     )
 
 
@@ -117,14 +116,14 @@ def guard_decided(
     """Record what the guard decided about ``call`` (its span event is the guard's own)."""
     if recorder is None:
         return
+    arguments, text = recorded_arguments(
+        call.arguments, registry.redactor.redact_data, registry.config.record.max_argument_chars
+    )
     recorder.add(_now_event(
         "guard", call, conversation, decision.action, decision.rule, decision.reason or None,
         labels=sorted({c.label for c in decision.carried}),
         sources=[c.to_dict() for c in decision.carried],
-        arguments=recorded_arguments(
-            call.arguments, registry.redactor.redact_data,
-            registry.config.record.max_argument_chars,
-        ),
+        arguments=arguments, arguments_text=text,
         detail={"looked": list(decision.looked), "approved": decision.approved},
     ))
 
@@ -142,14 +141,15 @@ def approval_asked(
     })
     if recorder is None:
         return
+    # the question shows them whole; the record masks secret-named keys as a call's
+    arguments, text = recorded_arguments(
+        dict(request.arguments), _same, recorder.settings.max_argument_chars
+    )
     recorder.add(_now_event(
         "approval.request", call, conversation, "asked", rule, request.reason,
         labels=sorted({str(s.get("label")) for s in sources if isinstance(s, dict)}),
         sources=[dict(s) for s in sources if isinstance(s, dict)],
-        # the question shows them whole; the record masks secret-named keys as a call's
-        arguments=recorded_arguments(
-            dict(request.arguments), _same, recorder.settings.max_argument_chars
-        ),
+        arguments=arguments, arguments_text=text,
     ))
 
 

@@ -21,7 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
-__all__ = ["COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "recorded_arguments"]
+__all__ = [
+    "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "masked_secrets",
+    "recorded_arguments",
+]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
 
@@ -34,7 +37,8 @@ _SECRET_KEY: Final = re.compile(
     r"private[_-]?key|cookie|session[_-]?key",
     re.IGNORECASE,
 )
-"""Argument names whose values are recorded as ``***`` whatever they hold."""
+"""Argument names whose values are recorded (and kept in the approvals inbox) as ``***``
+whatever they hold."""
 
 
 @dataclass(slots=True)
@@ -79,18 +83,27 @@ class RecordEvent:
     """Anything else: who decided an approval, a guard decision's looked-at arguments."""
     id: int | None = None
     """The store's number for it, once stored (increasing in one store)."""
+    arguments_text: str | None = field(default=None, repr=False, compare=False)
+    """``arguments`` as the stored JSON, when already encoded (``recorded_arguments``
+    encodes them once, to cut them, and the row reuses it); None: encoded by ``row``. Not
+    part of ``to_dict``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The event as JSON data (one line of ``toolplug history export``)."""
-        return asdict(self)
+        data = asdict(self)
+        del data["arguments_text"]
+        return data
 
     def row(self) -> tuple[Any, ...]:
         """The values of ``COLUMNS``, JSON columns as text."""
+        arguments = self.arguments_text
+        if arguments is None:
+            arguments = _text(self.arguments)
         return (
             self.time, self.kind, self.tool, self.call_id, self.principal, self.session,
             self.conversation, self.replica, self.status, self.size, self.duration_ms,
-            self.rule, self.reason, _text(self.labels), _text(self.sources),
-            _text(self.arguments), self.trace_id, self.span_id, _text(self.detail),
+            self.rule, self.reason, _labels_text(self.labels), _text(self.sources),
+            arguments, self.trace_id, self.span_id, _text(self.detail),
         )
 
     @classmethod
@@ -102,7 +115,7 @@ class RecordEvent:
         return cls(
             kind, when, tool, call_id, principal, session, conversation, replica, status,
             size, duration, rule, reason, _data(labels) or [], _data(sources) or [],
-            _data(arguments), trace_id, span_id, _data(detail) or {}, ident,
+            _data(arguments), trace_id, span_id, _data(detail) or {}, ident, arguments,
         )
 
 
@@ -114,17 +127,20 @@ COLUMNS: Final = (
 """The stored columns, in ``RecordEvent.row`` order (after the store's ``id``)."""
 
 
-def recorded_arguments(arguments: Any, redact: Any, most: int) -> Any:
-    """``arguments`` as the record keeps them: secrets out (``redact``: the registry's
-    ``Redactor.redact_data``; values under secret-named keys), JSON cut to ``most``
-    characters (a string then). Called by the writer thread, never on the event loop."""
-    value = redact(_masked(arguments))
+def recorded_arguments(arguments: Any, redact: Any, most: int) -> tuple[Any, str | None]:
+    """``arguments`` as the record keeps them, and their JSON (``RecordEvent.arguments`` and
+    ``arguments_text``: encoded once, to be measured and stored): secrets out (``redact``:
+    the registry's ``Redactor.redact_data``; values under secret-named keys), JSON cut to
+    ``most`` characters (a string then). Called by the writer thread (a call's), or with
+    the loop's arguments already redacted (a guard decision's, an approval request's)."""
     if most <= 0:
-        return None
+        return None, None
+    value = redact(masked_secrets(arguments))
     text = _text(value)
     if text is not None and len(text) > most:
-        return text[: max(most - 3, 0)] + "..."
-    return value
+        cut = text[: max(most - 3, 0)] + "..."
+        return cut, _text(cut)
+    return value, text
 
 
 _SECRET_NAMES: Final[dict[str, bool]] = {}
@@ -141,18 +157,40 @@ def _names_secret(key: str) -> bool:
     return known
 
 
-def _masked(value: Any, depth: int = 0) -> Any:
+def masked_secrets(value: Any, depth: int = 0) -> Any:
+    """``value`` with every value under a key that names a secret (``_SECRET_KEY``: password,
+    token, api_key, authorization, ...) replaced by ``***``, in nested objects and lists
+    too (as JSON data: tuples become lists, keys strings). The record's arguments and the
+    approvals inbox's requests are masked by this one function."""
     if depth > 32:
         return "..."
+    deeper = depth < 32  # a plain value one level down is kept as it is, without a call
     if isinstance(value, dict | Mapping):
-        return {
-            str(k): "***" if _names_secret(str(k)) and v not in (None, "")
-            else _masked(v, depth + 1)
-            for k, v in value.items()
-        }
+        masked: dict[str, Any] = {}
+        for k, v in value.items():
+            key = k if type(k) is str else str(k)
+            if _names_secret(key) and v not in (None, ""):
+                masked[key] = "***"
+            elif deeper and type(v) in _PLAIN:
+                masked[key] = v
+            else:
+                masked[key] = masked_secrets(v, depth + 1)
+        return masked
     if isinstance(value, list | tuple):
-        return [_masked(v, depth + 1) for v in value]
+        return [
+            v if deeper and type(v) in _PLAIN else masked_secrets(v, depth + 1) for v in value
+        ]
     return value
+
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+"""The types of values ``masked_secrets`` keeps as they are (most arguments' values)."""
+
+
+_encode: Final = json.JSONEncoder(
+    ensure_ascii=False, default=str, separators=(",", ":")
+).encode
+"""``json.dumps`` with these options, its encoder made once (not once per value)."""
 
 
 def _text(value: Any) -> str | None:
@@ -160,7 +198,27 @@ def _text(value: Any) -> str | None:
         return None
     if not value and isinstance(value, list | dict):  # most events' labels, sources, detail
         return "[]" if isinstance(value, list) else "{}"
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return _encode(value)
+
+
+_LABELS: Final[dict[tuple[Any, ...], str | None]] = {}
+"""The JSON of each list of labels seen: a handful of lists (``untrusted``, ``private``)
+repeat event after event (bounded as ``_SECRET_NAMES``)."""
+
+
+def _labels_text(labels: Any) -> str | None:
+    if not isinstance(labels, list):
+        return _text(labels)
+    key = tuple(labels)
+    known = _LABELS.get(key) if all(type(label) is str for label in key) else ""
+    if known:
+        return known
+    text = _text(labels)
+    if known == "":  # a label that is no string: not kept
+        return text
+    if len(_LABELS) < 10_000:
+        _LABELS[key] = text
+    return text
 
 
 def _data(text: str | None) -> Any:

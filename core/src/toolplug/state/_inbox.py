@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from toolplug.contract._errors import UsageError
+from toolplug.state._events import masked_secrets
 
 if TYPE_CHECKING:
     from toolplug.state._backend import Backend
@@ -59,7 +60,11 @@ class PendingRequest:
     tool: str
     """The tool the call would run."""
     arguments: Mapping[str, Any]
-    """Its arguments, every configured secret replaced by ``***``."""
+    """Its arguments as a person may see them: every configured secret (the caller
+    redacts those) and every value under a secret-named key (``password``, ``token``,
+    ``api_key``, ...: ``toolplug.state._events.masked_secrets``, as the record) replaced by
+    ``***``. Masked whenever a request is made, so the store, the listings and the webhook
+    never hold the real values; the waiting call runs with its own, kept in its memory."""
     reason: str
     """Why it needs approval (the setting, the flow guard's or a policy's reason)."""
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -80,6 +85,9 @@ class PendingRequest:
     """The decision's reason (shown to the model on a denial)."""
     remember: str = "once"
     """What the decision asked to remember: ``once``, ``conversation`` or ``always``."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", masked_secrets(self.arguments))
 
     @staticmethod
     def new(
