@@ -34,7 +34,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.openapi import _catalog, _convert, _request, _spec
+from toolplug.sources.openapi import _catalog, _convert, _request, _security, _spec
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -69,6 +69,10 @@ class Api(_gathered.Origin):
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
     """toolplug name -> converted operation, for each selected operation."""
     notes: list[str] = field(default_factory=list)
+    needs: dict[str, str] = field(default_factory=dict)
+    """toolplug name -> the capability of the security its configuration does not meet."""
+    securities: dict[str, str] = field(default_factory=dict)
+    """Each such capability -> its reason (the scheme it needs and how to supply it)."""
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
 
@@ -286,6 +290,9 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
     auth = api.settings.auth
     if auth is None:
         return
+    if auth == "oauth":
+        api.unset.append(f'[openapi.{api.name}] auth = "oauth": not supported yet')
+        return
     values: dict[str, str] = {}
     for key, value in auth.secrets().items():
         where = f"[openapi.{api.name}] auth.{key} in {source}"
@@ -378,10 +385,26 @@ def _name_tools(api: Api) -> None:
         if name != wished:
             api.notes.append(f"{op['operation_id']!r} is offered as {name}")
         api.names[name] = op
+        _secured(api, name, op)
     known = {op["operation_id"] for op in (api.parsed.operations if api.parsed else [])}
     for operation_id in sorted(set(api.settings.tools) - known):
         if api.parsed and not api.parsed.problem:
             api.notes.append(f"tools.{operation_id}: the description has no such operationId")
+
+
+def _secured(api: Api, name: str, op: Mapping[str, Any]) -> None:
+    """Note the capability of the security an operation needs and its configuration does
+    not supply (one capability per reason: ``openapi_NAME_auth``, ``..._auth_2``, ...)."""
+    schemes = api.parsed.description.get("security_schemes") if api.parsed else None
+    reason = _security.unmet(api.settings, op.get("security"), schemes or {})
+    if reason is None:
+        return
+    found = next((c for c, r in api.securities.items() if r == reason), None)
+    if found is None:
+        count = len(api.securities)
+        found = f"{api.capability}_auth" + (f"_{count + 1}" if count else "")
+        api.securities[found] = reason
+    api.needs[name] = found
 
 
 def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSettings]:
@@ -485,13 +508,16 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "annotations": _annotations(op["method"]),
         "trust": _trust(settings.trust, op, own.trust if own else None),
     }
+    needs = api.needs.get(final)
+    if needs is not None:
+        values["requires_capabilities"] = (*api.common["requires_capabilities"], needs)
     if (
         own is None and op["operation_id"] in api.vouched and _TOOL_NAME.match(final)
         and op["parameters"].get("type") == "object"
         and description and "\n" not in description and description == description.strip()
     ):
         return api.template.model_copy(update=values)
-    values.update(api.common)
+    values = {**api.common, **values}
     _gathered.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
     return ToolMetadata.model_validate(values)
 
@@ -556,6 +582,20 @@ class _ApiPlugin(_gathered.OriginPlugin):
                 setup=_setup(api),
             )
         )
+        for name, reason in api.securities.items():
+            register(
+                Capability(
+                    name=name,
+                    description=f"[openapi.{api.name}] supplies the credentials the "
+                    "description's security schemes ask for.",
+                    detectors=(Check(functools.partial(_said, reason)),),
+                    setup=reason,
+                )
+            )
+
+
+def _said(reason: str, _ctx: DetectContext) -> str:
+    return reason
 
 
 def report(described: Described) -> list[str]:
@@ -573,5 +613,8 @@ def report(described: Described) -> list[str]:
         )
         lines.append(f"  {api.name} ({api.settings.spec}): {state}")
         lines += [f"    note: {note}" for note in api.notes]
+        for capability, reason in api.securities.items():
+            count = sum(1 for c in api.needs.values() if c == capability)
+            lines.append(f"    note: {count} operation(s) unavailable: {reason}")
         lines += [f"    note: {p}" for p in description.get("problems") or []]
     return lines
