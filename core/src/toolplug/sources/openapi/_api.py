@@ -31,10 +31,10 @@ from toolplug.contract._metadata import (
     vouch,
 )
 from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
-from toolplug.contract._tool import Tool, ToolContext, ToolResult
+from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.openapi import _catalog, _convert, _request, _security, _spec
+from toolplug.sources.openapi import _catalog, _convert, _oauth, _request, _security, _spec
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -75,6 +75,8 @@ class Api(_gathered.Origin):
     """Each such capability -> its reason (the scheme it needs and how to supply it)."""
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
+    grant: _oauth.Grant | None = None
+    """Its OAuth client credentials (``auth = "oauth"``), which get its access token."""
 
     @functools.cached_property
     def setup(self) -> str:
@@ -129,10 +131,31 @@ class Api(_gathered.Origin):
     ) -> ToolResult:
         """Make one operation's request."""
         assert self.base_url is not None
-        return await _request.send(
-            operation, arguments, context, base_url=self.base_url, credentials=self.credentials,
-            pool=self.pool,
-        )
+        grant = self.grant
+        if grant is None:
+            return await _request.send(
+                operation, arguments, context, base_url=self.base_url,
+                credentials=self.credentials, pool=self.pool,
+            )
+        result = ToolResult()
+        for _attempt in range(2):  # a 401 spends the token: once more with a new one
+            timeout = min(context.network.timeout_seconds, operation.timeout)
+            try:
+                header = await grant.authorization(context.network, timeout)
+            except _oauth.GrantError as exc:
+                return ToolResult.failure(
+                    ErrorType.PERMISSION, str(exc),
+                    details={"token_url": grant.token_url or grant.discovery_url},
+                )
+            result = await _request.send(
+                operation, arguments, context, base_url=self.base_url,
+                credentials=_request.Credentials(headers={"Authorization": header}),
+                pool=self.pool,
+            )
+            if result.error is None or (result.error.details or {}).get("status") != 401:
+                return result
+            grant.spent(header)
+        return result
 
 
 @dataclass
@@ -149,6 +172,8 @@ class Described(_gathered.GatheredSource):
         load (what is vouched for is not checked again); it replaces no entry."""
         tools = registry.tools
         for api in self.apis.values():
+            if api.grant is not None:
+                api.grant.redactor = registry.redactor
             parsed = api.parsed
             if parsed is None or parsed.problem:
                 continue
@@ -241,6 +266,7 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
         api.base_url = _base_url(api)
         if api.base_url is not None:
             api.refused = _refused(api.base_url, config.network)
+            _grant(api, env, secrets, config.source)
         _name_tools(api)
     plugins = [(f"openapi:{a.name}", _ApiPlugin(a)) for a in apis.values()]
     expiries = [
@@ -291,8 +317,7 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
     if auth is None:
         return
     if auth == "oauth":
-        api.unset.append(f'[openapi.{api.name}] auth = "oauth": not supported yet')
-        return
+        return  # _grant, once the base URL is known
     values: dict[str, str] = {}
     for key, value in auth.secrets().items():
         where = f"[openapi.{api.name}] auth.{key} in {source}"
@@ -318,6 +343,34 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
         token = base64.b64encode(pair).decode("ascii")
         secrets.add(token)
         api.credentials = _request.Credentials(headers={"Authorization": f"Basic {token}"})
+
+
+def _grant(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> None:
+    """The client credentials of an ``auth = "oauth"`` API, their secret read."""
+    oauth = api.settings.oauth_settings
+    if oauth is None or api.base_url is None:
+        return
+    schemes = api.parsed.description.get("security_schemes") if api.parsed else None
+    made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
+    if isinstance(made, str):
+        if api.parsed is not None and not api.parsed.problem:
+            api.unset.append(made)
+        return
+    for key in ("client_secret", "client_assertion_key"):
+        value = getattr(oauth, key)
+        if value is None:
+            continue
+        where = f"[openapi.{api.name}.oauth] {key} in {source}"
+        text, _secret = _gathered.resolved(value, where, env=env, base=api.base, problems=api.unset)
+        if text is None:
+            continue
+        if key == "client_assertion_key" and "\n" not in text:
+            text = text.replace("\\n", "\n")  # a PEM in one line of a variable
+        secrets.add(text)
+        setattr(made, key, text)
+        named = getattr(value, "env", None)
+        made.secret_from = f"{key} (the environment variable {named})" if named else key
+    api.grant = made
 
 
 def _base_url(api: Api) -> str | None:
