@@ -31,7 +31,7 @@ from toolplug.contract._metadata import (
     vouch,
 )
 from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
-from toolplug.contract._tool import ErrorType, Tool, ToolContext, ToolResult
+from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
 from toolplug.sources.openapi import _catalog, _convert, _oauth, _request, _security, _spec
@@ -144,7 +144,7 @@ class Api(_gathered.Origin):
                 header = await grant.authorization(context.network, timeout)
             except _oauth.GrantError as exc:
                 return ToolResult.failure(
-                    ErrorType.PERMISSION, str(exc),
+                    exc.error_type, str(exc), retry_possible=exc.retry_possible,
                     details={"token_url": grant.token_url or grant.discovery_url},
                 )
             result = await _request.send(

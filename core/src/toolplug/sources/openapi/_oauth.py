@@ -40,7 +40,15 @@ _LARGEST: Final = 256 * 1024
 
 
 class GrantError(Exception):
-    """No access token could be had: why, in words, and what to fix."""
+    """No access token could be had: why, in words, and what to fix; ``error_type`` and
+    ``retry_possible`` those of the call's error (the guard's, when no request got through)."""
+
+    def __init__(
+        self, message: str, *, error_type: str = "PermissionError", retry_possible: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.retry_possible = retry_possible
 
 
 @dataclass
@@ -103,7 +111,7 @@ class Grant:
     async def _get(
         self, method: str, url: str, policy: NetworkPolicy, timeout: float, **kw: Any
     ) -> Any:
-        from toolplug.http import NetworkError, fetch
+        from toolplug.http import NetworkError, fetch, guard_failure
 
         try:
             return await fetch(
@@ -111,8 +119,10 @@ class Grant:
                 follow_redirects=False, **kw,
             )
         except NetworkError as exc:
+            failure = guard_failure(exc)
             raise GrantError(
-                f"{self.table}: cannot reach the authorization server at {url}: {exc.reason}"
+                f"{self.table}: cannot reach the authorization server at {url}: {exc.reason}",
+                error_type=str(failure.type), retry_possible=failure.retry_possible,
             ) from None
 
     async def _discover(self, policy: NetworkPolicy, timeout: float) -> tuple[str, str | None]:
