@@ -6,6 +6,7 @@ scope before it answers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -15,8 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 import toolplug
 from tests.helpers.oidc import MACHINE, authorization_server
@@ -195,3 +199,58 @@ def test_a_wrong_secret_is_a_structured_error_naming_the_fix(tmp_path: Path) -> 
             assert "CORP_SECRET is not set" in reason
         finally:
             unset.close()
+
+
+def _register(issuer: str, key: ec.EllipticCurvePrivateKey) -> str:
+    """Register a machine client whose public key is ``key``'s (RFC 7591); its client id."""
+    public = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(key.public_key()))
+    response = httpx.post(f"{issuer}/reg", json={
+        "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": [],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_signing_alg": "ES256",
+        "jwks": {"keys": [{**public, "use": "sig", "alg": "ES256"}]},
+        "scope": "tools:read",
+    }, timeout=30)
+    assert response.status_code == 201, response.text
+    client_id: str = response.json()["client_id"]
+    return client_id
+
+
+def test_private_key_jwt_signs_for_the_discovered_issuer_and_concurrent_calls_share_one_token(
+    tmp_path: Path,
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    with authorization_server(tmp_path) as issuer:
+        client_id = _register(issuer, key)
+        scheme = {
+            "type": "openIdConnect",
+            "openIdConnectUrl": f"{issuer}/.well-known/openid-configuration",
+        }
+        with _serve(_Api(issuer, scheme)) as api:
+            config = _config(api, tmp_path, client_id=client_id)
+            oauth = config["openapi"]["corp"]["oauth"]
+            del oauth["client_secret"]
+            oauth |= {
+                "token_endpoint_auth": "private_key_jwt",
+                "client_assertion_key": {"env": "CORP_KEY"},
+                "client_assertion_algorithm": "ES256",
+            }
+            registry = toolplug.load(config, env={"CORP_KEY": pem})
+
+            async def many() -> list[toolplug.ToolResult]:
+                return await asyncio.gather(
+                    *(registry.acall("corp_who_am_i", {}) for _ in range(20))
+                )
+
+            try:
+                results = asyncio.run(many())
+                assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+                assert results[0].data["client"] == client_id
+                assert len(api.seen) == 20
+                assert len(set(api.seen)) == 1  # one token request for twenty calls
+            finally:
+                registry.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib.util
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -352,6 +353,11 @@ def _grant(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> 
         return
     schemes = api.parsed.description.get("security_schemes") if api.parsed else None
     made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
+    if not isinstance(made, str) and importlib.util.find_spec("mcp") is None:
+        made = (
+            f'[openapi.{api.name}] auth = "oauth" asks for its token with the MCP SDK, which '
+            'is not installed: pip install "toolplug[openapi,mcp]"'
+        )
     if isinstance(made, str):
         if api.parsed is not None and not api.parsed.problem:
             api.unset.append(made)
