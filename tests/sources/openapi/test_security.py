@@ -14,6 +14,7 @@ import pytest
 
 import toolplug
 from toolplug import ConfigError
+from toolplug.sources.openapi import described, report
 
 _SCHEMES = {
     "key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
@@ -122,6 +123,12 @@ def test_without_credentials_each_secured_operation_names_the_scheme_it_needs(
     assert either.count("; or the security scheme") == 1
     # each reason is a capability of its own, what doctor and list --all show
     assert keyed.startswith("capability 'openapi_sec_auth")
+    found = described(registry)
+    assert found is not None
+    notes = [line for line in report(found) if "operation(s) unavailable" in line]
+    assert len(notes) == 7  # inherited, keyed, machine, person, oidc, both, either
+    assert any(line.startswith("    note: 1 operation(s) unavailable: the API needs the "
+                               "security scheme 'key'") for line in notes)
 
 
 def test_the_configured_auth_meets_every_scheme_of_its_kind(tmp_path: Path) -> None:
