@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from toolplug.config._gathered import GatheredToolSettings
+from toolplug.config._oauth import OAuthSettings
 from toolplug.config._settings import FromEnv, FromFile, parse_named_tables
 from toolplug.contract._settings import SINK_KINDS, Scope, StrictTable
 
@@ -142,8 +143,16 @@ class ApiSettings(StrictTable):
         pattern=r"^https?://",
         description="the http(s) URL requests go to (default: the description's first server)",
     )
-    auth: ApiAuth | None = Field(
-        default=None, description="a table: type = bearer|header|query|basic, and its values"
+    auth: ApiAuth | Literal["oauth"] | None = Field(
+        default=None,
+        description='a table: type = bearer|header|query|basic, and its values; or "oauth": '
+        "an access token from the authorization server the description's oauth2 or "
+        "openIdConnect scheme names (its table: oauth)",
+    )
+    oauth: OAuthSettings | None = Field(
+        default=None,
+        description='a table: grant = "client_credentials", client_id, client_secret, '
+        'token_endpoint_auth, client_assertion_key, scopes, issuer (with auth = "oauth")',
     )
     enabled: bool = Field(default=True, description="a boolean")
     include: list[str] = Field(
@@ -193,6 +202,35 @@ class ApiSettings(StrictTable):
     tools: dict[str, OperationSettings] = Field(
         default_factory=dict, description="a table of per-operation tables, by operationId"
     )
+
+    @model_validator(mode="after")
+    def _oauth(self) -> ApiSettings:
+        if self.oauth is not None and self.auth != "oauth":
+            raise ValueError('an oauth table needs auth = "oauth"')
+        if self.auth != "oauth":
+            return self
+        oauth = self.oauth_settings
+        assert oauth is not None
+        if oauth.grant != "client_credentials":
+            raise ValueError(
+                'oauth: an OpenAPI source signs in with grant = "client_credentials" (with '
+                "client_id and client_secret); a person's sign-in (authorization_code) is not "
+                'offered for OpenAPI sources yet: use auth = { type = "bearer", token = '
+                '{ env = "VAR" } } with a token you obtained'
+            )
+        problem = oauth.problem()
+        if problem:
+            raise ValueError(f"oauth: {problem}")
+        if oauth.on_behalf_of is not None:
+            raise ValueError("oauth: on_behalf_of belongs to mounted servers")
+        return self
+
+    @property
+    def oauth_settings(self) -> OAuthSettings | None:
+        """The OAuth client's settings (defaults when ``auth = "oauth"`` has no table)."""
+        if self.auth != "oauth":
+            return None
+        return self.oauth or OAuthSettings()
 
     @model_validator(mode="after")
     def _selectors(self) -> ApiSettings:

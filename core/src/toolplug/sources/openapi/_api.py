@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib.util
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.openapi import _catalog, _convert, _request, _spec
+from toolplug.sources.openapi import _catalog, _convert, _oauth, _request, _security, _spec
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -69,8 +70,14 @@ class Api(_gathered.Origin):
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
     """toolplug name -> converted operation, for each selected operation."""
     notes: list[str] = field(default_factory=list)
+    needs: dict[str, str] = field(default_factory=dict)
+    """toolplug name -> the capability of the security its configuration does not meet."""
+    securities: dict[str, str] = field(default_factory=dict)
+    """Each such capability -> its reason (the scheme it needs and how to supply it)."""
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
+    grant: _oauth.Grant | None = None
+    """Its OAuth client credentials (``auth = "oauth"``), which get its access token."""
 
     @functools.cached_property
     def setup(self) -> str:
@@ -125,10 +132,31 @@ class Api(_gathered.Origin):
     ) -> ToolResult:
         """Make one operation's request."""
         assert self.base_url is not None
-        return await _request.send(
-            operation, arguments, context, base_url=self.base_url, credentials=self.credentials,
-            pool=self.pool,
-        )
+        grant = self.grant
+        if grant is None:
+            return await _request.send(
+                operation, arguments, context, base_url=self.base_url,
+                credentials=self.credentials, pool=self.pool,
+            )
+        result = ToolResult()
+        for _attempt in range(2):  # a 401 spends the token: once more with a new one
+            timeout = min(context.network.timeout_seconds, operation.timeout)
+            try:
+                header = await grant.authorization(context.network, timeout)
+            except _oauth.GrantError as exc:
+                return ToolResult.failure(
+                    exc.error_type, str(exc), retry_possible=exc.retry_possible,
+                    details={"token_url": grant.token_url or grant.discovery_url},
+                )
+            result = await _request.send(
+                operation, arguments, context, base_url=self.base_url,
+                credentials=_request.Credentials(headers={"Authorization": header}),
+                pool=self.pool,
+            )
+            if result.error is None or (result.error.details or {}).get("status") != 401:
+                return result
+            grant.spent(header)
+        return result
 
 
 @dataclass
@@ -145,6 +173,8 @@ class Described(_gathered.GatheredSource):
         load (what is vouched for is not checked again); it replaces no entry."""
         tools = registry.tools
         for api in self.apis.values():
+            if api.grant is not None:
+                api.grant.redactor = registry.redactor
             parsed = api.parsed
             if parsed is None or parsed.problem:
                 continue
@@ -237,6 +267,7 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
         api.base_url = _base_url(api)
         if api.base_url is not None:
             api.refused = _refused(api.base_url, config.network)
+            _grant(api, env, secrets, config.source)
         _name_tools(api)
     plugins = [(f"openapi:{a.name}", _ApiPlugin(a)) for a in apis.values()]
     expiries = [
@@ -286,6 +317,8 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
     auth = api.settings.auth
     if auth is None:
         return
+    if auth == "oauth":
+        return  # _grant, once the base URL is known
     values: dict[str, str] = {}
     for key, value in auth.secrets().items():
         where = f"[openapi.{api.name}] auth.{key} in {source}"
@@ -311,6 +344,39 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
         token = base64.b64encode(pair).decode("ascii")
         secrets.add(token)
         api.credentials = _request.Credentials(headers={"Authorization": f"Basic {token}"})
+
+
+def _grant(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> None:
+    """The client credentials of an ``auth = "oauth"`` API, their secret read."""
+    oauth = api.settings.oauth_settings
+    if oauth is None or api.base_url is None:
+        return
+    schemes = api.parsed.description.get("security_schemes") if api.parsed else None
+    made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
+    if not isinstance(made, str) and importlib.util.find_spec("mcp") is None:
+        made = (
+            f'[openapi.{api.name}] auth = "oauth" asks for its token with the MCP SDK, which '
+            'is not installed: pip install "toolplug[openapi,mcp]"'
+        )
+    if isinstance(made, str):
+        if api.parsed is not None and not api.parsed.problem:
+            api.unset.append(made)
+        return
+    for key in ("client_secret", "client_assertion_key"):
+        value = getattr(oauth, key)
+        if value is None:
+            continue
+        where = f"[openapi.{api.name}.oauth] {key} in {source}"
+        text, _secret = _gathered.resolved(value, where, env=env, base=api.base, problems=api.unset)
+        if text is None:
+            continue
+        if key == "client_assertion_key" and "\n" not in text:
+            text = text.replace("\\n", "\n")  # a PEM in one line of a variable
+        secrets.add(text)
+        setattr(made, key, text)
+        named = getattr(value, "env", None)
+        made.secret_from = f"{key} (the environment variable {named})" if named else key
+    api.grant = made
 
 
 def _base_url(api: Api) -> str | None:
@@ -378,10 +444,26 @@ def _name_tools(api: Api) -> None:
         if name != wished:
             api.notes.append(f"{op['operation_id']!r} is offered as {name}")
         api.names[name] = op
+        _secured(api, name, op)
     known = {op["operation_id"] for op in (api.parsed.operations if api.parsed else [])}
     for operation_id in sorted(set(api.settings.tools) - known):
         if api.parsed and not api.parsed.problem:
             api.notes.append(f"tools.{operation_id}: the description has no such operationId")
+
+
+def _secured(api: Api, name: str, op: Mapping[str, Any]) -> None:
+    """Note the capability of the security an operation needs and its configuration does
+    not supply (one capability per reason: ``openapi_NAME_auth``, ``..._auth_2``, ...)."""
+    schemes = api.parsed.description.get("security_schemes") if api.parsed else None
+    reason = _security.unmet(api.settings, op.get("security"), schemes or {})
+    if reason is None:
+        return
+    found = next((c for c, r in api.securities.items() if r == reason), None)
+    if found is None:
+        count = len(api.securities)
+        found = f"{api.capability}_auth" + (f"_{count + 1}" if count else "")
+        api.securities[found] = reason
+    api.needs[name] = found
 
 
 def _with_settings(config: Config, apis: Mapping[str, Api]) -> dict[str, ToolSettings]:
@@ -485,13 +567,16 @@ def _metadata(api: Api, final: str, op: Mapping[str, Any]) -> ToolMetadata:
         "annotations": _annotations(op["method"]),
         "trust": _trust(settings.trust, op, own.trust if own else None),
     }
+    needs = api.needs.get(final)
+    if needs is not None:
+        values["requires_capabilities"] = (*api.common["requires_capabilities"], needs)
     if (
         own is None and op["operation_id"] in api.vouched and _TOOL_NAME.match(final)
         and op["parameters"].get("type") == "object"
         and description and "\n" not in description and description == description.strip()
     ):
         return api.template.model_copy(update=values)
-    values.update(api.common)
+    values = {**api.common, **values}
     _gathered.overridden(values, own, ("category", "optionality", "usage_hint", "description"))
     return ToolMetadata.model_validate(values)
 
@@ -556,6 +641,20 @@ class _ApiPlugin(_gathered.OriginPlugin):
                 setup=_setup(api),
             )
         )
+        for name, reason in api.securities.items():
+            register(
+                Capability(
+                    name=name,
+                    description=f"[openapi.{api.name}] supplies the credentials the "
+                    "description's security schemes ask for.",
+                    detectors=(Check(functools.partial(_said, reason)),),
+                    setup=reason,
+                )
+            )
+
+
+def _said(reason: str, _ctx: DetectContext) -> str:
+    return reason
 
 
 def report(described: Described) -> list[str]:
@@ -573,5 +672,8 @@ def report(described: Described) -> list[str]:
         )
         lines.append(f"  {api.name} ({api.settings.spec}): {state}")
         lines += [f"    note: {note}" for note in api.notes]
+        for capability, reason in api.securities.items():
+            count = sum(1 for c in api.needs.values() if c == capability)
+            lines.append(f"    note: {count} operation(s) unavailable: {reason}")
         lines += [f"    note: {p}" for p in description.get("problems") or []]
     return lines

@@ -20,7 +20,7 @@ from toolplug.sources.openapi._request import part_kind
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 4
+CONVERTER_VERSION: Final = 5
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -254,6 +254,8 @@ def _operation(  # noqa: C901, PLR0912, PLR0915 - one branch per parameter locat
     method: str,
     operation: dict[str, Any],
     shared: list[Any],
+    *,
+    security: Any = None,
 ) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -385,7 +387,57 @@ def _operation(  # noqa: C901, PLR0912, PLR0915 - one branch per parameter locat
         "success": code,
         "returns": returns if isinstance(returns, dict) else None,
         "parts": _parts(resolver, operation.get("responses") or {}),
+        "security": _requirements(operation.get("security", security)),
     }
+
+
+def _requirements(given: Any) -> list[list[str]] | None:
+    """An operation's ``security`` (its own, else the document's) as the scheme names of
+    each alternative (``[]``: the anonymous ``{}``); None: it asks for none."""
+    if not isinstance(given, list) or not given:
+        return None
+    found = [
+        sorted(str(name) for name in requirement)
+        for requirement in given if isinstance(requirement, dict)
+    ]
+    return found or None
+
+
+_FLOWS: Final = ("clientCredentials", "authorizationCode", "implicit", "password")
+
+
+def _schemes(resolver: _Resolver, document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``components.securitySchemes``, what toolplug needs of each: its type, where an
+    API key goes, the HTTP scheme, the OAuth flows' URLs and scopes, the discovery URL."""
+    given = (document.get("components") or {}).get("securitySchemes")
+    schemes: dict[str, dict[str, Any]] = {}
+    for name, node in (given.items() if isinstance(given, dict) else ()):
+        try:
+            scheme = resolver.follow(node)
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if not isinstance(scheme, dict) or not isinstance(scheme.get("type"), str):
+            continue
+        kept: dict[str, Any] = {"type": scheme["type"]}
+        for key in ("in", "name", "openIdConnectUrl"):
+            if isinstance(scheme.get(key), str):
+                kept[key] = scheme[key]
+        if isinstance(scheme.get("scheme"), str):
+            kept["scheme"] = scheme["scheme"].lower()
+        flows = scheme.get("flows")
+        if isinstance(flows, dict):
+            kept["flows"] = {}
+            for flow in _FLOWS:
+                given_flow = flows.get(flow)
+                if not isinstance(given_flow, dict):
+                    continue
+                scopes = given_flow.get("scopes")
+                kept["flows"][flow] = {
+                    key: str(value) for key, value in given_flow.items()
+                    if key in ("tokenUrl", "authorizationUrl", "refreshUrl")
+                } | {"scopes": sorted(map(str, scopes)) if isinstance(scopes, dict) else []}
+        schemes[str(name)] = kept
+    return schemes
 
 
 def _unique_names(operations: list[dict[str, Any]]) -> None:
@@ -415,7 +467,10 @@ def convert(document: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(operation, dict):
                 continue
             try:
-                operations.append(_operation(resolver, str(path), method, operation, shared))
+                operations.append(_operation(
+                    resolver, str(path), method, operation, shared,
+                    security=document.get("security"),
+                ))
             except (KeyError, IndexError, TypeError, ValueError, RecursionError) as exc:
                 problems.append(f"{method.upper()} {path}: cannot be read ({exc})")
     _unique_names(operations)
@@ -430,5 +485,6 @@ def convert(document: dict[str, Any]) -> dict[str, Any]:
         "api_version": _one_line(info.get("version")),
         "servers": servers,
         "operations": operations,
+        "security_schemes": _schemes(resolver, document),
         "problems": problems,
     }
