@@ -218,6 +218,61 @@ def test_a_tool_only_the_bound_asks_about_interrupts_the_run() -> None:
         loaded.close()
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "asked"),
+    [
+        # the list made first bounds its calls more narrowly: the other's bound still holds
+        # for its own calls (archive runs), and its own for the post it does not allow
+        ((["read_page", "post"], ["read_page", "post"]), (["read_page", "archive"], ["archive"]),
+         []),
+        # the list whose call comes first bounds more widely: the other's stays narrow
+        ((["read_page", "archive", "post"], ["read_page", "archive"]),
+         (["read_page"], ["post"]), ["post"]),
+    ],
+)
+def test_two_tool_lists_in_one_run_each_keep_their_own_bound(
+    first: tuple[list[str], list[str]], second: tuple[list[str], list[str]], asked: list[str]
+) -> None:
+    # one agent offered the tools of two function_tools lists, each made with its own
+    # allow= (say, a host's and a toolkit's): the run reads the page with the first list's
+    # read_page, then makes the first list's effect, then the second's
+    POSTED.clear()
+    ARCHIVED.clear()
+    loaded = toolplug.load({}, plugins=[PLUGIN, ("archive-tools", ArchiveTools())], env={})
+    try:
+        tools = []
+        for allow, names in (first, second):
+            tools += [t for t in function_tools(loaded, allow=allow) if t.name in names]
+        effects = [n for n in first[1] + second[1] if n != "read_page"]
+        arguments = {"post": {"text": OWN_WORDS}, "archive": {"name": "today"}}
+        model = ScriptedModel(
+            [
+                [function_call("read_page", json.dumps({"url": NEWS}), call_id="c1")],
+                *[
+                    [function_call(n, json.dumps(arguments[n]), call_id=f"c{i}")]
+                    for i, n in enumerate(effects, 2)
+                ],
+                [assistant_message("done")],
+            ]
+        )
+        agent = Agent(name="assistant", model=model, tools=tools)
+        result = _run(agent, "Summarize today's news")
+        assert [i.tool_name for i in result.interruptions] == asked
+        ran = [n for n in effects if n not in asked]
+        archived = [{"name": "today"}] if "archive" in ran else []
+        posted = [{"text": OWN_WORDS}] if "post" in ran else []
+        assert (archived, posted) == (ARCHIVED, POSTED)
+        if asked:  # the person approves: the call outside its list's bound runs once
+            state = result.to_state()
+            state.approve(result.interruptions[0])
+            assert _run(agent, state).final_output == "done"
+            assert POSTED == [{"text": OWN_WORDS}]
+        else:
+            assert result.final_output == "done"
+    finally:
+        loaded.close()
+
+
 def test_a_malformed_allow_fails_when_the_tools_are_made(registry: Registry) -> None:
     with pytest.raises(TypeError, match=r"allow\['post'\] is -1: give how many calls"):
         function_tools(registry, allow={"post": -1})

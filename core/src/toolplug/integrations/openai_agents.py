@@ -14,10 +14,12 @@ How toolplug's concepts map to the SDK's::
                                               calls' results with their labels; one opened
                                               around the run is used instead (and is the
                                               way to carry it across a resumed RunState)
-    allow=                                    the effects the user's input asked for: the
-                                              run's conversation is bounded by them, and
-                                              one opened around the run holds each call to
-                                              its bound and this one (never wider)
+    allow=                                    the effects the user's input asked for: each
+                                              call of these tools runs in a conversation
+                                              bounded by them inside the run's (or inside
+                                              one opened around the run, never wider), so
+                                              tool lists with different bounds in one run
+                                              each keep their own
     a call that needs approval, or that the   needs_approval, answered per call by toolplug:
     flow guard or a policy asks about
                                               the run stops with interruptions; the person's
@@ -117,13 +119,16 @@ def function_tools(
         max_tools: Offer at most this many tools.
         allow: The effects the user's request asked for (``Registry.conversation``'s
             ``allow``: tool names or categories, counts, or ``"inferred"`` from the run's
-            input): each run's conversation is bounded by them, and in a conversation the
-            host opened around the run, each call is bounded by both (docs/security.md).
+            input): each call of these tools is bounded by them, in a conversation of this
+            list's inside the run's (another list with its own ``allow`` in the same run
+            keeps its own bound), and in a conversation the host opened around the run, by
+            both (docs/security.md).
 
     Raises:
         TypeError: ``allow`` is malformed (said at once, not at a run's first call).
     """
     allow = checked(allow)
+    key = object()  # this list's: its bound gets a conversation of its own in each run
     chosen = offer(registry, toolset=toolset, task=task, max_tools=max_tools)
     tools: list[Tool] = []
     for metadata in chosen.tools:
@@ -140,9 +145,11 @@ def function_tools(
                 name=metadata.name,
                 description=exported["description"],
                 params_json_schema=exported["parameters"],
-                on_invoke_tool=_invoker(registry, name, allow, gated=gated),
+                on_invoke_tool=_invoker(registry, name, allow, key, gated=gated),
                 strict_json_schema=True,
-                needs_approval=_approval(registry, metadata, allow) if per_call else gated,
+                needs_approval=(
+                    _approval(registry, metadata, allow, key) if per_call else gated
+                ),
                 timeout_seconds=_time_limit(registry, metadata) + _GRACE_SECONDS,
                 timeout_error_function=_timed_out(metadata.name),
             )
@@ -165,14 +172,14 @@ def instructions(
 
 
 def _invoker(
-    registry: Registry, name: str, allow: Allow, *, gated: bool
+    registry: Registry, name: str, allow: Allow, key: object, *, gated: bool
 ) -> Callable[[ToolContext[Any], str], Awaitable[str | list[ToolOutput]]]:
     async def invoke(context: ToolContext[Any], arguments: str) -> str | list[ToolOutput]:
         call_id = context.tool_call_id
         # Only a call the person approved in this run is run as approved: a tool whose
         # needs_approval was turned off by the host still meets toolplug's own gate.
         approved = gated and context.is_tool_approved(name, call_id) is True
-        with _conversation(registry, context, allow):
+        with _conversation(registry, context, allow, key):
             result = await run(
                 registry, name, arguments, approved=approved, call_id=call_id,
                 channel=channel_of(context),
@@ -236,7 +243,7 @@ def _native(part: Part) -> ToolOutput | None:
 
 
 def _approval(
-    registry: Registry, metadata: ToolMetadata, allow: Allow
+    registry: Registry, metadata: ToolMetadata, allow: Allow, key: object
 ) -> Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]:
     """toolplug's answer for each call of a tool that refines its annotations per call.
 
@@ -251,7 +258,7 @@ def _approval(
     ) -> bool:
         # Asked about the call the tool would run: strict shapes back to the declared ones.
         declared = restore_strict_arguments(parameters, arguments)
-        with _conversation(registry, context, allow):
+        with _conversation(registry, context, allow, key):
             return await aapproval_reason(registry, metadata.name, declared) is not None
 
     return needs_approval
@@ -267,28 +274,45 @@ def _guarded(registry: Registry, name: str) -> bool:
     return guard_may_ask(registry, name)
 
 
-_RUNS: dict[int, tuple[weakref.ref[Any], Conversation]] = {}
-"""The conversation of each run in progress, by its ``Usage`` (one object per run)."""
+class _Run:
+    """One run's conversations: the run's own, begun with the user's input and bounded by
+    nothing, and inside it one per tool list given an ``allow`` (``bounded``), so that two
+    lists with different bounds in one run each hold their calls to their own."""
+
+    __slots__ = ("bounded", "conversation")
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        self.bounded: dict[object, Conversation] = {}
+
+
+_RUNS: dict[int, tuple[weakref.ref[Any], _Run]] = {}
+"""The conversations of each run in progress, by its ``Usage`` (one object per run)."""
 
 
 def _conversation(
-    registry: Registry, context: RunContextWrapper[Any], allow: Allow
+    registry: Registry, context: RunContextWrapper[Any], allow: Allow, key: object
 ) -> Conversation:
-    """The run's conversation: the one opened around it (inside it, one bounded by
-    ``allow`` too), else one per run, begun with the user's input and bounded by
-    ``allow``."""
+    """The conversation a call of the tool list ``key`` runs in: the one opened around the
+    run (inside it, one bounded by ``allow`` too), else the run's own (one per run, begun
+    with the user's input), inside it one bounded by ``allow`` for this list."""
     opened = Conversation.current()
     if opened is not None:
         return bounded(registry, opened, allow)
     usage = context.usage
-    key = id(usage)
-    found = _RUNS.get(key)
+    found = _RUNS.get(id(usage))
     if found is not None and found[0]() is usage:
-        return found[1]
-    conversation = registry.conversation(_request(context.turn_input), allow=allow)
-    _RUNS[key] = (weakref.ref(usage), conversation)
-    weakref.finalize(usage, _RUNS.pop, key, None)
-    return conversation
+        state = found[1]
+    else:
+        state = _Run(registry.conversation(_request(context.turn_input)))
+        _RUNS[id(usage)] = (weakref.ref(usage), state)
+        weakref.finalize(usage, _RUNS.pop, id(usage), None)
+    if allow is None:
+        return state.conversation
+    inside = state.bounded.get(key)
+    if inside is None:
+        inside = state.bounded[key] = bounded(registry, state.conversation, allow)
+    return inside
 
 
 def _request(items: Any) -> str:

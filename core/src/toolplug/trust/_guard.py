@@ -47,6 +47,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -68,7 +70,7 @@ from toolplug.trust._conversation import (
     Conversation,
     Record,
 )
-from toolplug.trust._decisions import Decision, carried_of, quiet, trace
+from toolplug.trust._decisions import Decision, carried_of, log, trace
 from toolplug.trust._text import (
     NO_NAMES,
     SEARCH_CHARS,
@@ -80,6 +82,8 @@ from toolplug.trust._text import (
 from toolplug.trust._values import plain, policy_forms
 
 __all__ = ["Catalog", "FlowGuard", "GuardConfig", "Verdict"]
+
+_DEBUG: Final = logging.DEBUG
 
 _UNKNOWN: Final = object()
 
@@ -210,7 +214,7 @@ class FlowGuard:
         says it is trusted or not private is not where the configuration's ``trust`` table
         for the tool sets that label: the operator's word stands over the tool's. A result
         cannot change its tool's sinks."""
-        labels = self.labels(name)
+        labels = self._labels.get(name) or self.labels(name)
         if own is None or own is labels or (
             own.output == labels.output and own.private == labels.private
         ):
@@ -346,17 +350,25 @@ class FlowGuard:
     ) -> Verdict | None:
         # the outermost's: a plan's or a program's conversation, opened after the page was
         # read, has read nothing itself
-        if not conversation._root.untrusted:
+        root = conversation._root
+        if not root.untrusted:
             return None
-        labels = self.labels(name)
+        # what is the same for every call of the tool, read once: its labels, its sinks
+        # with their kinds, whether its declared annotations hold for every call
+        labels = self._labels.get(name) or self.labels(name)
         settings = self.settings
         derived = DERIVED.get()
-        hints = self._hints(name, arguments, metadata)
+        refines = self._refines.get(name, _UNKNOWN) if metadata is not None else None
+        if refines is _DECLARED:
+            hints: Annotations | None = metadata.annotations  # type: ignore[union-attr]
+        elif refines is None:  # no annotations declared (or no metadata): none hold
+            hints = None
+        else:
+            hints = self._hints(name, arguments, metadata)
         reads = hints is not None and hints.read_only
         # A call that only reads changes nothing: what it sends out can harm only by
         # carrying something private, so with nothing private read, following a link
         # found in a page is no flow to ask about.
-        root = conversation._root
         planned = self._sinks.get(name)
         if planned is None:
             planned = self._sinks[name] = tuple(
@@ -621,7 +633,9 @@ class FlowGuard:
             labels = self._labels.get(name) or self.labels(name)
             decision = Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved)
             root.decisions.append(decision)
-            if quiet():  # no DEBUG record wanted, no OpenTelemetry loaded: kept, that is all
+            # quiet(), inline: no DEBUG record wanted, no OpenTelemetry loaded: kept, that
+            # is all
+            if not log.isEnabledFor(_DEBUG) and "opentelemetry.trace" not in sys.modules:
                 return decision
             trace(decision, None)
             return decision
