@@ -47,6 +47,9 @@ DEFERRED: dict[str, set[str]] = {
     "utilities/_validation.py": {"fastjsonschema"},
     # the half of mounting that speaks MCP (the mcp extra), when a server is first reached
     "sources/mcp/_host.py": {"toolplug.sources.mcp"},
+    # a served principal's sign-in link and the redirect's exchange (on the MCP SDK), when
+    # a principal first needs one (on_behalf_of = "principal")
+    "sources/mcp/_principals.py": {"toolplug.sources.mcp"},
     # the OAuth flow (on the MCP SDK), when `toolplug login`/`logout` starts one
     "sources/mcp/_signin.py": {"toolplug.sources.mcp"},
     # the record in PostgreSQL (the postgres extra: psycopg), only when [record] names a
@@ -59,6 +62,12 @@ DEFERRED: dict[str, set[str]] = {
     # operations (bench/openapi.py) imports no network code; PyYAML (the openapi extra)
     "sources/openapi/_api.py": {"toolplug.http", "toolplug.http._netguard"},
     "sources/openapi/_request.py": {"httpx", "toolplug.http"},
+    # an API's client credentials (auth = "oauth"): the MCP SDK's OAuth client (the mcp
+    # extra) and the HTTP client, when its first token is fetched
+    "sources/openapi/_oauth.py": {
+        "httpx2", "mcp.client.auth", "mcp.client.auth.extensions.client_credentials",
+        "mcp.shared.auth", "toolplug.http",
+    },
     "sources/openapi/_spec.py": {"toolplug.http", "yaml"},
 }
 """Each module's guarded imports: the modules imported inside a function, nothing else."""

@@ -13,7 +13,7 @@ is instead signed in to by each principal on its own:
   (PKCE, ``state``, the resource indicator), whose redirect comes back to this server's
   ``/oauth/callback`` (``CALLBACK_PATH``, on the origin of ``[serve.auth] audience``). The
   person opens it, signs in, and calls again. The pending sign-in waits on the backend
-  ten minutes (``PENDING_SECONDS``), so the redirect may reach any replica;
+  ten minutes (``_served.PENDING_SECONDS``), so the redirect may reach any replica;
 - each principal's calls go over a session of its own (``Principals``: at most ``MOST``
   kept open, the least recently used closed).
 
@@ -45,14 +45,12 @@ if TYPE_CHECKING:
     from toolplug.state._backend import Backend
 
 __all__ = [
-    "CALLBACK_PATH", "MOST", "PENDING_SECONDS", "Principals", "complete", "principal_of",
+    "CALLBACK_PATH", "MOST", "Principals", "complete", "principal_of",
     "principals_for",
 ]
 
 CALLBACK_PATH: Final = "/oauth/callback"
 """Where a served principal's sign-in redirects back to (``serve --http`` answers it)."""
-PENDING_SECONDS: Final = 600.0
-"""How long a sign-in link may be completed."""
 MOST: Final = 256
 """Principals' sessions of one server kept open at once."""
 _ENTRIES: Final = 10_000
@@ -143,7 +141,7 @@ class Principals:
                 f"could be started: {_served.problem(exc)}",
                 retry_possible=True, details={"server": self.name},
             )
-        minutes = round(PENDING_SECONDS / 60)
+        minutes = round(_served.PENDING_SECONDS / 60)
         return ToolResult.failure(
             ErrorType.UNAVAILABLE,
             f"MCP server {self.name!r} needs you to sign in to it as yourself: open {url} "

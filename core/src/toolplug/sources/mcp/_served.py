@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlencode, urljoin
 
 import httpx2
@@ -28,9 +28,38 @@ from toolplug.sources.mcp import _oauth
 from toolplug.sources.mcp._oauth import _chain, _fixed_client, _metadata, _Person, _Storage
 
 if TYPE_CHECKING:
-    from toolplug.sources.mcp._principals import Principals
+    from toolplug.state._backend import Backend
+    from toolplug.state._tokens import PrincipalTokens
 
-__all__ = ["SignInLink", "finish", "link", "problem"]
+__all__ = ["PENDING_SECONDS", "SignInLink", "Signing", "finish", "link", "problem"]
+
+PENDING_SECONDS: Final = 600.0
+"""How long a sign-in link waits for its redirect (on the backend, for every replica)."""
+
+
+class Signing(Protocol):
+    """What this half needs of a server's principals (``_principals.Principals``, which
+    imports this module when a principal first signs in: a protocol, not that class)."""
+
+    name: str
+    callback: str
+
+    @property
+    def key(self) -> str:
+        """The server's URL, which its tokens are kept under."""
+        ...
+
+    def tokens(self, principal: str) -> PrincipalTokens:
+        """Where ``principal``'s tokens are kept."""
+        ...
+
+    def pending(self) -> Backend:
+        """The sign-ins waiting for their redirect."""
+        ...
+
+    def credentials(self, principal: str) -> Any:
+        """The server's OAuth settings with ``principal``'s token store."""
+        ...
 
 _PING: Final = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
 """What asks the server for its 401 (any request would; this one changes nothing)."""
@@ -48,7 +77,7 @@ class _Served(_Person):
     """The authorization code grant for a served principal: the redirect goes to this
     server's callback, and the flow stops at the authorization URL (no one waits here)."""
 
-    principals: Principals
+    principals: Signing
     principal: str
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
@@ -78,13 +107,11 @@ class _Served(_Person):
             "principal": self.principal, "server": self.principals.name,
             "verifier": pkce.code_verifier,
         })
-        from toolplug.sources.mcp._principals import PENDING_SECONDS
-
         await self.principals.pending().set(f"state:{state}", pending, PENDING_SECONDS)
         raise SignInLink(f"{endpoint}?{urlencode(query)}")
 
 
-def _provider(principals: Principals, principal: str) -> _Served:
+def _provider(principals: Signing, principal: str) -> _Served:
     credentials = principals.credentials(principal)
     oauth = credentials.settings.oauth_settings
     assert oauth is not None
@@ -107,7 +134,7 @@ def _provider(principals: Principals, principal: str) -> _Served:
     return provider
 
 
-async def link(principals: Principals, principal: str) -> str:
+async def link(principals: Signing, principal: str) -> str:
     """The authorization URL ``principal`` signs in to the server with: the one made in
     the last ten minutes, else a new one (its sign-in waits on the backend)."""
     pending = principals.pending()
@@ -124,8 +151,6 @@ async def link(principals: Principals, principal: str) -> str:
                 headers={"accept": "application/json, text/event-stream"},
             )
     except SignInLink as made:
-        from toolplug.sources.mcp._principals import PENDING_SECONDS
-
         # a little less than the pending sign-in lives: a link shown is never a dead one
         await pending.set(current, made.url, PENDING_SECONDS - 60)
         return made.url
@@ -134,7 +159,7 @@ async def link(principals: Principals, principal: str) -> str:
 
 
 async def finish(
-    principals: Principals, pending: dict[str, Any], *, code: str, iss: str | None
+    principals: Signing, pending: dict[str, Any], *, code: str, iss: str | None
 ) -> None:
     """Exchange the redirect's code for ``pending``'s principal and keep its tokens.
 
