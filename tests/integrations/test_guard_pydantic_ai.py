@@ -128,6 +128,8 @@ OWN_WORDS = ("post", {"text": "Weather is fine today."})
         ("inferred", "Summarize today's news", False),  # no verb of post in it
         ("inferred", "Read the news and post a summary", True),  # "post" names it
         (None, "Summarize today's news", True),  # unbounded: as before
+        # a one-pass iterable: checked when the toolset is made, and still the bound after
+        ((name for name in ["read_page", "post"]), "Summarize today's news", True),
     ],
 )
 def test_a_run_is_bounded_by_the_toolset_s_allow(

@@ -245,8 +245,13 @@ def checked(allow: Allow) -> Allow:
     """``allow`` as given to an integration, checked at once (a ``TypeError`` saying what
     to give), not at the first call of a run: a conversation bounded by it is made and
     dropped, so the check is the one every conversation makes."""
-    if allow is not None and allow != INFERRED:
-        toolplug.Conversation(allow=allow)  # a string other than "inferred" raises too
+    if allow is None or allow == INFERRED:
+        return allow
+    if not isinstance(allow, Mapping | str):
+        # kept as a tuple: a generator (or any one-pass iterable) would be used up by this
+        # check and leave the bound empty, every effect then asking
+        allow = tuple(allow)
+    toolplug.Conversation(allow=allow)  # a string other than "inferred" raises too
     return allow
 
 
