@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import difflib
 import gc
+import importlib
 import io
 import json
 import logging
@@ -863,18 +864,19 @@ def _terminal_approver(yes: bool, lock: asyncio.Lock | None = None) -> Any:
     return terminal_approver(yes, lock)
 
 
-@_runs("approvals")
-def _cmd_approvals(args: argparse.Namespace) -> int:
-    from toolplug.cli._approvals import run_approvals
+def _run_by_its_module(command: str) -> None:
+    """``toolplug COMMAND`` as ``toolplug.cli._COMMAND.run_COMMAND(args, config)``, that
+    module imported only when the command runs."""
 
-    return run_approvals(args, _config_of(args))
+    def handler(args: argparse.Namespace) -> int:
+        module = importlib.import_module(f"toolplug.cli._{command}")
+        return int(getattr(module, f"run_{command}")(args, _config_of(args)))
+
+    _runs(command)(handler)
 
 
-@_runs("history")
-def _cmd_history(args: argparse.Namespace) -> int:
-    from toolplug.cli._history import run_history
-
-    return run_history(args, _config_of(args))
+for _command in ("approvals", "history", "console"):
+    _run_by_its_module(_command)
 
 
 async def _run_plan_here(registry: Registry, plan: Any, yes: bool) -> Any:

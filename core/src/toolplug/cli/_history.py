@@ -32,7 +32,7 @@ from toolplug.state._record import RecordStore, SqliteStore
 if TYPE_CHECKING:
     from toolplug.config._config import Config
 
-__all__ = ["run_history"]
+__all__ = ["describe", "open_record", "run_history"]
 
 LISTED: Final = 50
 """Events ``toolplug history`` lists when ``--limit`` is not given."""
@@ -46,10 +46,7 @@ def run_history(args: argparse.Namespace, config: Config) -> int:
     """Run ``toolplug history`` (``list`` or ``export``); the exit code."""
     if args.action == "list" and args.output:
         raise _Exit(EXIT_USAGE, "--output is for export: toolplug history export --output FILE")
-    target = args.store or record_target(
-        config.record, config.state_dir, config.path.parent if config.path else None
-    )
-    store = _store(target)
+    store = open_record(config, args.store)
     if isinstance(store, SqliteStore) and not store.path.exists():
         said = "" if config.record.enabled or args.store else (
             " ([record] enabled = true keeps one: docs/record.md)"
@@ -73,6 +70,14 @@ def run_history(args: argparse.Namespace, config: Config) -> int:
     else:
         print("no events recorded" + (" match" if filters != RecordFilters() else ""))
     return EXIT_OK
+
+
+def open_record(config: Config, store: str | None = None) -> RecordStore:
+    """The record ``store`` names (a SQLite file or a ``postgresql://`` address), else the
+    one ``[record]`` names: what ``toolplug history`` and ``toolplug console`` read."""
+    return _store(store or record_target(
+        config.record, config.state_dir, config.path.parent if config.path else None
+    ))
 
 
 def _store(target: str) -> RecordStore:
@@ -148,7 +153,7 @@ def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp))
 
 
-def _what(event: RecordEvent) -> str:
+def describe(event: RecordEvent) -> str:
     """The last column: a call's size and time, or a decision's rule, the sources of its
     arguments and its reason."""
     if event.kind == "call":
@@ -178,7 +183,7 @@ def _what(event: RecordEvent) -> str:
 def _table(events: list[RecordEvent]) -> str:
     rows = [("TIME (UTC)", "KIND", "TOOL", "STATUS", "PRINCIPAL", "WHAT")]
     rows += [
-        (_when(e.time), e.kind, e.tool, e.status or "-", e.principal or "-", _short(_what(e)))
+        (_when(e.time), e.kind, e.tool, e.status or "-", e.principal or "-", _short(describe(e)))
         for e in events
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

@@ -1,0 +1,204 @@
+"""``toolplug console``, run as a user runs it (a subprocess on a port of its own), driven
+over HTTP with httpx: a real call waits in this process on the SQLite inbox, the page
+approves or denies it and the call resumes or fails; forms without the right CSRF token
+change nothing; a remembered decision is revoked; a recorded call is on the history page."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import toolplug
+from tests.helpers.cli import Site, run_cli
+from tests.helpers.posting import posting_plugin
+from toolplug import ErrorType
+
+
+@pytest.fixture
+def tools(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with posting_plugin(site, monkeypatch, "console_tools") as module:
+        yield module
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "toolplug.toml"
+    path.write_text(
+        'state_dir = "state"\n'
+        f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
+        "wait_seconds = 60\n"
+        "[record]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def console(config: Path, tmp_path: Path) -> Iterator[str]:
+    """The console's address, served by ``toolplug console`` in a process of its own."""
+    errors = tmp_path / "console.err"
+    with errors.open("w", encoding="utf-8") as err, subprocess.Popen(
+        [sys.executable, "-m", "toolplug", "console", "--port", "0", "--config", str(config)],
+        stdout=subprocess.PIPE, stderr=err, text=True,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            assert found, (line, errors.read_text(encoding="utf-8"))
+            yield found.group(0)
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a console that hangs
+                process.kill()
+                process.wait(10)
+
+
+def _token(page: str) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
+    assert found, page
+    return found.group(1)
+
+
+async def _pending(registry: Any, count: int = 1) -> list[Any]:
+    for _ in range(400):
+        found = await registry.approvals.apending(every_owner=True)
+        if len(found) >= count:
+            return list(found)
+        await asyncio.sleep(0.025)
+    raise AssertionError("no request came")
+
+
+def test_the_page_approves_and_denies_waiting_calls_and_revokes(
+    tools: Any, config: Path, console: str
+) -> None:
+    registry = toolplug.load(config, plugins=[("console_tools", tools)],
+                             env={"TOOLPLUG_PLUGINS": ""})
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
+            call = asyncio.create_task(registry.acall("post", {"text": "hello"}))
+            (request,) = await _pending(registry)
+            page = await browser.get("/")
+            assert page.status_code == 200
+            assert request.id in page.text
+            assert "<main>" in page.text
+            assert f'<label for="note-approve-{request.id}">' in page.text
+            assert "not read-only" in page.text  # the reason
+            token = _token(page.text)
+            approve = f"/approvals/{request.id}/approve"
+
+            # forged forms: no token, a wrong one, the right one from another browser
+            assert (await browser.post(approve, data={})).status_code == 403
+            wrong = "0" * 64
+            assert (await browser.post(approve, data={"csrf": wrong})).status_code == 403
+            async with httpx.AsyncClient(base_url=console, timeout=10) as stranger:
+                assert (await stranger.post(approve, data={"csrf": token})).status_code == 403
+            foreign = await browser.post(approve, data={"csrf": token},
+                                         headers={"Host": "evil.example"})
+            assert foreign.status_code == 421
+            assert [p.id for p in await registry.approvals.apending()] == [request.id]
+            await asyncio.sleep(0.2)
+            assert not call.done()
+            assert tools.RAN == []
+
+            done = await browser.post(approve, data={
+                "csrf": token, "note": "fine", "remember": "always",
+            })
+            assert done.status_code == 200, done.text
+            assert "approved" in done.text
+            result = await asyncio.wait_for(call, 10)
+            assert result.ok, result.error
+            assert tools.RAN == ["hello"]
+            replayed = await browser.post(approve, data={"csrf": token})
+            assert replayed.status_code == 409
+            assert "already approved" in replayed.text
+
+            # a denial: the call fails with the note
+            call = asyncio.create_task(registry.acall("post", {"text": "no"}))
+            (second,) = await _pending(registry)
+            denied = await browser.post(f"/approvals/{second.id}/deny",
+                                        data={"csrf": token, "note": "not today"})
+            assert denied.status_code == 200, denied.text
+            result = await asyncio.wait_for(call, 10)
+            assert result.error is not None
+            assert result.error.type == ErrorType.PERMISSION
+            assert "not today" in result.error.message
+            assert tools.RAN == ["hello"]
+
+            # the "always" above was remembered: the page lists it and revokes it
+            (kept,) = await registry.approvals.aremembered(every_owner=True)
+            page = await browser.get("/")
+            assert kept.id in page.text
+            forget = f"/remembered/{kept.id}/forget"
+            assert (await browser.post(forget, data={"csrf": wrong})).status_code == 403
+            assert len(await registry.approvals.aremembered(every_owner=True)) == 1
+            revoked = await browser.post(forget, data={"csrf": token})
+            assert revoked.status_code == 200, revoked.text
+            assert await registry.approvals.aremembered(every_owner=True) == []
+            assert kept.id not in (await browser.get("/")).text
+
+            # the record: both calls are on the history page, filtered as toolplug history
+            record = registry.record
+            assert record is not None
+            assert await record.aflush()
+            shown = await browser.get("/history", params={"tool": "post", "kind": "call"})
+            assert shown.status_code == 200
+            rows = re.findall(r"<tr><td>.*?</tr>", shown.text)
+            assert len(rows) == 2, shown.text
+            assert ">ok<" in rows[1]  # the newest first: the denial, then the approved call
+            assert "not today" in shown.text
+            none = await browser.get("/history", params={"tool": "nothing-of-that-name"})
+            assert "No events recorded match" in none.text
+            recent = await browser.get("/history", params={"since": "1h", "kind": "call"})
+            assert len(re.findall(r"<tr><td>", recent.text)) == 2
+            bad = await browser.get("/history", params={"since": "yesterday-ish"})
+            assert bad.status_code == 400
+            assert "since" in bad.text
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        registry.close()
+
+
+def test_a_page_never_carries_markup_from_a_request(
+    tools: Any, config: Path, console: str
+) -> None:
+    registry = toolplug.load(config, plugins=[("console_tools", tools)],
+                             env={"TOOLPLUG_PLUGINS": ""})
+    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+
+    async def scenario() -> None:
+        call = asyncio.create_task(registry.acall("post", {"text": hostile}))
+        (request,) = await _pending(registry)
+        async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
+            page = await browser.get("/")
+            assert request.id in page.text
+            assert "<script>" not in page.text
+            assert "<img" not in page.text
+            assert "&lt;script&gt;" in page.text
+            await registry.approvals.adecide(request.id, False)
+        await asyncio.wait_for(call, 10)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        registry.close()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "example.com"])
+def test_a_non_loopback_host_is_refused(config: Path, host: str) -> None:
+    done = run_cli("console", "--host", host, "--config", str(config))
+    assert done.code == 2
+    assert "authentication is not built yet" in done.err
