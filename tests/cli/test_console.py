@@ -6,6 +6,7 @@ change nothing; a remembered decision is revoked; a recorded call is on the hist
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import subprocess
 import sys
@@ -41,12 +42,13 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def console(config: Path, tmp_path: Path) -> Iterator[str]:
-    """The console's address, served by ``toolplug console`` in a process of its own."""
-    errors = tmp_path / "console.err"
+@contextlib.contextmanager
+def _serving(config: Path, *options: str) -> Iterator[str]:
+    """The address of ``toolplug console OPTIONS``, served in a process of its own."""
+    errors = config.parent / f"console{len(options)}.err"
     with errors.open("w", encoding="utf-8") as err, subprocess.Popen(
-        [sys.executable, "-m", "toolplug", "console", "--port", "0", "--config", str(config)],
+        [sys.executable, "-m", "toolplug", "console", "--port", "0", "--config", str(config),
+         *options],
         stdout=subprocess.PIPE, stderr=err, text=True,
     ) as process:
         try:
@@ -62,6 +64,12 @@ def console(config: Path, tmp_path: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:  # pragma: no cover - a console that hangs
                 process.kill()
                 process.wait(10)
+
+
+@pytest.fixture
+def console(config: Path) -> Iterator[str]:
+    with _serving(config) as address:
+        yield address
 
 
 def _token(page: str) -> str:
@@ -123,10 +131,17 @@ def test_the_page_approves_and_denies_waiting_calls_and_revokes(
             replayed = await browser.post(approve, data={"csrf": token})
             assert replayed.status_code == 409
             assert "already approved" in replayed.text
+            forged = await browser.post("/approvals/apr_forged/deny", data={"csrf": token})
+            assert forged.status_code == 409
+            assert "no approval request" in forged.text
 
             # a denial: the call fails with the note
             call = asyncio.create_task(registry.acall("post", {"text": "no"}))
             (second,) = await _pending(registry)
+            odd = await browser.post(f"/approvals/{second.id}/deny",
+                                     data={"csrf": token, "remember": "forever"})
+            assert odd.status_code == 400
+            assert [p.id for p in await registry.approvals.apending()] == [second.id]
             denied = await browser.post(f"/approvals/{second.id}/deny",
                                         data={"csrf": token, "note": "not today"})
             assert denied.status_code == 200, denied.text
@@ -195,6 +210,38 @@ def test_a_page_never_carries_markup_from_a_request(
         asyncio.run(scenario())
     finally:
         registry.close()
+
+
+def test_another_owners_request_is_refused_as_on_the_command_line(
+    tools: Any, config: Path
+) -> None:
+    registry = toolplug.load(config, plugins=[("console_tools", tools)],
+                             env={"TOOLPLUG_PLUGINS": ""})
+
+    async def scenario(console: str) -> None:
+        call = asyncio.create_task(
+            registry.acall("post", {"text": "mine"}, context={"client": "alice"})
+        )
+        (request,) = await _pending(registry)
+        async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
+            page = await browser.get("/")
+            assert request.id in page.text  # --all: every owner's requests are shown
+            assert "alice" in page.text
+            refused = await browser.post(f"/approvals/{request.id}/approve",
+                                         data={"csrf": _token(page.text)})
+            assert refused.status_code == 409
+            assert "belongs to another owner" in refused.text
+        assert [p.state for p in await registry.approvals.apending("alice")] == ["pending"]
+        assert not call.done()
+        await registry.approvals.adecide(request.id, True, by="alice")
+        assert (await asyncio.wait_for(call, 10)).ok
+
+    try:
+        with _serving(config, "--all", "--as", "bob") as console:
+            asyncio.run(scenario(console))
+    finally:
+        registry.close()
+    assert tools.RAN == ["mine"]
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "example.com"])
