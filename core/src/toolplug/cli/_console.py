@@ -90,6 +90,7 @@ def run_console(args: argparse.Namespace, config: Config) -> int:
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed ACK
     try:
         listener.bind((args.host.strip("[]"), args.port))
     except OSError as exc:
