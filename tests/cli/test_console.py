@@ -192,7 +192,7 @@ def test_a_page_never_carries_markup_from_a_request(
 ) -> None:
     registry = toolplug.load(config, plugins=[("console_tools", tools)],
                              env={"TOOLPLUG_PLUGINS": ""})
-    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)><!--csrf-->{csrf}'
 
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": hostile}))
@@ -203,6 +203,7 @@ def test_a_page_never_carries_markup_from_a_request(
             assert "<script>" not in page.text
             assert "<img" not in page.text
             assert "&lt;script&gt;" in page.text
+            assert "&lt;!--csrf--&gt;{csrf}" in page.text  # not where a token goes
             await registry.approvals.adecide(request.id, False)
         await asyncio.wait_for(call, 10)
 
@@ -242,6 +243,17 @@ def test_another_owners_request_is_refused_as_on_the_command_line(
     finally:
         registry.close()
     assert tools.RAN == ["mine"]
+
+
+def test_the_pages_say_when_the_inbox_and_the_record_are_off(tmp_path: Path) -> None:
+    config = tmp_path / "toolplug.toml"
+    config.write_text('state_dir = "state"\n', encoding="utf-8")
+    with _serving(config) as console, httpx.Client(base_url=console, timeout=10) as browser:
+        assert "The inbox is off" in browser.get("/").text
+        history = browser.get("/history")
+        assert history.status_code == 200
+        assert "No record at" in history.text
+        assert "[record] enabled = true" in history.text
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "example.com"])

@@ -41,6 +41,7 @@ from toolplug.cli._parser import EXIT_OK, EXIT_USAGE, _Exit, _moment
 from toolplug.engine._inbox import open_approvals
 from toolplug.state._events import RecordFilters
 from toolplug.state._inbox import DecisionRefused
+from toolplug.state._record import SqliteStore
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -93,6 +94,7 @@ def run_console(args: argparse.Namespace, config: Config) -> int:
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed ACK
     try:
         listener.bind((args.host.strip("[]"), args.port))
+        listener.listen(128)  # listening before the address is printed: a client may connect
     except OSError as exc:
         listener.close()
         raise _Exit(EXIT_USAGE, f"cannot listen on {args.host}:{args.port}: {exc}") from None
@@ -215,7 +217,7 @@ def _page(
     from starlette.responses import HTMLResponse
 
     session, new = _session(request)
-    filled = body.replace("{csrf}", html.escape(console.token(session)))
+    filled = body.replace(_TOKEN, html.escape(console.token(session)))
     response = HTMLResponse(_SHELL.format(title=html.escape(title), body=filled),
                             status_code=status)
     response.headers["Cache-Control"] = "no-store"
@@ -265,8 +267,12 @@ def _when(stamp: float | None) -> str:
     return "-" if not stamp else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)) + " UTC"
 
 
+_TOKEN: Final = "<!--csrf-->"
+"""Where a form's token goes: escaped text never holds a ``<``, so no request's text can."""
+
+
 def _hidden() -> str:
-    return '<input type="hidden" name="csrf" value="{csrf}">'
+    return f'<input type="hidden" name="csrf" value="{_TOKEN}">'
 
 
 def _request_html(request: Any) -> str:
@@ -324,8 +330,11 @@ async def _home(console: _Console, request: Request) -> Response:
         f"owner {console.owner} and the operator" if console.owner else "the operator"
     )
     body = [f"<p>Deciding as <strong>{_e(console.owner or 'the operator')}</strong>; "
-            f"showing the requests of {_e(who)}.</p>",
-            f"<h2>Waiting for a decision ({len(pending)})</h2>"]
+            f"showing the requests of {_e(who)}.</p>"]
+    if not console.config.approvals.inbox:
+        body.append("<p>The inbox is off: a call nobody can be asked about is refused, not "
+                    "kept here. <code>[approvals] inbox = true</code> keeps it.</p>")
+    body.append(f"<h2>Waiting for a decision ({len(pending)})</h2>")
     body += [_request_html(p) for p in pending] or ["<p>No approval request is waiting.</p>"]
     body.append(f"<h2>Remembered decisions ({len(kept)})</h2>")
     body.append(f"<ul>{''.join(_remembered_html(k) for k in kept)}</ul>" if kept
@@ -391,16 +400,23 @@ async def _history(console: _Console, request: Request) -> Response:
         said = "".join(f"<li>{_e(p)}</li>" for p in problems)
         return _page(console, request, "History", f'{form}<ul role="alert">{said}</ul>', 400)
     filters = RecordFilters(tool=tool, kind=kind, since=since, limit=SHOWN)
-    events = await asyncio.to_thread(_query, console.config, filters)
+    events, missing = await asyncio.to_thread(_query, console.config, filters)
     body = [form, f"<p>The {len(events)} newest matching events (at most {SHOWN}).</p>"]
+    if missing is not None:
+        body.append(f"<p>No record at <code>{_e(missing)}</code>"
+                    + ("" if console.config.record.enabled else
+                       " (<code>[record] enabled = true</code> keeps one)") + ".</p>")
     body.append(_events_table(events) if events else "<p>No events recorded match.</p>")
     return _page(console, request, "History", "\n".join(body))
 
 
-def _query(config: Config, filters: RecordFilters) -> list[RecordEvent]:
+def _query(config: Config, filters: RecordFilters) -> tuple[list[RecordEvent], str | None]:
+    """The matching events, and where the record would be when there is none."""
     store = open_record(config)
     try:
-        return store.query(filters)
+        if isinstance(store, SqliteStore) and not store.path.exists():
+            return [], store.where
+        return store.query(filters), None
     finally:
         store.close()
 
