@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 import toolplug
+from tests.helpers.telemetry import memory_exporter
 from toolplug import ConfigField, Tool, ToolContext, ToolFailure, ToolMetadata, ToolResult
 
 TOKEN = "tok-5f3a9c81d2"
@@ -80,14 +80,7 @@ def registry(**calls: Any) -> toolplug.Registry:
 
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    yield memory
-    memory.shutdown()  # later spans are dropped, not kept
+    yield from memory_exporter()
 
 
 @pytest.fixture

@@ -20,13 +20,12 @@ import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.transport_security import TransportSecuritySettings
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolplug
 from tests.helpers.serve import free_port
+from tests.helpers.telemetry import memory_exporter
 from toolplug import Tool, ToolContext, ToolMetadata, ToolResult
 from toolplug.serve._server import build_server
 
@@ -51,14 +50,7 @@ class Plugin:
 
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    yield memory
-    memory.shutdown()
+    yield from memory_exporter()
 
 
 def _serving(registry: toolplug.Registry) -> tuple[uvicorn.Server, threading.Thread, str]:

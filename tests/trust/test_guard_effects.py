@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolplug
+from tests.helpers.telemetry import memory_exporter
 from toolplug import (
     Annotations,
     ErrorType,
@@ -475,14 +474,7 @@ async def test_secrets_are_redacted_in_decisions(
 
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    yield memory
-    memory.shutdown()
+    yield from memory_exporter()
 
 
 async def test_a_decision_is_a_span_event(

@@ -6,25 +6,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolplug
+from tests.helpers.telemetry import memory_exporter
 
 
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
-    # A provider can be set once per process: add an exporter to the one already set.
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    yield memory
-    memory.shutdown()
+    yield from memory_exporter()
 
 
 def test_calls_inside_a_program_are_child_spans(
