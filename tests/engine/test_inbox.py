@@ -8,7 +8,6 @@ import asyncio
 import hashlib
 import hmac
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +18,7 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site
-from tests.helpers.posting import posting_plugin
+from tests.helpers.posting import approvals_cli, posting_plugin
 from tests.helpers.redis import redis_server
 from toolplug import ErrorType
 
@@ -43,16 +42,6 @@ def _load(tools: Any, table: dict[str, Any]) -> Any:
     return toolplug.load(table, env={"TOOLPLUG_PLUGINS": ""}, plugins=[("inbox_tools", tools)])
 
 
-async def _cli(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toolplug", "approvals", *args, "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def _pending(registry: Any, count: int = 1, owner: str | None = None) -> list[Any]:
     for _ in range(400):
         found = await registry.approvals.apending(owner, every_owner=owner is None)
@@ -73,22 +62,22 @@ def test_a_call_waits_and_another_process_approves_it(tools: Any, tmp_path: Path
             "post", {"text": "hello"}, "pending"
         )
         assert "not read-only" in request.reason
-        code, out, _ = await _cli(config, "list")
+        code, out, _ = await approvals_cli(config, "list")
         assert code == 0
         assert request.id in out
         assert "post" in out
         assert not call.done()  # it waits: the tool has not run
         assert tools.RAN == []
-        code, out, err = await _cli(config, "approve", request.id)
+        code, out, err = await approvals_cli(config, "approve", request.id)
         assert code == 0, err
         result = await asyncio.wait_for(call, 10)
         assert result.ok, result.error
         assert tools.RAN == ["hello"]
-        code, _, err = await _cli(config, "approve", request.id)  # replayed
+        code, _, err = await approvals_cli(config, "approve", request.id)  # replayed
         assert code == 1
         assert "already approved" in err
         assert "counts once" in err
-        code, _, err = await _cli(config, "deny", "apr_forged-id")  # never made
+        code, _, err = await approvals_cli(config, "deny", "apr_forged-id")  # never made
         assert code == 1
         assert "no approval request" in err
 
@@ -105,7 +94,7 @@ def test_a_denial_from_another_process_refuses_the_call(tools: Any, tmp_path: Pa
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": "no"}))
         (request,) = await _pending(registry)
-        code, _, err = await _cli(config, "deny", request.id, "--note", "not today")
+        code, _, err = await approvals_cli(config, "deny", request.id, "--note", "not today")
         assert code == 0, err
         result = await asyncio.wait_for(call, 10)
         assert result.error is not None
@@ -131,11 +120,11 @@ def test_only_the_owner_decides(tools: Any, tmp_path: Path) -> None:
         assert request.owner == "alice"
         assert await registry.approvals.apending("bob") == []  # bob sees none of alice's
         for forged in (("--as", "bob"), ()):  # another principal, and nobody
-            code, _, err = await _cli(config, "approve", request.id, *forged)
+            code, _, err = await approvals_cli(config, "approve", request.id, *forged)
             assert code == 1, err
             assert "belongs to another owner" in err, err
         assert not call.done()
-        code, _, err = await _cli(config, "approve", request.id, "--as", "alice")
+        code, _, err = await approvals_cli(config, "approve", request.id, "--as", "alice")
         assert code == 0, err
         assert (await asyncio.wait_for(call, 10)).ok
 
@@ -157,7 +146,7 @@ def test_an_expired_request_is_refused_with_that_reason(tools: Any, tmp_path: Pa
         assert result.error.type == ErrorType.APPROVAL_REQUIRED
         assert result.error.details["expired"] is True
         assert "nobody decided in time" in result.error.message
-        code, _, err = await _cli(config, "approve", request.id)  # too late
+        code, _, err = await approvals_cli(config, "approve", request.id)  # too late
         assert code == 1
         assert "expired" in err
 
@@ -265,13 +254,13 @@ def test_replicas_on_redis_share_the_inbox(tools: Any, tmp_path: Path, redis_url
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": "shared"}))
         (request,) = await _pending(registry)
-        code, out, _ = await _cli(config, "list", "--json")  # another process, same Redis
+        code, out, _ = await approvals_cli(config, "list", "--json")  # another process, same Redis
         assert code == 0
         assert request.id in [r["id"] for r in json.loads(out)]
-        code, _, err = await _cli(config, "approve", request.id)
+        code, _, err = await approvals_cli(config, "approve", request.id)
         assert code == 0, err
         assert (await asyncio.wait_for(call, 10)).ok
-        code, _, err = await _cli(config, "deny", request.id)  # a second decision
+        code, _, err = await approvals_cli(config, "deny", request.id)  # a second decision
         assert code == 1
         assert "already approved" in err
 

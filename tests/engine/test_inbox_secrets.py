@@ -22,6 +22,7 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site
+from tests.helpers.posting import approvals_cli
 
 PASSWORD = "hunter2-Zq81xW"
 BEARER = "Bearer tok-9f3e77c1"
@@ -110,16 +111,6 @@ def hook() -> Iterator[str]:
         server.server_close()
 
 
-async def _cli(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toolplug", "approvals", *args, "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 def _clean(where: str, text: str | bytes) -> None:
     data = text.encode() if isinstance(text, str) else text
     for secret in SECRETS:
@@ -174,12 +165,12 @@ def test_secret_named_arguments_stay_out_of_the_inbox(
         assert dict(request.arguments) == MASKED
         _clean("the request", json.dumps(request.to_dict()) + request.describe())
         await _files_clean(tmp_path, "approvals.db*")  # the file, its WAL and shm
-        code, out, err = await _cli(config, "list")
+        code, out, err = await approvals_cli(config, "list")
         assert code == 0, err
         assert request.id in out
         assert '"password": "***"' in out
         _clean("approvals list", out + err)
-        code, out, err = await _cli(config, "list", "--json")
+        code, out, err = await approvals_cli(config, "list", "--json")
         assert code == 0, err
         (listed,) = json.loads(out)
         assert listed["arguments"] == MASKED
@@ -188,7 +179,8 @@ def test_secret_named_arguments_stay_out_of_the_inbox(
         assert json.loads(body)["request"]["arguments"] == MASKED
         _clean("the webhook body", body)
         assert not call.done()
-        code, out, err = await _cli(config, "approve", request.id)  # another process decides
+        # another process decides
+        code, out, err = await approvals_cli(config, "approve", request.id)
         assert code == 0, err
         _clean("approvals approve", out + err)
         result = await asyncio.wait_for(call, 30)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site
-from tests.helpers.posting import posting_plugin
+from tests.helpers.posting import approvals_cli, posting_plugin
 from toolplug import Approval, ErrorType
 
 
@@ -88,16 +87,6 @@ def test_an_always_deny_holds_for_its_owner_only(tools: Any) -> None:
     assert tools.RAN == []
 
 
-async def _cli(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toolplug", "approvals", *args, "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def _waiting(registry: Any, text: str) -> Any:
     """The pending request of the call posting ``text``, once it waits (a minute at most)."""
     for _ in range(2400):
@@ -136,7 +125,7 @@ def test_approved_always_from_the_command_line(tools: Any, tmp_path: Path) -> No
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": "daily report"}))
         request = await _waiting(registry, "daily report")
-        code, _, err = await _cli(config, "approve", request.id, "--remember", "always")
+        code, _, err = await approvals_cli(config, "approve", request.id, "--remember", "always")
         assert code == 0, err
         assert (await asyncio.wait_for(call, 30)).ok
         again = await asyncio.wait_for(  # runs unasked
@@ -145,15 +134,15 @@ def test_approved_always_from_the_command_line(tools: Any, tmp_path: Path) -> No
         assert again.ok
         assert await registry.approvals.apending() == []
         await _waits_then_denied(registry, tools, "something else")  # the pattern: exact
-        code, out, _ = await _cli(config, "remembered")
+        code, out, _ = await approvals_cli(config, "remembered")
         assert code == 0
         assert '[[policies.post]]' in out
         assert 'schema = { const = "daily report" }' in out
-        code, out, _ = await _cli(config, "remembered", "--json")
+        code, out, _ = await approvals_cli(config, "remembered", "--json")
         (kept,) = json.loads(out)
-        code, _, err = await _cli(config, "forget", kept["id"])
+        code, _, err = await approvals_cli(config, "forget", kept["id"])
         assert code == 0, err
-        code, _, err = await _cli(config, "forget", kept["id"])  # replayed
+        code, _, err = await approvals_cli(config, "forget", kept["id"])  # replayed
         assert code == 1
         assert "no remembered decision" in err
         await _waits_then_denied(registry, tools, "daily report")  # revoked: waits again

@@ -1,4 +1,5 @@
-"""One side-effecting tool, ``post``, installed as a plugin into the test's site.
+"""One side-effecting tool, ``post``, installed as a plugin into the test's site, and
+``toolplug approvals`` run as another process.
 
 Shared by the inbox and the remembered-decisions tests: each gets its own module name, so
 the list of texts posted (``RAN``) starts empty and belongs to that test alone.
@@ -6,10 +7,12 @@ the list of texts posted (``RAN``) starts empty and belongs to that test alone.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,3 +59,15 @@ def posting_plugin(site: Site, monkeypatch: pytest.MonkeyPatch, module: str) -> 
         yield loaded
     finally:
         sys.modules.pop(module, None)
+
+
+async def approvals_cli(config: Path, *args: str) -> tuple[int, str, str]:
+    """``toolplug approvals ARGS --config CONFIG`` in a process of its own: exit code,
+    standard output, standard error."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "toolplug", "approvals", *args, "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
