@@ -30,6 +30,7 @@ from toolplug import (
     Trust,
     hookimpl,
 )
+from toolplug.trust._decisions import KEPT, Decision, Decisions
 
 pytestmark = pytest.mark.anyio
 
@@ -430,6 +431,21 @@ async def test_decisions_are_kept_in_python(lodge: Registry) -> None:
     assert (carried.argument, carried.fragment, carried.label, carried.source["tool"]) == (
         "room", "quiet pine cabin", "untrusted", "read_reviews"
     )
+
+
+def test_an_allow_read_later_is_the_decision_an_allow_is() -> None:
+    kept = Decisions()
+    kept.allowed("book_room", ("room", "guest"), 2, False)
+    kept.append(Decision("book_room", "ask", "flow.ref", "why", ("room",), (), 3))
+    first = kept[0]
+    assert first == Decision("book_room", "allow", None, "", ("room", "guest"), (), 2, False)
+    assert kept[0] is first  # made once, then that object
+    assert next(iter(kept)) is first
+    assert [d.action for d in kept[-2:]] == ["allow", "ask"]
+    for call in range(KEPT + 5):
+        kept.allowed("list_rooms", (), call, False)
+    assert len(kept) == KEPT
+    assert [kept[0].call, kept[-1].call] == [5, KEPT + 4]
 
 
 async def test_a_decision_is_a_log_record(

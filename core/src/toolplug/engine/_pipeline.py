@@ -155,9 +155,12 @@ class Pipeline:
         return "" if client is None else str(client)
 
     def _decided(self, call: ToolCall, verdict: Verdict | None, asked: bool) -> None:
-        decision = self.guard.decided(call.tool, call.arguments, verdict, approved=asked)
-        if decision is not None and self.recorder is not None:
-            guard_decided(self.recorder, self.registry, call, decision, current())
+        recorder = self.recorder
+        decision = self.guard.decided(
+            call.tool, call.arguments, verdict, approved=asked, wanted=recorder is not None
+        )
+        if decision is not None and recorder is not None:
+            guard_decided(recorder, self.registry, call, decision, current())
 
     # -- approve ---------------------------------------------------------------------
 

@@ -34,10 +34,9 @@ from toolplug.contract._tool import ToolResult
 from toolplug.utilities._bridge import loop_running, offload_pool
 
 if TYPE_CHECKING:
-    from toolplug.trust._decisions import Decision
     from toolplug.trust._settings import GuardSettings
 
-from toolplug.trust._decisions import KEPT
+from toolplug.trust._decisions import Decisions
 from toolplug.trust._effects import budgets_given, effects_given, named_in
 from toolplug.trust._text import (
     MOST_NAMES,
@@ -309,8 +308,8 @@ class Conversation:
         for when it is inside each of them and the outermost one's."""
         self._spent: collections.Counter[str] = collections.Counter()
         self._spent_seen = 0
-        self.decisions: collections.deque[Decision] = (
-            parent.root.decisions if parent is not None else collections.deque(maxlen=KEPT)
+        self.decisions: Decisions = (
+            parent.root.decisions if parent is not None else Decisions()
         )
         """What the guard decided about each call it looked at here, in order, the last
         ``KEPT`` (``toolplug.trust._decisions``): the outermost conversation's, shared."""

@@ -15,11 +15,11 @@ import json
 import logging
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, overload
 
-__all__ = ["EVENT", "KEPT", "Carried", "Decision", "log", "quiet", "trace"]
+__all__ = ["EVENT", "KEPT", "Carried", "Decision", "Decisions", "log", "quiet", "trace"]
 
 log: Final = logging.getLogger("toolplug.guard")
 
@@ -86,6 +86,59 @@ class Decision:
         }
 
 
+_Allowed = tuple[str, tuple[str, ...], int, bool]
+"""An ``allow`` as it is kept until it is read: tool, looked, call, approved."""
+
+
+class Decisions(Sequence[Decision]):
+    """A conversation's decisions, oldest first, the last ``KEPT``: a sequence of
+    ``Decision``. An ``allow`` nobody logs or traces is kept as a tuple of its four fields
+    and made a ``Decision`` when first read (then kept as that one object): most calls in
+    a conversation are allowed, and a ``Decision`` built for each cost a third of what the
+    guard adds to such a call (bench/guard.py)."""
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: deque[Decision | _Allowed] = deque(maxlen=KEPT)
+
+    def append(self, decision: Decision) -> None:
+        """Keep ``decision`` (the oldest goes once ``KEPT`` are kept)."""
+        self._kept.append(decision)
+
+    def allowed(self, tool: str, looked: tuple[str, ...], call: int, approved: bool) -> None:
+        """Keep an ``allow`` of ``tool``, its ``Decision`` made when read."""
+        self._kept.append((tool, looked, call, approved))
+
+    def _at(self, index: int) -> Decision:
+        kept = self._kept[index]
+        if type(kept) is tuple:
+            tool, looked, call, approved = kept
+            made = Decision(tool, "allow", None, "", looked, (), call, approved)
+            self._kept[index] = made
+            return made
+        return kept  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @overload
+    def __getitem__(self, index: int) -> Decision: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Decision]: ...
+    def __getitem__(self, index: int | slice) -> Decision | list[Decision]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self._kept)))]
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[Decision]:
+        for i in range(len(self._kept)):
+            yield self._at(i)
+
+    def __repr__(self) -> str:
+        return f"Decisions({list(self)!r})"
+
+
 def carried_of(details: Mapping[str, Any], redact: Callable[[str], str]) -> tuple[Carried, ...]:
     """The arguments a verdict's ``details`` name as carrying outside data, redacted."""
     found = details.get("arguments")
@@ -107,7 +160,7 @@ def quiet() -> bool:
     return not log.isEnabledFor(logging.DEBUG) and "opentelemetry.trace" not in sys.modules
 
 
-def trace(decision: Decision, decisions: deque[Decision] | None) -> None:
+def trace(decision: Decision, decisions: Decisions | None) -> None:
     """Keep ``decision``: on ``decisions`` (the conversation's), in a log record, and as an
     event on the current span."""
     if decisions is not None:

@@ -609,13 +609,14 @@ class FlowGuard:
 
     def decided(
         self, name: str, arguments: Mapping[str, Any], verdict: Verdict | None,
-        *, approved: bool = False,
+        *, approved: bool = False, wanted: bool = True,
     ) -> Decision | None:
         """Keep the decision ``check`` made about this call (``toolplug.trust._decisions``):
         on the current conversation's ``decisions``, as a log record and as a span event.
         An ``allow`` is kept only where a rule looked: a conversation that read untrusted
         content, or a ``[policies]`` rule of the tool. The decision kept, or None (an allow
-        no rule looked at)."""
+        no rule looked at; or, not ``wanted`` by the caller, an allow kept on the
+        conversation only, its ``Decision`` made when read)."""
         conversation = CURRENT.get()
         if verdict is None:  # the common case, kept cheap (bench/guard.py)
             if (
@@ -631,12 +632,17 @@ class FlowGuard:
                     return decision
             root = conversation._root
             labels = self._labels.get(name) or self.labels(name)
-            decision = Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved)
-            root.decisions.append(decision)
             # quiet(), inline: no DEBUG record wanted, no OpenTelemetry loaded: kept, that
             # is all
-            if not log.isEnabledFor(_DEBUG) and "opentelemetry.trace" not in sys.modules:
-                return decision
+            if (
+                not wanted
+                and not log.isEnabledFor(_DEBUG)
+                and "opentelemetry.trace" not in sys.modules
+            ):
+                root.decisions.allowed(name, labels.sinks, root.calls, approved)
+                return None
+            decision = Decision(name, "allow", None, "", labels.sinks, (), root.calls, approved)
+            root.decisions.append(decision)
             trace(decision, None)
             return decision
         redactor = getattr(self.registry, "redactor", None)
