@@ -7,11 +7,12 @@ module never imports another test module or this file.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.artefacts import kept
 from tests.helpers.cli import Run, Site, run_cli
 
 
@@ -47,3 +48,17 @@ def site(tmp_path: Path) -> Site:
 def cli() -> Callable[..., Run]:
     """``cli("list", "--json", env=...)``: the command line in a fresh interpreter."""
     return run_cli
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test whose body failed keeps what its fixtures asked to keep (a screenshot of the
+    browser's page, tests/helpers/artefacts.py), and its report says where."""
+    report = yield
+    if report.when == "call" and report.failed:
+        said = kept(item)
+        if said:
+            report.sections.append(("artefacts kept", "\n".join(said)))
+    return report

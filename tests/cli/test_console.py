@@ -6,10 +6,7 @@ change nothing; a remembered decision is revoked; a recorded call is on the hist
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site, run_cli
+from tests.helpers.console import console_config, pending, serving
 from tests.helpers.posting import posting_plugin
 from toolplug import ErrorType
 
@@ -31,44 +29,12 @@ def tools(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    path = tmp_path / "toolplug.toml"
-    path.write_text(
-        'state_dir = "state"\n'
-        f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
-        "wait_seconds = 60\n"
-        "[record]\nenabled = true\n",
-        encoding="utf-8",
-    )
-    return path
-
-
-@contextlib.contextmanager
-def _serving(config: Path, *options: str) -> Iterator[str]:
-    """The address of ``toolplug console OPTIONS``, served in a process of its own."""
-    errors = config.parent / f"console{len(options)}.err"
-    with errors.open("w", encoding="utf-8") as err, subprocess.Popen(
-        [sys.executable, "-m", "toolplug", "console", "--port", "0", "--config", str(config),
-         *options],
-        stdout=subprocess.PIPE, stderr=err, text=True,
-    ) as process:
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-            assert found, (line, errors.read_text(encoding="utf-8"))
-            yield found.group(0)
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a console that hangs
-                process.kill()
-                process.wait(10)
+    return console_config(tmp_path)
 
 
 @pytest.fixture
 def console(config: Path) -> Iterator[str]:
-    with _serving(config) as address:
+    with serving(config) as address:
         yield address
 
 
@@ -76,15 +42,6 @@ def _token(page: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
     assert found, page
     return found.group(1)
-
-
-async def _pending(registry: Any, count: int = 1) -> list[Any]:
-    for _ in range(400):
-        found = await registry.approvals.apending(every_owner=True)
-        if len(found) >= count:
-            return list(found)
-        await asyncio.sleep(0.025)
-    raise AssertionError("no request came")
 
 
 def test_the_page_approves_and_denies_waiting_calls_and_revokes(
@@ -96,7 +53,7 @@ def test_the_page_approves_and_denies_waiting_calls_and_revokes(
     async def scenario() -> None:
         async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
             call = asyncio.create_task(registry.acall("post", {"text": "hello"}))
-            (request,) = await _pending(registry)
+            (request,) = await pending(registry)
             page = await browser.get("/")
             assert page.status_code == 200
             assert request.id in page.text
@@ -137,7 +94,7 @@ def test_the_page_approves_and_denies_waiting_calls_and_revokes(
 
             # a denial: the call fails with the note
             call = asyncio.create_task(registry.acall("post", {"text": "no"}))
-            (second,) = await _pending(registry)
+            (second,) = await pending(registry)
             odd = await browser.post(f"/approvals/{second.id}/deny",
                                      data={"csrf": token, "remember": "forever"})
             assert odd.status_code == 400
@@ -196,7 +153,7 @@ def test_a_page_never_carries_markup_from_a_request(
 
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": hostile}))
-        (request,) = await _pending(registry)
+        (request,) = await pending(registry)
         async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
             page = await browser.get("/")
             assert request.id in page.text
@@ -223,7 +180,7 @@ def test_another_owners_request_is_refused_as_on_the_command_line(
         call = asyncio.create_task(
             registry.acall("post", {"text": "mine"}, context={"client": "alice"})
         )
-        (request,) = await _pending(registry)
+        (request,) = await pending(registry)
         async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
             page = await browser.get("/")
             assert request.id in page.text  # --all: every owner's requests are shown
@@ -238,7 +195,7 @@ def test_another_owners_request_is_refused_as_on_the_command_line(
         assert (await asyncio.wait_for(call, 10)).ok
 
     try:
-        with _serving(config, "--all", "--as", "bob") as console:
+        with serving(config, "--all", "--as", "bob") as console:
             asyncio.run(scenario(console))
     finally:
         registry.close()
@@ -248,7 +205,7 @@ def test_another_owners_request_is_refused_as_on_the_command_line(
 def test_the_pages_say_when_the_inbox_and_the_record_are_off(tmp_path: Path) -> None:
     config = tmp_path / "toolplug.toml"
     config.write_text('state_dir = "state"\n', encoding="utf-8")
-    with _serving(config) as console, httpx.Client(base_url=console, timeout=10) as browser:
+    with serving(config) as console, httpx.Client(base_url=console, timeout=10) as browser:
         assert "The inbox is off" in browser.get("/").text
         history = browser.get("/history")
         assert history.status_code == 200

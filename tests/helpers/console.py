@@ -1,0 +1,117 @@
+"""``toolplug console`` as a user runs it, for its HTTP tests and its browser tests: its
+configuration (the SQLite inbox and the record), the console served in a process of its
+own, the approval requests a waiting call made, and an agent's side on a loop of its own.
+
+The browser tests drive Chromium with Playwright's sync API, which refuses to run in a
+thread whose asyncio loop is running; the call that waits on the inbox runs meanwhile on
+``Agent``'s loop, in a thread of its own, as an agent's run would beside the person's
+browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def console_config(folder: Path) -> Path:
+    """A ``toolplug.toml`` in ``folder``: the inbox on in a SQLite store of its own, calls
+    waiting up to a minute for a decision, the record on."""
+    path = folder / "toolplug.toml"
+    path.write_text(
+        'state_dir = "state"\n'
+        f'[approvals]\ninbox = true\nstore = "sqlite:{folder / "approvals.db"}"\n'
+        "wait_seconds = 60\n"
+        "[record]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@contextlib.contextmanager
+def serving(config: Path, *options: str) -> Iterator[str]:
+    """The address of ``toolplug console OPTIONS``, served in a process of its own."""
+    errors = config.parent / f"console{len(options)}.err"
+    with errors.open("w", encoding="utf-8") as err, subprocess.Popen(
+        [sys.executable, "-m", "toolplug", "console", "--port", "0", "--config", str(config),
+         *options],
+        stdout=subprocess.PIPE, stderr=err, text=True,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            assert found, (line, errors.read_text(encoding="utf-8"))
+            yield found.group(0)
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a console that hangs
+                process.kill()
+                process.wait(10)
+
+
+async def pending(registry: Any, count: int = 1) -> list[Any]:
+    """The approval requests waiting in ``registry``'s inbox, once there are ``count``."""
+    for _ in range(400):
+        found = await registry.approvals.apending(every_owner=True)
+        if len(found) >= count:
+            return list(found)
+        await asyncio.sleep(0.025)
+    raise AssertionError("no request came")
+
+
+class Agent:
+    """An agent's side of a browser test: coroutines on an event loop in a thread of its
+    own, while the test's thread drives the browser."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="agent",
+                                        daemon=True)
+        self._thread.start()
+
+    def start(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``work`` on the agent's loop; its future, to wait on later."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop)
+
+    def run(self, work: Coroutine[Any, Any, T], timeout: float = 10) -> T:
+        """Run ``work`` on the agent's loop and wait for its result."""
+        return self.start(work).result(timeout)
+
+    def close(self) -> None:
+        """Cancel what still runs (a call a failed test left waiting), stop the loop."""
+        self.run(_cancel_the_rest())
+        self.run(self._loop.shutdown_asyncgens())
+        self.run(self._loop.shutdown_default_executor())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def agent() -> Iterator[Agent]:
+    """An ``Agent``, closed afterwards."""
+    side = Agent()
+    try:
+        yield side
+    finally:
+        side.close()
