@@ -217,4 +217,4 @@ def test_the_pages_say_when_the_inbox_and_the_record_are_off(tmp_path: Path) -> 
 def test_a_non_loopback_host_is_refused(config: Path, host: str) -> None:
     done = run_cli("console", "--host", host, "--config", str(config))
     assert done.code == 2
-    assert "authentication is not built yet" in done.err
+    assert "it authenticates nobody" in done.err
