@@ -692,8 +692,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         task=args.task,
         grace=args.shutdown_grace,
         no_auth=args.no_auth,
+        console=_served_console if registry.config.serve.auth else None,
     )
     return EXIT_OK
+
+
+def _served_console(*given: Any) -> Any:
+    from toolplug.cli._console._signin import served_console
+
+    return served_console(*given)
 
 
 def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:

@@ -164,8 +164,9 @@ def _labels(labels: Iterable[Any]) -> str:
 
 
 def _sources_table(events: list[RecordEvent]) -> str:
-    """What the conversation read: each call's result and its labels."""
-    calls = [ev for ev in events if ev.kind == "call"]
+    """What the conversation read: each call that ran, and the labels of its result (a
+    refused or failed call read nothing)."""
+    calls = [ev for ev in events if ev.kind == "call" and ev.status == "ok"]
     rows = "".join(
         f"<tr><td>{n}</td><td>{when(ev.time)}</td><td>{e(ev.tool)}</td>"
         f"<td>{e(_labels(ev.labels))}</td><td>{e(ev.status or '-')}</td>"
@@ -173,7 +174,7 @@ def _sources_table(events: list[RecordEvent]) -> str:
         for n, ev in enumerate(calls, 1)
     )
     if not rows:
-        return "<h2>What it read</h2><p>No call of this conversation is recorded.</p>"
+        return "<h2>What it read</h2><p>No call of this conversation ran.</p>"
     return (
         "<h2>What it read</h2><table><caption>The conversation's calls and the labels of "
         "what each returned</caption><thead><tr><th scope=\"col\">Call</th>"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolplug.cli._console._page import Console, Viewer, checked_form, e, hidden, page
 from toolplug.serve._auth import Verifier, metadata_url, principal
+from toolplug.serve._http import CONSOLE_PATH
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AUTH_COOKIE", "PREFIX", "SignIn", "served_console"]
 
-PREFIX: Final = "/console"
+PREFIX: Final = CONSOLE_PATH
 """Where ``serve --http`` serves the console."""
 AUTH_COOKIE: Final = "toolplug_console_auth"
 _LONGEST: Final = 8 * 3600.0
