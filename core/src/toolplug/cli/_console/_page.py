@@ -175,7 +175,6 @@ def page(  # noqa: PLR0917 - the parts of every page
     from starlette.responses import HTMLResponse
 
     session, new = _session(request)
-    filled = body.replace(TOKEN, html.escape(console.token(session, viewer)))
     nav = "".join(
         f'<a href="{console.link(path)}">{word}</a> | '
         for path, word in (("/", "Approvals"), ("/history", "History"), ("/catalog", "Catalog"))
@@ -186,8 +185,9 @@ def page(  # noqa: PLR0917 - the parts of every page
             f'<form method="post" action="{console.link("/sign-out")}">'
             f'{hidden()}<button type="submit">Sign out</button></form>'
         )
+    shown = _SHELL.format(title=html.escape(title), body=body, nav=nav)
     response = HTMLResponse(
-        _SHELL.format(title=html.escape(title), body=filled, nav=nav), status_code=status,
+        shown.replace(TOKEN, html.escape(console.token(session, viewer))), status_code=status,
         headers=headers,
     )
     response.headers["Cache-Control"] = "no-store"
