@@ -193,9 +193,9 @@ def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
                 await asyncio.sleep(0.05)
             assert ">ok<" in history.text
             assert "principal:" in history.text
-            theirs = (await bob.get("/history", params={"tool": "echo"})).text
-            assert ">ok<" not in theirs  # bob's history holds bob's events only: his refusal
-            assert theirs.count("<tr><td>") == theirs.count("<td>refused</td>") == 1
+            shown = (await bob.get("/history", params={"tool": "echo"})).text
+            assert ">ok<" not in shown  # bob's history holds bob's events only: his refusal
+            assert shown.count("<tr><td>") == shown.count("<td>refused</td>") == 1
 
     with http_server(tmp_path, port, env=_env(tmp_path, port)):
         asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
