@@ -195,7 +195,8 @@ def _event_item(ev: RecordEvent) -> str:
                f"<code>{e(ev.tool)}</code>: {e(ev.status or '-')}</h3>")
     facts: list[tuple[str, str]] = []
     if ev.kind == "call":
-        facts.append(("Read", e(_labels(ev.labels))))
+        # a call that failed or was refused read nothing: its labels are the tool's
+        facts.append(("Read" if ev.status == "ok" else "Labels", e(_labels(ev.labels))))
         if ev.size is not None:
             facts.append(("Result", f"{ev.size} characters"
                           + ("" if ev.duration_ms is None else f", {ev.duration_ms:g} ms")))
