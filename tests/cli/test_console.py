@@ -358,6 +358,16 @@ def test_refused_decisions_are_recorded(tools: Any, config: Path) -> None:
             assert event.principal == "bob"
             assert event.rule == "console"
             assert event.detail["by"] == "bob"
+        # the command line records its refusals too
+        said = run_cli("approvals", "approve", request.id, "--as", "mallory",
+                       "--config", str(config))
+        assert said.code == 1
+        assert "belongs to another owner" in said.err
+        (typed,) = registry.record.query(kind="approval.decision", status="refused",  # type: ignore[union-attr]
+                                         principal="mallory")
+        assert typed.rule == "command line"
+        assert typed.detail["why"] == "owner"
+        assert typed.detail["owner"] == "alice"
         by_why = {event.detail["why"]: event for event in refused}
         assert by_why["owner"].tool == "post"
         assert by_why["owner"].detail["owner"] == "alice"

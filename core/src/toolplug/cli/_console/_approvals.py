@@ -12,12 +12,11 @@ revocation, a bad CSRF token's too, is recorded (an ``approval.decision`` event 
 from __future__ import annotations
 
 import json
-import time
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 from toolplug.cli._console._page import Console, Viewer, checked_form, e, hidden, page, when
-from toolplug.state._events import RecordEvent
+from toolplug.engine._recording import decision_refused
 from toolplug.state._inbox import DecisionRefused
 
 if TYPE_CHECKING:
@@ -174,12 +173,5 @@ async def refused_decision(  # noqa: PLR0917 - every part of the refusal
             found = await console.opened().inbox.get(target)
         except Exception:  # the store away: the refusal is recorded all the same
             found = None
-    recorder.add(RecordEvent(
-        "approval.decision", time.time(), found.tool if found is not None else "-",
-        principal=viewer.owner, conversation=found.conversation if found is not None else None,
-        status="refused", rule="console", reason=said[:500],
-        detail={
-            "why": why, "action": action, "target": target[:200], "by": viewer.owner,
-            "owner": found.owner if found is not None else None,
-        },
-    ))
+    recorder.add(decision_refused(found, target=target, action=action, why=why, reason=said,
+                                  by=viewer.owner, via="console"))
