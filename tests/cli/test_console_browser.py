@@ -4,7 +4,9 @@ what it clicks by role and label as a screen reader would. A real call waits in 
 process on the SQLite inbox (on ``Agent``'s loop, in a thread of its own, since
 Playwright's sync API runs where no asyncio loop does); the page approves it and the call
 resumes, denies it and the call fails, revokes a remembered decision and the next call is
-asked again; the history's filter form, used from the keyboard, finds a recorded call.
+asked again; the history's filter form, used from the keyboard, finds a recorded call; a
+conversation's timeline shows where an argument came from; the catalog says why a tool is
+unavailable; the console of ``serve --http`` signs a person in with a pasted token.
 
 A failed test keeps a screenshot of the page under ``.artifacts/screenshots/`` and its
 report names the file (tests/helpers/artefacts.py). The last test takes the screenshots
@@ -28,15 +30,19 @@ import toolplug
 from tests.helpers.artefacts import ROOT, artefact, keep_on_failure
 from tests.helpers.cli import Site
 from tests.helpers.console import (
+    ALICE,
     CAPABLE,
+    CAROL,
     Agent,
     Pages,
     agent,
     console_config,
     pending,
+    served_env,
     serving,
 )
 from tests.helpers.posting import posting_plugin
+from tests.helpers.serve import free_port, http_server
 from toolplug import ErrorType, Registry
 
 # Read when the module is imported: each test runs without the developer's TOOLPLUG_*
@@ -316,6 +322,39 @@ def test_the_catalog_says_why_a_tool_is_unavailable(  # noqa: PLR0917 - its fixt
         expect(page.get_by_role("heading", name="Unavailable tools (1)")).to_be_visible()
         page.goto(console + "catalog")
         _shot(page, tmp_path, MORE_SHOTS[1])
+
+
+def test_signing_in_to_the_console_of_serve_http(page: Page, tmp_path: Path) -> None:
+    """Under serve --http, a person pastes a token once and the browser stays signed in
+    (its cookie: HttpOnly, SameSite=Strict); a token without the console's scope is
+    refused, saying which scope; signing out asks again."""
+    port = free_port()
+    with http_server(tmp_path, port, env=served_env(tmp_path, port)):
+        page.goto(f"http://127.0.0.1:{port}/console/")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        page.get_by_label("Access token").fill(CAROL)
+        page.get_by_label("Access token").press("Enter")
+        expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+        expect(page.get_by_role("alert")).to_contain_text("toolplug:console")
+
+        page.get_by_label("Access token").fill(ALICE)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
+        expect(page.get_by_role("navigation")).to_contain_text("signed in as alice")
+        (cookie,) = [c for c in page.context.cookies() if c["name"] == "toolplug_console_auth"]
+        assert cookie["httpOnly"]
+        assert cookie["sameSite"] == "Strict"
+        assert ALICE not in cookie["value"]
+        page.get_by_role("link", name="Catalog").click()
+        expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
+        expect(page.get_by_role("table", name="Available tools")).to_contain_text("echo")
+        page.get_by_role("link", name="History").click()
+        expect(page.get_by_role("heading", name="History")).to_be_visible()
+
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        page.goto(f"http://127.0.0.1:{port}/console/")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
 
 
 def _shot(page: Page, scratch: Path, name: str) -> None:

@@ -12,7 +12,6 @@ request are refused, and each refusal is in the server's record.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from pathlib import Path
@@ -22,29 +21,10 @@ import httpx
 import httpx2
 from mcp import Client
 
-from tests.helpers.auth import READ, WRITE, auth_config
-from tests.helpers.serve import CONFIG, TIMEOUT, child_env, free_port, http_server
+from tests.helpers.console import ALICE, BOB, CAROL, SCOPE, served_env
+from tests.helpers.serve import TIMEOUT, free_port, http_server
 from toolplug.state._events import RecordFilters
 from toolplug.state._record import SqliteStore
-
-SCOPE = "toolplug:console"
-TOKENS = {"TOKEN_ALICE": "alice-console-token", "TOKEN_BOB": "bob-console-token",
-          "TOKEN_CAROL": "carol-tools-token"}
-ALICE, BOB, CAROL = TOKENS.values()
-
-
-def _env(tmp_path: Path, port: int, *, console: bool = True) -> dict[str, str]:
-    audience = f"http://127.0.0.1:{port}/mcp"
-    config = CONFIG + (
-        '[tools.echo]\napproval = "always"\n'
-        f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
-        'wait_seconds = 60\n[record]\nenabled = true\nstore = "record.sqlite3"\n'
-    ) + auth_config(
-        "http://127.0.0.1:1", audience, extra=f'console_scope = "{SCOPE}"' if console else "",
-        tokens={"alice": (READ, WRITE, SCOPE), "bob": (READ, WRITE, SCOPE),
-                "carol": (READ, WRITE)},
-    )
-    return {**os.environ, **child_env(tmp_path, config=config), **TOKENS}
 
 
 def _bearer(token: str) -> dict[str, str]:
@@ -60,7 +40,7 @@ def _token(page: str) -> str:
 def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with http_server(tmp_path, port, env=_env(tmp_path, port)), httpx.Client(
+    with http_server(tmp_path, port, env=served_env(tmp_path, port)), httpx.Client(
         base_url=base, timeout=TIMEOUT
     ) as browser:
         anonymous = browser.get("/console/")
@@ -125,7 +105,7 @@ def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
 
 def test_without_a_console_scope_there_is_no_console(tmp_path: Path) -> None:
     port = free_port()
-    with http_server(tmp_path, port, env=_env(tmp_path, port, console=False)):
+    with http_server(tmp_path, port, env=served_env(tmp_path, port, console=False)):
         found = httpx.get(f"http://127.0.0.1:{port}/console/", headers=_bearer(ALICE),
                           timeout=TIMEOUT)
     assert found.status_code == 404
@@ -197,7 +177,7 @@ def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
             assert ">ok<" not in shown  # bob's history holds bob's events only: his refusal
             assert shown.count("<tr><td>") == shown.count("<td>refused</td>") == 1
 
-    with http_server(tmp_path, port, env=_env(tmp_path, port)):
+    with http_server(tmp_path, port, env=served_env(tmp_path, port)):
         asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
         store = SqliteStore(tmp_path / "record.sqlite3")
         deadline = time.monotonic() + 10

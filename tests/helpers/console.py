@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import toolplug
+from tests.helpers.auth import READ, WRITE, auth_config
+from tests.helpers.serve import CONFIG, child_env
 
 T = TypeVar("T")
 
@@ -175,3 +178,28 @@ def register_capabilities(register: Any) -> None:
 def register_tools(register: Any) -> None:
     register(Mailer)
 '''
+
+
+# The console under serve --http (tests/cli/test_console_served.py, the browser's sign-in)
+SCOPE = "toolplug:console"
+TOKENS = {"TOKEN_ALICE": "alice-console-token", "TOKEN_BOB": "bob-console-token",
+          "TOKEN_CAROL": "carol-tools-token"}
+ALICE, BOB, CAROL = TOKENS.values()
+
+
+def served_env(tmp_path: Path, port: int, *, console: bool = True) -> dict[str, str]:
+    """The environment of ``toolplug serve --http`` on ``port`` with the console at
+    ``/console/`` (unless ``console`` is False): the test tools (``echo`` asked about
+    always), the SQLite inbox, the record, and static tokens for alice and bob (with the
+    console's scope) and carol (without)."""
+    audience = f"http://127.0.0.1:{port}/mcp"
+    config = CONFIG + (
+        '[tools.echo]\napproval = "always"\n'
+        f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
+        'wait_seconds = 60\n[record]\nenabled = true\nstore = "record.sqlite3"\n'
+    ) + auth_config(
+        "http://127.0.0.1:1", audience, extra=f'console_scope = "{SCOPE}"' if console else "",
+        tokens={"alice": (READ, WRITE, SCOPE), "bob": (READ, WRITE, SCOPE),
+                "carol": (READ, WRITE)},
+    )
+    return {**os.environ, **child_env(tmp_path, config=config), **TOKENS}

@@ -196,7 +196,9 @@ def page(  # noqa: PLR0917 - the parts of every page
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
         "frame-ancestors 'none'"
     )
-    response.headers["Referrer-Policy"] = "no-referrer"
+    # Not "no-referrer": under it a browser posts a form with "Origin: null", which the
+    # server's Origin check (serve --http) refuses; same-origin names no page elsewhere.
+    response.headers["Referrer-Policy"] = "same-origin"
     if new:
         response.set_cookie(COOKIE, session, httponly=True, samesite="strict",
                             path=console.root or "/", secure=request.url.scheme == "https")
