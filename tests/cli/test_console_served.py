@@ -21,6 +21,7 @@ import httpx
 import httpx2
 from mcp import Client
 
+from tests.helpers.auth import READ, WRITE, Key, issuer_server
 from tests.helpers.console import ALICE, BOB, CAROL, SCOPE, served_env
 from tests.helpers.serve import TIMEOUT, free_port, http_server
 from toolplug.state._events import RecordFilters
@@ -101,6 +102,30 @@ def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
         assert browser.post("/mcp", json=listing, headers={
             "accept": "application/json, text/event-stream",
         }).status_code == 401
+
+
+def test_a_jwt_of_the_issuer_signs_in_until_it_expires(tmp_path: Path) -> None:
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    with issuer_server(Key.rsa("one")) as issuer, http_server(
+        tmp_path, port, env=served_env(tmp_path, port, issuer=issuer.url)
+    ), httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as browser:
+        granted = issuer.token(audience, subject="dana", scopes=(READ, SCOPE), lifetime=60)
+        assert browser.get("/console/", headers=_bearer(granted)).status_code == 200
+        plain = issuer.token(audience, subject="dana", scopes=(READ, WRITE))
+        assert browser.get("/console/", headers=_bearer(plain)).status_code == 403
+        other = issuer.token("http://127.0.0.1:1/mcp", subject="dana", scopes=(SCOPE,))
+        assert browser.get("/console/", headers=_bearer(other)).status_code == 401
+        expired = issuer.token(audience, subject="dana", scopes=(SCOPE,), lifetime=-120)
+        assert browser.get("/console/", headers=_bearer(expired)).status_code == 401
+
+        csrf = _token(browser.get("/console/sign-in").text)
+        signed = browser.post("/console/sign-in", data={"csrf": csrf, "token": granted})
+        assert signed.status_code == 303
+        age = re.search(r"Max-Age=(\d+)", signed.headers["set-cookie"])
+        assert age, signed.headers["set-cookie"]
+        assert 1 <= int(age.group(1)) <= 60 + 30  # as long as the token, and leeway_seconds
+        assert "signed in as dana" in browser.get("/console/").text
 
 
 def test_without_a_console_scope_there_is_no_console(tmp_path: Path) -> None:

@@ -187,18 +187,23 @@ TOKENS = {"TOKEN_ALICE": "alice-console-token", "TOKEN_BOB": "bob-console-token"
 ALICE, BOB, CAROL = TOKENS.values()
 
 
-def served_env(tmp_path: Path, port: int, *, console: bool = True) -> dict[str, str]:
+def served_env(
+    tmp_path: Path, port: int, *, console: bool = True, issuer: str = "http://127.0.0.1:1"
+) -> dict[str, str]:
     """The environment of ``toolplug serve --http`` on ``port`` with the console at
     ``/console/`` (unless ``console`` is False): the test tools (``echo`` asked about
     always), the SQLite inbox, the record, and static tokens for alice and bob (with the
-    console's scope) and carol (without)."""
+    console's scope) and carol (without); the JWTs of ``issuer`` too, when one is given
+    (tests/helpers/auth.py's ``issuer_server``)."""
     audience = f"http://127.0.0.1:{port}/mcp"
     config = CONFIG + (
         '[tools.echo]\napproval = "always"\n'
         f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
         'wait_seconds = 60\n[record]\nenabled = true\nstore = "record.sqlite3"\n'
     ) + auth_config(
-        "http://127.0.0.1:1", audience, extra=f'console_scope = "{SCOPE}"' if console else "",
+        issuer, audience,
+        extra=(f'console_scope = "{SCOPE}"\n' if console else "")
+        + (f'jwks_uri = "{issuer}/jwks"' if issuer != "http://127.0.0.1:1" else ""),
         tokens={"alice": (READ, WRITE, SCOPE), "bob": (READ, WRITE, SCOPE),
                 "carol": (READ, WRITE)},
     )
