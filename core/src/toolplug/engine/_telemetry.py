@@ -26,7 +26,7 @@ import os
 import sys
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolplug.contract._version import toolplug_version
@@ -67,13 +67,16 @@ class Telemetry:
         return True
 
     @contextlib.contextmanager
-    def span(self, call: ToolCall) -> Iterator[_Ended]:
-        """A current span around one call; call what it yields with the call's result."""
+    def span(self, call: ToolCall, host: Mapping[str, Any] | None = None) -> Iterator[_Ended]:
+        """A current span around one call; call what it yields with the call's result.
+        ``host`` is the caller's context, read when the call has none (it was refused before
+        running: an unknown tool, arguments its schema refuses)."""
         if self._tracer is None:
             self._tracer = self._trace.get_tracer("toolplug", toolplug_version())
-        call_id = (call.context.host.get("call_id") if call.context else None) or (
-            f"call_{uuid.uuid4().hex}"
-        )
+        if call.context is not None:
+            host = call.context.host
+        host = host or {}
+        call_id = host.get("call_id") or f"call_{uuid.uuid4().hex}"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.tool,
@@ -82,7 +85,7 @@ class Telemetry:
         }
         if call.metadata is not None:
             attributes["gen_ai.tool.description"] = call.metadata.description
-        served = call.context.host.get("mcp") if call.context else None
+        served = host.get("mcp")
         if isinstance(served, dict):
             attributes.update(_mcp_attributes(served))
         if self._content:

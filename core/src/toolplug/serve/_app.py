@@ -43,6 +43,7 @@ from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._published import Access, published_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
+from toolplug.serve._spans import install_span_attributes
 from toolplug.serve._talk import InputLater, install_talk
 from toolplug.serve._task_extension import install_tasks
 from toolplug.state._backend import Backend
@@ -205,6 +206,8 @@ def build_server(  # noqa: C901 - the server's handlers, each short, closed over
     )
     # approvals asked of modern clients (serve/_approvals.py)
     install_request_state(server, registry.config.calls.store)
+    # the session and transport on the SDK's span of each request (serve/_spans.py)
+    install_span_attributes(server)
     # logging/setLevel, and each call's channel (serve/_talk.py)
     talking = install_talk(server, registry.config.serve.progress_interval_seconds)
     return server
