@@ -21,13 +21,14 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
+from tests.helpers import tasks
 from tests.helpers.serve import TIMEOUT, child_env, free_port, http_server
 from tests.helpers.telemetry import spans_in, write_span_file_site
 
@@ -173,3 +174,36 @@ def test_over_http_the_calls_continue_the_trace_in_meta(tmp_path: Path) -> None:
     assert len(set(sessions)) == 1
     assert len(sessions[0]) >= 16
 
+
+
+def test_a_call_made_a_task_continues_the_trace_with_its_mcp_attributes(tmp_path: Path) -> None:
+    spans_file = tmp_path / "spans.jsonl"
+    config = "[calls]\ntask_after_seconds = 0\n"  # every call of a client that asks: a task
+    env = child_env(tmp_path, config=config)
+    write_span_file_site(tmp_path / "site")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolplug", "serve"],
+        env={**env, "TOOLPLUG_TEST_SPANS": str(spans_file)}, cwd=str(tmp_path),
+    )
+
+    async def session() -> None:
+        async with Client(params, extensions=[tasks.TasksClient()]) as client:
+            with trace.use_span(_given(PARENTS[0])):
+                created = await tasks.call(client, "add", {"a": 20, "b": 22})
+            assert isinstance(created, tasks.CreatedTask)
+            done = await tasks.wait(client.session, created.task_id)
+            assert done.status == "completed"
+
+    async def bounded() -> None:
+        with anyio.fail_after(TIMEOUT):
+            await session()
+
+    anyio.run(bounded)
+    spans = spans_in(spans_file, "tools/call add", "execute_tool add")
+    [served] = [s for s in spans if s["name"] == "tools/call add"]
+    [call] = [s for s in spans if s["name"] == "execute_tool add"]
+    assert call["trace_id"] == served["trace_id"] == f"{TRACE_ID:032x}"
+    attributes = call["attributes"]
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["jsonrpc.request.id"] == served["attributes"]["jsonrpc.request.id"]
+    assert attributes["network.transport"] == "pipe"

@@ -8,7 +8,8 @@ the request id and the protocol version; the middleware here, inside the SDK's, 
 MCP semantic conventions' ``mcp.session.id`` (over HTTP with a session) and
 ``network.transport`` (``pipe`` for stdio; ``tcp`` with ``network.protocol.name`` =
 ``http``), as on toolplug's own span. Without OpenTelemetry loaded it costs a dictionary
-look-up per request.
+look-up per request. ``served_context`` is what a served call's own context says of the
+request, for toolplug's span and the record.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, ServerRequestContext
     from mcp.server.lowlevel import Server
 
-__all__ = ["install_span_attributes", "served_attributes"]
+__all__ = ["install_span_attributes", "served_attributes", "served_context"]
 
 
 def install_span_attributes(server: Server[Any]) -> None:
@@ -47,3 +48,21 @@ def served_attributes(ctx: ServerRequestContext[Any, Any]) -> dict[str, str]:
     if session:
         attributes["mcp.session.id"] = str(session)
     return attributes
+
+
+def served_context(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """What a served call's context adds for its span and its record: ``mcp`` (the method,
+    the JSON-RPC request id, the session, the protocol version, the transport: the MCP
+    semantic conventions' attributes, ``toolplug.engine._telemetry``) and ``session``."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    session = None if headers is None else headers.get("mcp-session-id")
+    served: dict[str, Any] = {"mcp": {
+        "method": ctx.method or "tools/call",
+        "request_id": None if ctx.request_id is None else str(ctx.request_id),
+        "session": session,
+        "protocol_version": ctx.protocol_version or None,
+        "transport": "stdio" if headers is None else "http",
+    }}
+    if session:
+        served["session"] = str(session)
+    return served
