@@ -15,7 +15,13 @@ the tool runs (so spans of instrumented HTTP clients nest under it), with:
   ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``;
 - for a call ``toolplug serve`` answers, the MCP semantic conventions' ``mcp.method.name``
   (``tools/call``), ``jsonrpc.request.id``, ``mcp.session.id`` (over HTTP),
-  ``mcp.protocol.version``, ``network.transport`` (and ``network.protocol.name``).
+  ``mcp.protocol.version``, ``network.transport`` (and ``network.protocol.name``), read
+  from the host's context even for a call refused before it ran.
+
+The span's parent is the span current at the call: under ``toolplug serve``, the MCP SDK's
+server span, which continues the trace whose W3C context the request's ``_meta`` carries.
+While the span is current, the SDK's client writes it into a mounted server's requests'
+``_meta``, and an OpenAPI tool's requests send it as ``traceparent`` headers.
 """
 
 from __future__ import annotations
