@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 __all__ = [
     "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "masked_secrets",
-    "recorded_arguments",
+    "names_secret", "recorded_arguments",
 ]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
@@ -146,6 +146,11 @@ def recorded_arguments(arguments: Any, redact: Any, most: int) -> tuple[Any, str
 _SECRET_NAMES: Final[dict[str, bool]] = {}
 """Whether each argument name seen names a secret: names repeat call after call, and the
 writer thread asks for every one (bounded: a name seen first past 10,000 is not kept)."""
+
+
+def names_secret(key: str) -> bool:
+    """Whether an argument named ``key`` holds a secret (``masked_secrets`` masks it)."""
+    return _names_secret(key)
 
 
 def _names_secret(key: str) -> bool:
