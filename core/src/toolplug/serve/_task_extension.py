@@ -48,6 +48,7 @@ from pydantic import ConfigDict, Field
 from toolplug.serve._allow import call_bound, within
 from toolplug.serve._approvals import approved_by_host
 from toolplug.serve._auth import bind, owner_of, unbind
+from toolplug.serve._spans import served_context
 from toolplug.state._tasks import TaskStatus
 
 if TYPE_CHECKING:
@@ -142,7 +143,8 @@ class TasksExtension(Extension):
                 if approved or inbox or registry.needs_approval(name, arguments) is None:
                     task = await registry.astart(
                         name, arguments,
-                        context={"transport": "mcp", "client": owner},  # owns a spill
+                        # owns a spill; the request, for the span and the record
+                        context={"transport": "mcp", "client": owner, **served_context(ctx)},
                         approved=approved,
                     )
         if task is None:
