@@ -121,11 +121,19 @@ class TokenStore:
         return await asyncio.to_thread(self.forget, key)
 
     async def hold(self, key: str) -> Release:
-        lock = self.lock(key)
-        await asyncio.to_thread(lock.acquire)
+        lock = await asyncio.to_thread(self.lock, key)
+        # Waited for on a worker thread (the loop runs meanwhile); a wait given up
+        # (cancelled, timed out) still ends in that thread, which may then take the lock:
+        # it is let go as soon as it is taken, or it would be held until the process ends.
+        taking = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+        try:
+            await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(lambda done: _let_go(lock, done))
+            raise
 
         async def release() -> None:
-            lock.release()
+            lock.release()  # the loop's thread, not the taker's: the lock is not thread-local
 
         return release
 
@@ -171,10 +179,17 @@ class TokenStore:
 
 
 def _file_lock(path: Path) -> FileLock:
-    """A lock on ``path`` (filelock, of the mcp extra: only signing in needs it)."""
+    """A lock on ``path`` (filelock, of the mcp extra: only signing in needs it). Not
+    thread-local (filelock's default is): ``hold`` takes it on a worker thread and lets
+    it go on the loop's, and a thread-local lock let go from another thread stays held."""
     from filelock import FileLock
 
-    return FileLock(path, timeout=_LOCK_SECONDS)
+    return FileLock(path, timeout=_LOCK_SECONDS, thread_local=False)
+
+
+def _let_go(lock: FileLock, taking: asyncio.Future[Any]) -> None:
+    if not taking.cancelled() and taking.exception() is None:
+        lock.release()
 
 
 class PrincipalTokens:
