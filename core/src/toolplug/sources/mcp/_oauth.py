@@ -14,6 +14,10 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   the server's redactor;
 - a refresh is done once when several processes race (``Tokens.hold``; the SDK's own
   lock serialises the flows of one process) and re-reads what another process stored;
+- a refresh the authorization server fails (5xx, unreachable) or refuses for a reason
+  other than ``invalid_grant`` keeps the refresh token (the SDK would forget it): the
+  request fails with the reason, the next ones (after ``REFRESH_BACKOFF``) try again;
+  only ``invalid_grant`` drops the tokens, and the reason is then an expired sign-in;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
 - a step-up (403 ``insufficient_scope``) is the SDK's: the challenge's scopes joined to
@@ -33,6 +37,7 @@ import asyncio
 import base64
 import contextlib
 import contextvars
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
@@ -67,7 +72,8 @@ from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
 from toolplug.state._tokens import Release, Tokens
 
 __all__ = [
-    "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
+    "REFUSALS", "LoginError", "SignInNeeded", "Transient", "auth_for", "login", "logout",
+    "sign_in_problem",
 ]
 
 log = logging.getLogger("toolplug.mount")
@@ -86,6 +92,10 @@ _CLIENT_NAME: Final = "toolplug"
 STEP_UPS: Final = 1
 """Step-ups of one request at most (the SDK's flow authorizes again once, then sends the
 request again); a 403 ``insufficient_scope`` after it is the call's reason."""
+
+REFRESH_BACKOFF: Final = 5.0
+"""Seconds after a refresh failed (the authorization server failing or unreachable) in
+which the requests of a mount fail with its reason instead of refreshing again."""
 
 REFUSALS: Final[contextvars.ContextVar[list[str] | None]] = contextvars.ContextVar(
     "toolplug_oauth_refusals", default=None
@@ -202,6 +212,8 @@ class _Kept:
     _reread: bool = False
     """A person was asked to sign in again: take the tokens the store has, once they change."""
     _held: Release | None = None
+    _failed: tuple[float, str] | None = None
+    """Until when a refresh that failed is not tried again, and its reason."""
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
@@ -244,14 +256,29 @@ class _Kept:
         await self._keep_metadata()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response.status_code != 200:
+            error = await _error_of(response)
+            if error != "invalid_grant":
+                # The authorization server failed (5xx), or refused for a reason that is
+                # not about the grant: the refresh token is kept (the SDK would forget
+                # it) and this request fails with the reason; the next one tries again.
+                await self._release()
+                raise _RefreshFailed(self._note_failure(_refresh_failed(
+                    self.storage.credentials.settings.name, response.status_code, error
+                )))
         ok: bool = await super()._handle_refresh_response(response)  # type: ignore[misc]
         self.refresh_failed = not ok
+        self._failed = None
         if ok:
             await self._keep_metadata()
-        else:
-            await self.storage.update(tokens=None, expires_at=None)  # spent: never again
+        elif response.status_code != 200:  # invalid_grant: spent or revoked, never again
+            await self.storage.update(tokens=None, expires_at=None)
         await self._release()
         return ok
+
+    def _note_failure(self, reason: str) -> str:
+        self._failed = (time.monotonic() + REFRESH_BACKOFF, reason)
+        return reason
 
     async def _release(self) -> None:
         held, self._held = self._held, None
@@ -358,6 +385,14 @@ class _Kept:
         if self._initialized and self._reread and await self._adopt_stored():
             self._reread = False
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
+            failed = self._failed
+            if failed is not None and time.monotonic() < failed[0]:
+                # a refresh failed a moment ago: the calls meanwhile fail with its reason
+                # (the server answers the expired token), not one more refresh each
+                self._bearer(request)
+                yield request
+                _refused(failed[1])
+                return
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
             self._held = await self.storage.store.hold(self.storage.key)
@@ -375,7 +410,14 @@ class _Kept:
                 ):
                     yield _HAND_OFF  # closed here: the SDK's lock is released
                     return
-                response = yield outgoing
+                try:
+                    response = yield outgoing
+                except GeneratorExit:
+                    if _refreshing(outgoing):  # the token endpoint did not answer
+                        _refused(self._note_failure(
+                            _refresh_failed(self.storage.credentials.settings.name)
+                        ))
+                    raise
                 challenged = _insufficient_scope(response) if outgoing is request else None
                 if outgoing is not request:
                     await _screen(outgoing, response)
@@ -389,6 +431,11 @@ class _Kept:
                     metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
+                except _RefreshFailed as exc:
+                    # httpx hands the token endpoint's answer to the transport as this
+                    # request's: an error, whose reason the call reads (``REFUSALS``)
+                    _refused(exc.reason)
+                    return
                 except StopAsyncIteration:
                     if challenged is not None:  # the SDK let it through (a 403 after a 401)
                         _refused(self._still_refused(challenged))
@@ -419,6 +466,49 @@ class _Kept:
             f"still wants {wants} (the new token has {granted}): the authorization "
             "server did not grant them"
         )
+
+
+class Transient(str):
+    """A call's reason (``REFUSALS``) for a failure that may pass: the call may be tried
+    again (the authorization server failed or could not be reached)."""
+
+    __slots__ = ()
+
+
+class _RefreshFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _refreshing(request: httpx2.Request) -> bool:
+    """Whether ``request`` is the SDK's refresh of a token."""
+    content = request.content if request.method == "POST" else b""
+    return b"grant_type=refresh_token" in content
+
+
+async def _error_of(response: httpx2.Response) -> str | None:
+    """The ``error`` of a token endpoint's JSON answer (RFC 6749 5.2), None if it has none."""
+    with contextlib.suppress(Exception):
+        found = json.loads(await response.aread())
+        if isinstance(found, dict) and isinstance(found.get("error"), str):
+            return str(found["error"])
+    return None
+
+
+def _refresh_failed(name: str, status: int | None = None, error: str | None = None) -> str:
+    """The reason of a refresh that failed without the grant being refused: the sign-in
+    is kept. ``status`` None: the token endpoint could not be reached."""
+    if status is None:
+        said = "its authorization server could not be reached"
+    else:
+        said = f"its authorization server answered HTTP {status}"
+        if error:
+            said += f" ({error})"
+    reason = f"could not refresh its sign-in: {said}; the sign-in is kept"
+    if status is None or status >= 500 or status == 429:
+        return Transient(f"{reason}, a later call tries again")
+    return f"{reason}; if it stays refused, run `toolplug login {name}`"
 
 
 _METADATA: Final = (

@@ -164,6 +164,10 @@ async def call_tool(
                 "(it may have crashed); it is started again on the next call",
                 retry_possible=True,
             )
+        if refusals and isinstance(refusals[-1], _oauth.Transient):
+            return ToolResult.failure(
+                ErrorType.NETWORK, f"MCP server {name!r} {refusals[-1]}", retry_possible=True
+            )
         if refusals:
             return ToolResult.failure(ErrorType.PERMISSION, f"MCP server {name!r} {refusals[-1]}")
         kind = ErrorType.VALIDATION if exc.code == INVALID_PARAMS else ErrorType.EXECUTION
