@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 __all__ = ["Credentials", "attach", "credentials", "needs_sign_in", "setup_note", "store_for"]
 
 
-def store_for(state_dir: Path) -> TokenStore:
-    """The user's token store: ``STATE_DIR/oauth/tokens.json``."""
-    return TokenStore(state_dir / "oauth")
+def store_for(state_dir: Path, keep: str = "auto") -> TokenStore:
+    """The user's token store: ``STATE_DIR/oauth/tokens.json``, its secrets in the OS
+    keyring where ``keep`` (``[oauth] store``) says so."""
+    return TokenStore(state_dir / "oauth", keep)
 
 
 def needs_sign_in(name: str, *, expired: bool = False, scope: str | None = None) -> str:
@@ -65,14 +66,14 @@ class Credentials:
 
 def credentials(
     settings: ServerSettings, *, state_dir: Path, env: Mapping[str, str], base: Path,
-    source: str, secrets: set[str],
+    source: str, secrets: set[str], keep: str = "auto",
 ) -> Credentials | None:
     """The credentials of an ``auth = "oauth"`` server (None for any other); its secret,
-    once read, joins ``secrets`` (the redactor's)."""
+    once read, joins ``secrets`` (the redactor's); ``keep``: ``[oauth] store``."""
     oauth = settings.oauth_settings
     if oauth is None:
         return None
-    found = Credentials(settings, store_for(state_dir))
+    found = Credentials(settings, store_for(state_dir, keep))
     for key, value in (
         ("client_secret", oauth.client_secret),
         ("client_assertion_key", oauth.client_assertion_key),

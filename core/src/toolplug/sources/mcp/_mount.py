@@ -326,7 +326,7 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         resolved = _resolve(settings, env, base, config.source, secrets)
         resolved.oauth = _credentials.credentials(
             settings, state_dir=config.state_dir, env=env, base=base, source=config.source,
-            secrets=secrets,
+            secrets=secrets, keep=config.oauth.store,
         )
         resolved.problem = resolved.problem or (resolved.oauth.problem if resolved.oauth else None)
         server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))

@@ -69,7 +69,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
-from toolplug.state._tokens import Release, Tokens
+from toolplug.state._tokens import KeyringUnusable, Release, Tokens
 
 __all__ = [
     "REFUSALS", "LoginError", "SignInNeeded", "Transient", "auth_for", "login", "logout",
@@ -762,6 +762,8 @@ def sign_in_problem(exc: BaseException) -> str | None:
     for inner in _chain(exc):
         if isinstance(inner, SignInNeeded):
             return inner.reason
+        if isinstance(inner, KeyringUnusable):
+            return str(inner)
         if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
             return f"the OAuth sign-in failed: {inner}"
     return None
