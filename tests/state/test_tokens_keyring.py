@@ -16,24 +16,16 @@ import keyring
 import keyring.core
 import pytest
 
+from tests.helpers.keyrings import PLAIN, file_keyring
 from toolplug.state._tokens import KeyringUnusable, TokenStore
 
 KEY = "https://a.example/mcp"
-PLAIN = "keyrings.alt.file.PlaintextKeyring"
 
 
 @pytest.fixture
 def real_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """keyrings.alt's file keyring, as keyring finds it when a user configures it; the
-    file it writes."""
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", PLAIN)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    before = keyring.get_keyring()
-    keyring.core.init_backend()
-    try:
-        yield tmp_path / "data" / "python_keyring" / "keyring_pass.cfg"
-    finally:
-        keyring.core.set_keyring(before)
+    with file_keyring(tmp_path, monkeypatch) as file:
+        yield file
 
 
 def _signed_in(store: TokenStore, key: str = KEY) -> None:

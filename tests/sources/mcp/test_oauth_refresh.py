@@ -11,6 +11,8 @@ token store with an access token that has expired, so that the first call refres
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -21,13 +23,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import keyring
+import pytest
 
 import toolplug
+from tests.helpers.keyrings import file_keyring
 from tests.helpers.measured import measured
 from tests.helpers.serve import free_port
 from toolplug import ErrorType
-from toolplug.sources.mcp import mounted
+from toolplug.config._config import load_config
+from toolplug.sources.mcp import mounted, sign_out
 from toolplug.state._tokens import TokenStore
+
+REFRESH = "rt-kept-7f3a9c"
 
 UPSTREAM = '''
 import secrets, sys, time
@@ -67,7 +75,7 @@ def add(a: int, b: int) -> int:
 
 async def token(request):
     form = await request.form()
-    assert form["grant_type"] == "refresh_token" and form["refresh_token"] == "r1"
+    assert form["grant_type"] == "refresh_token" and form["refresh_token"] == "rt-kept-7f3a9c"
     state["refreshes"] += 1
     if state["answer"] == "500":
         return JSONResponse({"error": "server_error"}, status_code=500)
@@ -126,7 +134,7 @@ def _signed_in(store: TokenStore, base: str, token_endpoint: str) -> None:
     store.update(
         f"{base}/mcp",
         tokens={"access_token": "expired-long-ago", "token_type": "Bearer",
-                "refresh_token": "r1", "scope": "tools"},
+                "refresh_token": REFRESH, "scope": "tools"},
         expires_at=time.time() - 60,
         client={"client_id": "c1", "redirect_uris": ["http://127.0.0.1:1/callback"],
                 "token_endpoint_auth_method": "none", "scope": "tools"},
@@ -137,12 +145,12 @@ def _signed_in(store: TokenStore, base: str, token_endpoint: str) -> None:
     )
 
 
-def _config(home: Path, base: str) -> Path:
+def _config(home: Path, base: str, extra: str = "") -> Path:
     path = home / "toolplug.toml"
     path.write_text(
         f'cache_dir = "{home / "cache"}"\nstate_dir = "{home / "state"}"\n'
         f'[mcp_servers.up]\nurl = "{base}/mcp"\napproval = "never"\nauth = "oauth"\n'
-        '[mcp_servers.up.oauth]\nscopes = ["tools"]\n',
+        f'[mcp_servers.up.oauth]\nscopes = ["tools"]\n{extra}',
         encoding="utf-8",
     )
     return path
@@ -184,7 +192,7 @@ def test_a_token_endpoint_answering_500_keeps_the_sign_in(tmp_path: Path) -> Non
             "(server_error); the sign-in is kept, a later call tries again"
         )
         kept = store.entry(f"{base}/mcp")
-        assert kept["tokens"]["refresh_token"] == "r1"  # not forgotten
+        assert kept["tokens"]["refresh_token"] == REFRESH  # not forgotten
         assert httpx.get(f"{base}/asked", timeout=5).json()["refreshes"] == 1  # once
 
         _told(base, "ok")  # the authorization server is back: the next call refreshes
@@ -195,7 +203,7 @@ def test_a_token_endpoint_answering_500_keeps_the_sign_in(tmp_path: Path) -> Non
         assert "42" in str(added.output)
         kept = store.entry(f"{base}/mcp")
         assert kept["tokens"]["access_token"] != "expired-long-ago"
-        assert kept["tokens"]["refresh_token"] == "r1"
+        assert kept["tokens"]["refresh_token"] == REFRESH
         assert kept["expires_at"] > time.time() + 200
 
         # a refresh token revoked: only then is the sign-in dropped
@@ -218,7 +226,7 @@ def test_a_token_endpoint_that_cannot_be_reached_keeps_the_sign_in(tmp_path: Pat
             "could not refresh its sign-in: its authorization server could not be reached; "
             "the sign-in is kept, a later call tries again"
         )
-        assert store.entry(f"{base}/mcp")["tokens"]["refresh_token"] == "r1"
+        assert store.entry(f"{base}/mcp")["tokens"]["refresh_token"] == REFRESH
 
 
 def test_a_refresh_failing_mid_session_is_a_call_that_may_be_retried(tmp_path: Path) -> None:
@@ -245,4 +253,35 @@ def test_a_refresh_failing_mid_session_is_a_call_that_may_be_retried(tmp_path: P
         assert failed.error.type == ErrorType.NETWORK
         assert failed.error.retry_possible
         assert "could not refresh its sign-in" in failed.error.message
-        assert store.entry(f"{base}/mcp")["tokens"]["refresh_token"] == "r1"
+        assert store.entry(f"{base}/mcp")["tokens"]["refresh_token"] == REFRESH
+
+
+def test_kept_in_the_keyring_a_refresh_writes_there_and_no_token_is_logged_or_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with file_keyring(tmp_path, monkeypatch) as keyring_file, upstream() as base:
+        key = f"{base}/mcp"
+        store = TokenStore(tmp_path / "state" / "oauth", "keyring")
+        config = _config(tmp_path, base, extra='[oauth]\nstore = "keyring"\n')
+        _signed_in(store, base, f"{base}/token")
+        _told(base, "ok")
+        added = _call(config)
+        assert added.ok, added.error
+        kept = json.loads(keyring.get_password("toolplug", key) or "{}")
+        access = kept["tokens"]["access_token"]
+        assert access != "expired-long-ago"  # refreshed, and kept in the keyring
+        assert kept["tokens"]["refresh_token"] == REFRESH
+        assert keyring_file.is_file()
+        on_disk = store.path.read_text(encoding="utf-8")
+        listed = [p.read_text(encoding="utf-8") for p in (tmp_path / "cache").rglob("*.json")]
+        assert listed  # the tools' listing was cached
+        for secret in (access, REFRESH):
+            assert secret not in on_disk
+            assert secret not in caplog.text
+            assert not any(secret in text for text in listed)
+        assert "tokens" not in json.loads(on_disk)[key]
+
+        out = sign_out(load_config(config), "up", env=os.environ)
+        assert out.startswith("signed out of up")
+        assert keyring.get_password("toolplug", key) is None
