@@ -281,6 +281,17 @@ def test_kept_in_the_keyring_a_refresh_writes_there_and_no_token_is_logged_or_li
             assert secret not in caplog.text
             assert not any(secret in text for text in listed)
         assert "tokens" not in json.loads(on_disk)[key]
+        env = {**os.environ, "TOOLPLUG_CONFIG": str(config)}
+        doctor, listing = (subprocess.run(
+            [sys.executable, "-m", "toolplug", *command], env=env, capture_output=True,
+            text=True, timeout=120, check=False,
+        ) for command in (["doctor"], ["list", "--all"]))
+        assert 'sign-in kept in: the keyring (keyrings.alt.file.PlaintextKeyring, service ' \
+            '"toolplug")' in doctor.stdout, doctor.stdout + doctor.stderr
+        assert "up_add" in listing.stdout, listing.stdout + listing.stderr
+        for said in (doctor.stdout, doctor.stderr, listing.stdout, listing.stderr):
+            assert access not in said
+            assert REFRESH not in said
 
         out = sign_out(load_config(config), "up", env=os.environ)
         assert out.startswith("signed out of up")

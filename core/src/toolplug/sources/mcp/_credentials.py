@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.state._tokens import Tokens, TokenStore
+from toolplug.state._tokens import KeyringUnusable, Tokens, TokenStore
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
 
-__all__ = ["Credentials", "attach", "credentials", "needs_sign_in", "setup_note", "store_for"]
+__all__ = [
+    "Credentials", "attach", "credentials", "kept_in", "needs_sign_in", "setup_note", "store_for",
+]
 
 
 def store_for(state_dir: Path, keep: str = "auto") -> TokenStore:
@@ -114,6 +116,15 @@ def setup_note(settings: ServerSettings) -> str:
     if oauth.grant == "client_credentials":
         return " It signs in with its OAuth client credentials (no person needed)."
     return f" It needs a person's OAuth sign-in: `toolplug login {settings.name}`."
+
+
+def kept_in(found: Credentials) -> str:
+    """Where its sign-in is kept, in words (``toolplug doctor``): the file, or the keyring
+    (found on first use), or why the keyring asked for cannot be used."""
+    try:
+        return found.store.where
+    except KeyringUnusable as exc:
+        return f"nowhere: {exc}"
 
 
 def attach(found: Credentials | None, redactor: Redactor) -> None:

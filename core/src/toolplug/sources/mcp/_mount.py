@@ -966,6 +966,8 @@ def report(mounts: Mounted) -> list[str]:
         lines.append(f"  {server.name} ({where}): {state}")
         if server.names:
             lines.append(f"    mounted as: {', '.join(sorted(server.names))}")
+        if server.resolved.oauth is not None:
+            lines.append(f"    sign-in kept in: {_credentials.kept_in(server.resolved.oauth)}")
         lines += [f"    note: {note}" for note in server.notes]
         if server.names and not server.settings.trust_annotations:
             lines.append(
