@@ -37,7 +37,6 @@ import asyncio
 import base64
 import contextlib
 import contextvars
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
@@ -69,11 +68,17 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
+from toolplug.sources.mcp._refresh import (
+    RefreshFailed,
+    cancelling,
+    error_of,
+    refreshing,
+    why_not_refreshed,
+)
 from toolplug.state._tokens import KeyringUnusable, Release, Tokens
 
 __all__ = [
-    "REFUSALS", "LoginError", "SignInNeeded", "Transient", "auth_for", "login", "logout",
-    "sign_in_problem",
+    "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
 ]
 
 log = logging.getLogger("toolplug.mount")
@@ -257,13 +262,13 @@ class _Kept:
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         if response.status_code != 200:
-            error = await _error_of(response)
+            error = await error_of(response)
             if error != "invalid_grant":
                 # The authorization server failed (5xx), or refused for a reason that is
                 # not about the grant: the refresh token is kept (the SDK would forget
                 # it) and this request fails with the reason; the next one tries again.
                 await self._release()
-                raise _RefreshFailed(self._note_failure(_refresh_failed(
+                raise RefreshFailed(self._note_failure(why_not_refreshed(
                     self.storage.credentials.settings.name, response.status_code, error
                 )))
         ok: bool = await super()._handle_refresh_response(response)  # type: ignore[misc]
@@ -413,9 +418,9 @@ class _Kept:
                 try:
                     response = yield outgoing
                 except GeneratorExit:
-                    if _refreshing(outgoing):  # the token endpoint did not answer
+                    if refreshing(outgoing) and not cancelling():  # no answer came
                         _refused(self._note_failure(
-                            _refresh_failed(self.storage.credentials.settings.name)
+                            why_not_refreshed(self.storage.credentials.settings.name)
                         ))
                     raise
                 challenged = _insufficient_scope(response) if outgoing is request else None
@@ -431,7 +436,7 @@ class _Kept:
                     metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
-                except _RefreshFailed as exc:
+                except RefreshFailed as exc:
                     # httpx hands the token endpoint's answer to the transport as this
                     # request's: an error, whose reason the call reads (``REFUSALS``)
                     _refused(exc.reason)
@@ -466,49 +471,6 @@ class _Kept:
             f"still wants {wants} (the new token has {granted}): the authorization "
             "server did not grant them"
         )
-
-
-class Transient(str):
-    """A call's reason (``REFUSALS``) for a failure that may pass: the call may be tried
-    again (the authorization server failed or could not be reached)."""
-
-    __slots__ = ()
-
-
-class _RefreshFailed(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _refreshing(request: httpx2.Request) -> bool:
-    """Whether ``request`` is the SDK's refresh of a token."""
-    content = request.content if request.method == "POST" else b""
-    return b"grant_type=refresh_token" in content
-
-
-async def _error_of(response: httpx2.Response) -> str | None:
-    """The ``error`` of a token endpoint's JSON answer (RFC 6749 5.2), None if it has none."""
-    with contextlib.suppress(Exception):
-        found = json.loads(await response.aread())
-        if isinstance(found, dict) and isinstance(found.get("error"), str):
-            return str(found["error"])
-    return None
-
-
-def _refresh_failed(name: str, status: int | None = None, error: str | None = None) -> str:
-    """The reason of a refresh that failed without the grant being refused: the sign-in
-    is kept. ``status`` None: the token endpoint could not be reached."""
-    if status is None:
-        said = "its authorization server could not be reached"
-    else:
-        said = f"its authorization server answered HTTP {status}"
-        if error:
-            said += f" ({error})"
-    reason = f"could not refresh its sign-in: {said}; the sign-in is kept"
-    if status is None or status >= 500 or status == 429:
-        return Transient(f"{reason}, a later call tries again")
-    return f"{reason}; if it stays refused, run `toolplug login {name}`"
 
 
 _METADATA: Final = (
