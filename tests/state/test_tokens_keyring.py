@@ -16,7 +16,9 @@ import keyring
 import keyring.core
 import pytest
 
+import toolplug
 from tests.helpers.keyrings import PLAIN, file_keyring
+from toolplug.sources.mcp import mounted
 from toolplug.state._tokens import KeyringUnusable, TokenStore
 
 KEY = "https://a.example/mcp"
@@ -119,3 +121,26 @@ def test_two_processes_writing_the_keyring_at_once_lose_nothing(
     store = TokenStore(directory, "keyring")
     for key in keys:
         assert store.entry(key) == {"n": 14, "tokens": {"access_token": f"{key}-14"}}
+
+
+def test_a_keyring_required_and_missing_is_the_servers_reason(tmp_path: Path) -> None:
+    keyring.core.init_backend()  # the fail backend (tests/conftest.py)
+    config = tmp_path / "toolplug.toml"
+    config.write_text(
+        f'cache_dir = "{tmp_path / "cache"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        '[mcp_servers.up]\nurl = "http://127.0.0.1:9/mcp"\nauth = "oauth"\n'
+        '[oauth]\nstore = "keyring"\n',
+        encoding="utf-8",
+    )
+    registry = toolplug.load(config)
+    try:
+        server = mounted(registry)
+        assert server is not None
+        problem = server.servers["up"].problem
+    finally:
+        registry.close()
+    assert problem is not None
+    assert problem.startswith('[oauth] store = "keyring", and keyring has no usable backend'), (
+        problem
+    )
+    assert problem.endswith('or keep the tokens in a file: store = "file"')
