@@ -14,6 +14,10 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   the server's redactor;
 - a refresh is done once when several processes race (``Tokens.hold``; the SDK's own
   lock serialises the flows of one process) and re-reads what another process stored;
+- a refresh the authorization server fails (5xx, unreachable) or refuses for a reason
+  other than ``invalid_grant`` keeps the refresh token (the SDK would forget it): the
+  request fails with the reason, the next ones (after ``REFRESH_BACKOFF``) try again;
+  only ``invalid_grant`` drops the tokens, and the reason is then an expired sign-in;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
 - a step-up (403 ``insufficient_scope``) is the SDK's: the challenge's scopes joined to
@@ -64,7 +68,14 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr, ValidationError
 
 from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
-from toolplug.state._tokens import Release, Tokens
+from toolplug.sources.mcp._refresh import (
+    RefreshFailed,
+    cancelling,
+    error_of,
+    refreshing,
+    why_not_refreshed,
+)
+from toolplug.state._tokens import KeyringUnusable, Release, Tokens
 
 __all__ = [
     "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
@@ -86,6 +97,10 @@ _CLIENT_NAME: Final = "toolplug"
 STEP_UPS: Final = 1
 """Step-ups of one request at most (the SDK's flow authorizes again once, then sends the
 request again); a 403 ``insufficient_scope`` after it is the call's reason."""
+
+REFRESH_BACKOFF: Final = 5.0
+"""Seconds after a refresh failed (the authorization server failing or unreachable) in
+which the requests of a mount fail with its reason instead of refreshing again."""
 
 REFUSALS: Final[contextvars.ContextVar[list[str] | None]] = contextvars.ContextVar(
     "toolplug_oauth_refusals", default=None
@@ -202,6 +217,8 @@ class _Kept:
     _reread: bool = False
     """A person was asked to sign in again: take the tokens the store has, once they change."""
     _held: Release | None = None
+    _failed: tuple[float, str] | None = None
+    """Until when a refresh that failed is not tried again, and its reason."""
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
@@ -244,14 +261,29 @@ class _Kept:
         await self._keep_metadata()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response.status_code != 200:
+            error = await error_of(response)
+            if error != "invalid_grant":
+                # The authorization server failed (5xx), or refused for a reason that is
+                # not about the grant: the refresh token is kept (the SDK would forget
+                # it) and this request fails with the reason; the next one tries again.
+                await self._release()
+                raise RefreshFailed(self._note_failure(why_not_refreshed(
+                    self.storage.credentials.settings.name, response.status_code, error
+                )))
         ok: bool = await super()._handle_refresh_response(response)  # type: ignore[misc]
         self.refresh_failed = not ok
+        self._failed = None
         if ok:
             await self._keep_metadata()
-        else:
-            await self.storage.update(tokens=None, expires_at=None)  # spent: never again
+        elif response.status_code != 200:  # invalid_grant: spent or revoked, never again
+            await self.storage.update(tokens=None, expires_at=None)
         await self._release()
         return ok
+
+    def _note_failure(self, reason: str) -> str:
+        self._failed = (time.monotonic() + REFRESH_BACKOFF, reason)
+        return reason
 
     async def _release(self) -> None:
         held, self._held = self._held, None
@@ -358,6 +390,14 @@ class _Kept:
         if self._initialized and self._reread and await self._adopt_stored():
             self._reread = False
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
+            failed = self._failed
+            if failed is not None and time.monotonic() < failed[0]:
+                # a refresh failed a moment ago: the calls meanwhile fail with its reason
+                # (the server answers the expired token), not one more refresh each
+                self._bearer(request)
+                yield request
+                _refused(failed[1])
+                return
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
             self._held = await self.storage.store.hold(self.storage.key)
@@ -375,7 +415,14 @@ class _Kept:
                 ):
                     yield _HAND_OFF  # closed here: the SDK's lock is released
                     return
-                response = yield outgoing
+                try:
+                    response = yield outgoing
+                except GeneratorExit:
+                    if refreshing(outgoing) and not cancelling():  # no answer came
+                        _refused(self._note_failure(
+                            why_not_refreshed(self.storage.credentials.settings.name)
+                        ))
+                    raise
                 challenged = _insufficient_scope(response) if outgoing is request else None
                 if outgoing is not request:
                     await _screen(outgoing, response)
@@ -389,6 +436,11 @@ class _Kept:
                     metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
+                except RefreshFailed as exc:
+                    # httpx hands the token endpoint's answer to the transport as this
+                    # request's: an error, whose reason the call reads (``REFUSALS``)
+                    _refused(exc.reason)
+                    return
                 except StopAsyncIteration:
                     if challenged is not None:  # the SDK let it through (a 403 after a 401)
                         _refused(self._still_refused(challenged))
@@ -672,6 +724,8 @@ def sign_in_problem(exc: BaseException) -> str | None:
     for inner in _chain(exc):
         if isinstance(inner, SignInNeeded):
             return inner.reason
+        if isinstance(inner, KeyringUnusable):
+            return str(inner)
         if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
             return f"the OAuth sign-in failed: {inner}"
     return None

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from toolplug.sources.mcp import _credentials
+from toolplug.state._tokens import KeyringUnusable
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -43,6 +44,7 @@ def _credentials_of(config: Config, name: str, env: Mapping[str, str]) -> _crede
     found = _credentials.credentials(
         settings, state_dir=config.state_dir, env=env,
         base=config.path.parent if config.path else Path.cwd(), source=where, secrets=set(),
+        keep=config.oauth.store,
     )
     if found is None:
         raise SignInError(
@@ -83,7 +85,7 @@ def sign_in(
         )
     try:
         said: str = asyncio.run(_oauth.login(found, open_url, timeout=timeout))
-    except _oauth.LoginError as exc:
+    except (_oauth.LoginError, KeyringUnusable) as exc:
         raise SignInError(f"{name}: {exc}") from None
     with contextlib.suppress(OSError):
         (config.cache_dir / "mcp" / f"{name}.json").unlink()
@@ -94,7 +96,10 @@ def sign_out(config: Config, name: str, *, env: Mapping[str, str]) -> str:
     """Forget (and revoke where offered) server ``name``'s tokens; what happened."""
     _oauth = _flow()
     found = _credentials_of(config, name, env)
-    said: str = asyncio.run(_oauth.logout(found))
+    try:
+        said: str = asyncio.run(_oauth.logout(found))
+    except KeyringUnusable as exc:
+        raise SignInError(f"{name}: {exc}") from None
     with contextlib.suppress(OSError):
         (config.cache_dir / "mcp" / f"{name}.json").unlink()
     return said
