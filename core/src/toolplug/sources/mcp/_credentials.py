@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
+from toolplug.sources._signin import needs_sign_in
 from toolplug.state._tokens import Tokens, TokenStore
 from toolplug.trust._redaction import Redactor
 
@@ -24,16 +25,6 @@ __all__ = ["Credentials", "attach", "credentials", "needs_sign_in", "setup_note"
 def store_for(state_dir: Path) -> TokenStore:
     """The user's token store: ``STATE_DIR/oauth/tokens.json``."""
     return TokenStore(state_dir / "oauth")
-
-
-def needs_sign_in(name: str, *, expired: bool = False, scope: str | None = None) -> str:
-    """The reason of a server that wants a person to sign in (again); ``scope``: the
-    scopes a step-up asks for (the server answered 403 ``insufficient_scope``)."""
-    if scope is not None:
-        said = f"needs a sign-in with more access (the scopes {scope})"
-    else:
-        said = "its sign-in expired" if expired else "needs a sign-in"
-    return f"{said}: run `toolplug login {name}`"
 
 
 @dataclass

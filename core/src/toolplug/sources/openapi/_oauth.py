@@ -111,40 +111,13 @@ class Grant:
     async def _get(
         self, method: str, url: str, policy: NetworkPolicy, timeout: float, **kw: Any
     ) -> Any:
-        from toolplug.http import NetworkError, fetch, guard_failure
-
-        try:
-            return await fetch(
-                method, url, policy=policy, timeout=timeout, max_bytes=_LARGEST,
-                follow_redirects=False, **kw,
-            )
-        except NetworkError as exc:
-            failure = guard_failure(exc)
-            raise GrantError(
-                f"{self.table}: cannot reach the authorization server at {url}: {exc.reason}",
-                error_type=str(failure.type), retry_possible=failure.retry_possible,
-            ) from None
+        return await send(self.table, method, url, policy, timeout, **kw)
 
     async def _discover(self, policy: NetworkPolicy, timeout: float) -> tuple[str, str | None]:
-        url = self.discovery_url
-        assert url is not None
-        answer = await self._get("GET", url, policy, timeout)
-        document: Any = None
-        if answer.status == 200 and not answer.truncated:
-            try:
-                document = json.loads(answer.content)
-            except ValueError:
-                document = None
-        endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
-        if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
-            said = f"HTTP {answer.status}" if answer.status != 200 else "no token_endpoint"
-            raise GrantError(
-                f"{self.table}: the OpenID Connect discovery document at {url} cannot be used "
-                f"({said}): the description's openIdConnectUrl must name a provider's "
-                "/.well-known/openid-configuration"
-            )
+        assert self.discovery_url is not None
+        document = await discover(self.table, self.discovery_url, policy, timeout)
         issuer = document.get("issuer")
-        return endpoint, issuer if isinstance(issuer, str) else None
+        return document["token_endpoint"], issuer if isinstance(issuer, str) else None
 
     async def _fetch(self, policy: NetworkPolicy, timeout: float) -> None:
         import httpx2
@@ -246,6 +219,47 @@ class Grant:
             fix = "see the authorization server's answer"
         return f"{self.table}: the authorization server at {url} refused the token request " \
             f"({why}): {fix}"
+
+
+async def send(
+    table: str, method: str, url: str, policy: NetworkPolicy, timeout: float, **kw: Any
+) -> Any:
+    """One request to an authorization server, through the network guard (its answer's
+    body bounded); one the guard refuses or that cannot be made is a ``GrantError``."""
+    from toolplug.http import NetworkError, fetch, guard_failure
+
+    try:
+        return await fetch(
+            method, url, policy=policy, timeout=timeout, max_bytes=_LARGEST,
+            follow_redirects=False, **kw,
+        )
+    except NetworkError as exc:
+        failure = guard_failure(exc)
+        raise GrantError(
+            f"{table}: cannot reach the authorization server at {url}: {exc.reason}",
+            error_type=str(failure.type), retry_possible=failure.retry_possible,
+        ) from None
+
+
+async def discover(table: str, url: str, policy: NetworkPolicy, timeout: float) -> dict[str, Any]:
+    """An openIdConnect scheme's discovery document, with at least its ``token_endpoint``."""
+    answer = await send(table, "GET", url, policy, timeout)
+    document: Any = None
+    if answer.status == 200 and not answer.truncated:
+        try:
+            document = json.loads(answer.content)
+        except ValueError:
+            document = None
+    endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
+    if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
+        said = f"HTTP {answer.status}" if answer.status != 200 else "no token_endpoint"
+        raise GrantError(
+            f"{table}: the OpenID Connect discovery document at {url} cannot be used "
+            f"({said}): the description's openIdConnectUrl must name a provider's "
+            "/.well-known/openid-configuration"
+        )
+    assert isinstance(document, dict)
+    return document
 
 
 class _Memory:
