@@ -288,6 +288,12 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
         for a in apis.values()
         if a.parsed is not None and _spec.is_url(a.settings.spec)
     ]
+    for api in apis.values():  # a sign-in or sign-out changes what a listing says
+        if isinstance(api.grant, _signin.SignIn):
+            files.append(str(api.grant.store.path))
+            ends = api.grant.ends()
+            if ends is not None:
+                expiries.append(ends)
     return Described(
         settings=_with_settings(config, apis),
         gathered=plugins,

@@ -30,12 +30,13 @@ from toolplug.sources._signin import needs_sign_in
 from toolplug.sources.openapi._oauth import GrantError, discover, send
 
 if TYPE_CHECKING:
+    from toolplug.config._config import Config
     from toolplug.contract._network import NetworkPolicy
     from toolplug.sources._oauth_flow import Callback
     from toolplug.state._tokens import TokenStore
     from toolplug.trust._redaction import Redactor
 
-__all__ = ["SignIn", "sign_in_for"]
+__all__ = ["SignIn", "sign_in", "sign_in_for", "sign_out"]
 
 _MARGIN: Final = 10.0
 """Seconds before its expiry an access token is taken as spent."""
@@ -97,6 +98,17 @@ class SignIn:
         """Why its operations cannot be called now (no sign-in, or one that expired), or
         None: read from the store, without a request."""
         return _reason(self.api, self.store.entry(self.key))
+
+    def ends(self) -> float | None:
+        """When the sign-in read at load ends with no refresh to renew it (then a listing
+        says it expired), or None."""
+        entry = self.store.entry(self.key)
+        expires = entry.get("expires_at")
+        if not isinstance(expires, int | float) or (entry.get("tokens") or {}).get(
+            "refresh_token"
+        ):
+            return None
+        return float(expires) - _MARGIN
 
     def _valid(self, entry: Mapping[str, Any]) -> str | None:
         token = (entry.get("tokens") or {}).get("access_token")
@@ -431,3 +443,65 @@ def sign_in_for(
         "has no oauth2 scheme with an authorizationCode flow and no openIdConnect scheme, so "
         "no authorization server is known"
     )
+
+
+# -- toolplug login NAME / toolplug logout NAME ------------------------------------------
+
+
+def _found(config: Config, name: str, env: Mapping[str, str]) -> SignIn | str:
+    """The sign-in of ``[openapi.NAME]`` (its description read), or what to say instead."""
+    from toolplug.sources._signin import SignInError
+    from toolplug.sources.openapi._api import describe
+
+    settings = config.openapi.get(name)
+    where = config.source
+    if settings is None:
+        known = ", ".join(sorted(config.openapi)) or "none"
+        raise SignInError(f"no [openapi.{name}] in {where} (APIs: {known})")
+    oauth = settings.oauth_settings
+    if oauth is None:
+        raise SignInError(
+            f'[openapi.{name}] in {where} has no auth = "oauth": nothing to sign in to'
+        )
+    if oauth.grant == "client_credentials":
+        return (
+            f"{name} gets its token with its client credentials when it is called: "
+            "no person's sign-in is needed"
+        )
+    if not settings.enabled:
+        raise SignInError(f"[openapi.{name}] in {where} is not enabled (enabled = false)")
+    described = describe(config, env=env)
+    try:
+        api = described.apis[name]
+    finally:
+        described.close()
+    if not isinstance(api.grant, SignIn):
+        raise SignInError(f"{name}: cannot sign in: {api.problem or 'no sign-in is known'}")
+    if api.refused:
+        raise SignInError(f"{name}: the network guard refuses its base URL: {api.refused}")
+    return api.grant
+
+
+def sign_in(
+    config: Config, name: str, *, env: Mapping[str, str],
+    open_url: Callable[[str], Awaitable[None]], timeout: float = 300.0,
+) -> str:
+    """Sign in to API ``name``; what happened, in words. Raises ``SignInError``."""
+    from toolplug.sources._oauth_flow import LoginError
+    from toolplug.sources._signin import SignInError
+
+    found = _found(config, name, env)
+    if isinstance(found, str):
+        return found
+    try:
+        return asyncio.run(found.login(open_url, config.network, timeout=timeout))
+    except LoginError as exc:
+        raise SignInError(f"{name}: {exc}") from None
+
+
+def sign_out(config: Config, name: str, *, env: Mapping[str, str]) -> str:
+    """Forget (and revoke where offered) API ``name``'s tokens; what happened."""
+    found = _found(config, name, env)
+    if isinstance(found, str):
+        return found
+    return asyncio.run(found.logout(config.network))
