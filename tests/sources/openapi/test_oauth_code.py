@@ -18,11 +18,10 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -33,6 +32,7 @@ import pytest
 
 import toolplug
 from tests.helpers.oidc import authorization_server, consent
+from tests.helpers.openapi import json_server
 from tests.helpers.serve import free_port
 from toolplug.config._config import load_config
 from toolplug.sources._signin import SignInError
@@ -86,35 +86,19 @@ class _Api:
 
 @contextmanager
 def _serve(api: _Api) -> Iterator[_Api]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/openapi.json":
-                status, body = 200, api.description()
-            elif self.path == "/me":
-                status, body = api.check(self.headers.get("Authorization"))
-            elif self.path == "/health":
-                api.health_headers.append(self.headers.get("Authorization"))
-                status, body = 200, {"up": True}
-            else:
-                status, body = 404, {}
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(method: str, path: str, headers: Message) -> tuple[int, Any]:
+        if path == "/openapi.json":
+            return 200, api.description()
+        if path == "/me":
+            return api.check(headers.get("Authorization"))
+        if path == "/health":
+            api.health_headers.append(headers.get("Authorization"))
+            return 200, {"up": True}
+        return 404, {}
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with json_server(answer) as url:
+        api.url = url
         yield api
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _code_flow(issuer: str) -> dict[str, Any]:
@@ -151,7 +135,7 @@ def _config(home: Path, api_url: str, **oauth: Any) -> Path:
 
 def _browser(
     state: str | None = None,
-) -> tuple[Callable[[str], Awaitable[None]], list[str]]:
+) -> tuple[Callable[[str], Coroutine[Any, Any, None]], list[str]]:
     """A person at a browser: logs in and consents, then the browser follows the redirect
     to toolplug's loopback port (with ``state`` replaced, when given: a forged one)."""
     opened: list[str] = []
@@ -309,31 +293,10 @@ def test_a_forged_state_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
         assert "tokens" not in TokenStore(tmp_path / "state" / "oauth").entry(_key(api))
 
 
-@contextmanager
-def _failing_token_endpoint() -> Iterator[str]:
+def _failing(method: str, path: str, headers: Message) -> tuple[int, Any]:
     """An authorization server whose token endpoint answers 500 (its authorization
-    endpoint is never visited: the browser below goes straight to the redirect)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            data = b'{"error": "server_error"}'
-            self.send_response(500)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    endpoint is never visited: the browser of the test goes straight to the redirect)."""
+    return 500, {"error": "server_error"}
 
 
 def test_a_token_endpoint_answering_500_is_a_clear_reason_and_keeps_nothing(
@@ -346,7 +309,7 @@ def test_a_token_endpoint_answering_500_is_a_clear_reason_and_keeps_nothing(
                 "code": "a-code", "state": query["state"][0],
             })
 
-    with _failing_token_endpoint() as issuer, _serve(_Api(issuer, _code_flow(issuer))) as api:
+    with json_server(_failing) as issuer, _serve(_Api(issuer, _code_flow(issuer))) as api:
         config = _config(tmp_path, api.url, client_id="toolplug")
         with pytest.raises(SignInError, match=r"Token exchange failed \(500\)") as exc:
             sign_in(load_config(config), "corp", env=os.environ, open_url=redirect_at_once)

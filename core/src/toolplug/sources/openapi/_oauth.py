@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from toolplug.contract._network import NetworkPolicy
     from toolplug.trust._redaction import Redactor
 
-__all__ = ["Grant", "GrantError", "grant_for"]
+__all__ = ["Grant", "GrantError", "Memory", "discover", "grant_for", "sdk_headers", "send"]
 
 _MARGIN: Final = 10.0
 """Seconds before its expiry a token is taken as spent (a request in flight may outlive it)."""
@@ -141,12 +141,9 @@ class Grant:
             "resource": self.resource, "authorization_servers": [issuer],
         })  # what the description says of it: the resource indicator is sent
         request = await provider._perform_authorization()
-        headers = {
-            k: v for k, v in request.headers.items()
-            if k.lower() not in ("host", "content-length", "user-agent", "accept-encoding")
-        }
         answer = await self._get(
-            "POST", str(request.url), policy, timeout, headers=headers, content=request.read()
+            "POST", str(request.url), policy, timeout, headers=sdk_headers(request),
+            content=request.read(),
         )
         if answer.status != 200:
             raise GrantError(self._refused(str(request.url), answer.status, answer.content))
@@ -176,7 +173,7 @@ class Grant:
 
         oauth = self.settings
         assert oauth.client_id is not None
-        storage = _Memory()
+        storage = Memory()
         if oauth.token_endpoint_auth == "private_key_jwt":
             assert self.client_assertion_key is not None
             sign = SignedJWTParameters(
@@ -262,8 +259,17 @@ async def discover(table: str, url: str, policy: NetworkPolicy, timeout: float) 
     return document
 
 
-class _Memory:
-    """The SDK's ``TokenStorage``: the grant keeps the token itself."""
+def sdk_headers(request: Any) -> dict[str, str]:
+    """The headers of a request the SDK built, without those the guard's client sets."""
+    return {
+        k: v for k, v in request.headers.items()
+        if k.lower() not in ("host", "content-length", "user-agent", "accept-encoding")
+    }
+
+
+class Memory:
+    """The SDK's ``TokenStorage`` in memory: the client credentials grant keeps its token
+    itself, and a person's sign-in keeps nothing until it completed."""
 
     def __init__(self) -> None:
         self.tokens: Any = None

@@ -27,7 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 from toolplug.config._oauth import OAuthSettings
 from toolplug.sources._signin import needs_sign_in
-from toolplug.sources.openapi._oauth import GrantError, discover, send
+from toolplug.sources.openapi._oauth import GrantError, Memory, discover, sdk_headers, send
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -156,7 +156,7 @@ class SignIn:
         request = await provider._refresh_token()
         answer = await send(
             self.table, "POST", str(request.url), policy, timeout,
-            headers=_headers(request), content=request.read(),
+            headers=sdk_headers(request), content=request.read(),
         )
         response = httpx2.Response(
             answer.status, headers={"content-type": answer.content_type or "application/json"},
@@ -283,7 +283,7 @@ class SignIn:
         step = 30.0  # seconds for each request of the flow
         server = await self._server_metadata(policy, step)
         issuer_known = self.discovery_url is not None or self.settings.issuer is not None
-        memory = _Memory()
+        memory = Memory()
 
         async def answer() -> AuthorizationCodeResult:
             result = await callback.answer
@@ -337,7 +337,7 @@ class SignIn:
         SDK reads it."""
         answer = await send(
             self.table, request.method, str(request.url), policy, timeout,
-            headers=_headers(request), content=request.read(),
+            headers=sdk_headers(request), content=request.read(),
         )
         return httpx2.Response(
             answer.status, headers={"content-type": answer.content_type or "application/json"},
@@ -378,13 +378,6 @@ class SignIn:
         return await revoke(entry, self.api, post)
 
 
-def _headers(request: Any) -> dict[str, str]:
-    return {
-        k: v for k, v in request.headers.items()
-        if k.lower() not in ("host", "content-length", "user-agent", "accept-encoding")
-    }
-
-
 def _reason(api: str, entry: Mapping[str, Any]) -> str | None:
     tokens = entry.get("tokens") or {}
     if not tokens.get("access_token"):
@@ -394,27 +387,6 @@ def _reason(api: str, entry: Mapping[str, Any]) -> str | None:
     if spent and not tokens.get("refresh_token"):
         return needs_sign_in(api, expired=True)
     return None
-
-
-class _Memory:
-    """The SDK's ``TokenStorage`` of a sign-in under way: nothing reaches the store until
-    it completed."""
-
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client
-
-    async def set_client_info(self, client_info: Any) -> None:
-        self.client = client_info
 
 
 def sign_in_for(
