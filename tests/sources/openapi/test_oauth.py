@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import toolplug
-from tests.helpers.oidc import MACHINE, authorization_server
+from tests.helpers.oidc import MACHINE, authorization_server, verified
 
 
 class _Api:
@@ -59,14 +59,9 @@ class _Api:
         token = header.removeprefix("Bearer ")
         if token in self.revoked:
             return 401, {"error": "revoked"}
-        try:
-            key = self.jwks.get_signing_key_from_jwt(token)
-            claims = jwt.decode(
-                token, key.key, algorithms=["RS256"], issuer=self.issuer,
-                audience=[self.url, f"{self.url}/"],
-            )
-        except jwt.PyJWTError as exc:
-            return 401, {"error": str(exc)}
+        claims = verified(self.jwks, self.issuer, token, self.url)
+        if isinstance(claims, str):
+            return 401, {"error": claims}
         if "tools:read" not in str(claims.get("scope", "")).split():
             return 403, {"error": "insufficient_scope"}
         self.seen.append(token)

@@ -19,19 +19,20 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from email.message import Message
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import jwt
 import pytest
 
 import toolplug
-from tests.helpers.oidc import authorization_server, consent
+from tests.helpers.oidc import authorization_server, verified
+from tests.helpers.oidc import browser as _browser
 from tests.helpers.openapi import json_server
 from tests.helpers.serve import free_port
 from toolplug.config._config import load_config
@@ -71,14 +72,9 @@ class _Api:
 
     def check(self, header: str | None) -> tuple[int, dict[str, Any]]:
         token = (header or "").removeprefix("Bearer ")
-        try:
-            key = self.jwks.get_signing_key_from_jwt(token)
-            claims = jwt.decode(
-                token, key.key, algorithms=["RS256"], issuer=self.issuer,
-                audience=[self.url, f"{self.url}/"],
-            )
-        except jwt.PyJWTError as exc:
-            return 401, {"error": str(exc)}
+        claims = verified(self.jwks, self.issuer, token, self.url)
+        if isinstance(claims, str):
+            return 401, {"error": claims}
         if "tools:read" not in str(claims.get("scope", "")).split():
             return 403, {"error": "insufficient_scope"}
         return 200, {"sub": claims.get("sub"), "scope": claims["scope"]}
@@ -131,26 +127,6 @@ def _config(home: Path, api_url: str, **oauth: Any) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-def _browser(
-    state: str | None = None,
-) -> tuple[Callable[[str], Coroutine[Any, Any, None]], list[str]]:
-    """A person at a browser: logs in and consents, then the browser follows the redirect
-    to toolplug's loopback port (with ``state`` replaced, when given: a forged one)."""
-    opened: list[str] = []
-
-    async def open_url(url: str) -> None:
-        opened.append(url)
-        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-        answer = await consent(url, redirect)
-        query = {"code": answer.code, "state": state or answer.state or ""}
-        if answer.iss:
-            query["iss"] = answer.iss
-        async with httpx.AsyncClient(timeout=30) as browser:
-            await browser.get(f"{redirect}?{urlencode(query)}")
-
-    return open_url, opened
 
 
 def _key(api: _Api) -> str:
@@ -242,13 +218,15 @@ def test_openid_connect_discovers_registers_and_the_cli_signs_in(tmp_path: Path)
         with _serve(_Api(issuer, scheme)) as api:
             config = _config(tmp_path, api.url)
             env = {**os.environ, "TOOLPLUG_CONFIG": str(config)}
-            listed = subprocess.run(
-                [sys.executable, "-m", "toolplug", "list", "--all"], env=env,
-                capture_output=True, text=True, timeout=120, check=False,
-            )
-            said = listed.stdout + listed.stderr
-            assert "(openIdConnect: OpenID Connect, discovered at" in said, said
-            assert "needs a sign-in: run `toolplug login corp`" in said, said
+            for command in (["list", "--all"], ["doctor"]):
+                run = subprocess.run(
+                    [sys.executable, "-m", "toolplug", *command], env=env,
+                    capture_output=True, text=True, timeout=120, check=False,
+                )
+                said = run.stdout + run.stderr
+                assert "(openIdConnect: OpenID Connect, discovered at" in said, said
+                assert "needs a sign-in: run `toolplug login corp`" in said, said
+                assert "Traceback" not in said
             # toolplug login prints the address (no browser here) and takes the redirect
             login = subprocess.Popen(
                 [sys.executable, "-m", "toolplug", "login", "corp", "--no-browser"], env=env,
