@@ -12,8 +12,16 @@ import asyncio
 import contextlib
 import webbrowser
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
-__all__ = ["SignInError", "browser", "needs_sign_in"]
+from toolplug.state._tokens import TokenStore
+
+__all__ = ["SignInError", "browser", "needs_sign_in", "store_for"]
+
+
+def store_for(state_dir: Path) -> TokenStore:
+    """The user's token store: ``STATE_DIR/oauth/tokens.json``, every source's sign-ins."""
+    return TokenStore(state_dir / "oauth")
 
 
 class SignInError(Exception):

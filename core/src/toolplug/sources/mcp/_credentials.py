@@ -12,19 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.sources._signin import needs_sign_in
-from toolplug.state._tokens import Tokens, TokenStore
+from toolplug.sources._signin import needs_sign_in, store_for
+from toolplug.state._tokens import Tokens
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
 
 __all__ = ["Credentials", "attach", "credentials", "needs_sign_in", "setup_note", "store_for"]
-
-
-def store_for(state_dir: Path) -> TokenStore:
-    """The user's token store: ``STATE_DIR/oauth/tokens.json``."""
-    return TokenStore(state_dir / "oauth")
 
 
 @dataclass

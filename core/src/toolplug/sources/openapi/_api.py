@@ -35,6 +35,7 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
+from toolplug.sources._signin import store_for
 from toolplug.sources.openapi import (
     _catalog,
     _convert,
@@ -44,7 +45,6 @@ from toolplug.sources.openapi import (
     _signin,
     _spec,
 )
-from toolplug.state._tokens import TokenStore
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -378,7 +378,7 @@ def _grant(
     if oauth.grant == "authorization_code":
         made = _signin.sign_in_for(
             api.name, oauth, base_url=api.base_url, schemes=schemes or {},
-            store=TokenStore(state_dir / "oauth"),
+            store=store_for(state_dir),
         )
     else:
         made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
