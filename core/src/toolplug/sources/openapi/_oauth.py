@@ -1,4 +1,5 @@
-"""``[openapi.NAME] auth = "oauth"``: an access token from the client credentials grant.
+"""``[openapi.NAME] auth = "oauth"``: an access token from the client credentials grant
+(a person's sign-in, ``grant = "authorization_code"``, is ``_signin``'s).
 
 The token URL is the description's: an oauth2 scheme's ``clientCredentials`` flow
 (``tokenUrl``, relative to the base URL where it is relative), else an openIdConnect
