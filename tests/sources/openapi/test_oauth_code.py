@@ -293,3 +293,30 @@ def test_a_token_endpoint_answering_500_is_a_clear_reason_and_keeps_nothing(
             sign_in(load_config(config), "corp", env=os.environ, open_url=redirect_at_once)
         assert str(exc.value).startswith("corp: the sign-in failed: "), exc.value
         assert TokenStore(tmp_path / "state" / "oauth").entry(_key(api)) == {}
+
+
+def test_an_operation_that_says_security_none_is_sent_no_credentials_of_any_kind(
+    tmp_path: Path,
+) -> None:
+    api = _Api("http://127.0.0.1:9", _code_flow("http://127.0.0.1:9"))
+    seen: dict[str, str | None] = {}
+
+    def answer(method: str, path: str, headers: Message) -> tuple[int, Any]:
+        if path == "/openapi.json":
+            return 200, api.description()
+        seen[path] = headers.get("Authorization")
+        return 200, {}
+
+    with json_server(answer) as url:
+        api.url = url
+        registry = toolplug.load({
+            "network": {"allow": ["127.0.0.1"]}, "cache_dir": str(tmp_path / "cache"),
+            "openapi": {"corp": {"spec": f"{url}/openapi.json",
+                                 "auth": {"type": "bearer", "token": {"env": "T"}}}},
+        }, env={"T": "a-static-token"})
+        try:
+            assert registry.call("corp_who_am_i", {}).ok
+            assert registry.call("corp_health", {}).ok
+        finally:
+            registry.close()
+    assert seen == {"/me": "Bearer a-static-token", "/health": None}
