@@ -391,50 +391,18 @@ def _cmd_lock(args: argparse.Namespace) -> int:
 
 @_runs("login")
 def _cmd_login(args: argparse.Namespace) -> int:
-    from toolplug.sources._signin import SignInError, browser
+    from toolplug.cli._signin import login
 
-    config = _config_of(args)
-
-    def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    opener = browser(say, open_browser=not args.no_browser)
-    try:
-        sign_in = _signing(config, args.name).sign_in
-        said = sign_in(config, args.name, env=os.environ, open_url=opener, timeout=args.timeout)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, login(args, _config_of(args)))
     return EXIT_OK
 
 
 @_runs("logout")
 def _cmd_logout(args: argparse.Namespace) -> int:
-    from toolplug.sources._signin import SignInError
+    from toolplug.cli._signin import logout
 
-    config = _config_of(args)
-    try:
-        said = _signing(config, args.name).sign_out(config, args.name, env=os.environ)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, logout(args, _config_of(args)))
     return EXIT_OK
-
-
-def _signing(config: Config, name: str) -> Any:
-    """The source whose ``sign_in``/``sign_out`` serve ``name``: an [openapi.NAME] that is
-    not also a mounted server's name, else the mounts (whose error names what is known)."""
-    from toolplug.sources._signin import SignInError
-
-    if name in config.openapi and name not in config.mcp_servers:
-        import toolplug.sources.openapi as source
-    elif name in config.mcp_servers or config.mcp_servers or not config.openapi:
-        import toolplug.sources.mcp as source  # type: ignore[no-redef]
-    else:
-        known = ", ".join(sorted(config.openapi))
-        raise SignInError(f"no [openapi.{name}] or [mcp_servers.{name}] in {config.source} "
-                          f"(APIs: {known})")
-    return source
 
 
 def _config_of(args: argparse.Namespace) -> Config:
