@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["SignIn", "sign_in", "sign_in_for", "sign_out"]
 
 _MARGIN: Final = 10.0
-"""Seconds before its expiry an access token is taken as spent."""
+"""Seconds before its expiry an access token is taken as spent (a request in flight may
+outlive it): at most a quarter of its life, so a short-lived token is used at all."""
 _CLIENT_NAME: Final = "toolplug"
 
 
@@ -103,19 +104,15 @@ class SignIn:
         """When the sign-in read at load ends with no refresh to renew it (then a listing
         says it expired), or None."""
         entry = self.store.entry(self.key)
-        expires = entry.get("expires_at")
-        if not isinstance(expires, int | float) or (entry.get("tokens") or {}).get(
-            "refresh_token"
-        ):
-            return None
-        return float(expires) - _MARGIN
+        ends = _ends(entry)
+        return None if (entry.get("tokens") or {}).get("refresh_token") else ends
 
     def _valid(self, entry: Mapping[str, Any]) -> str | None:
         token = (entry.get("tokens") or {}).get("access_token")
-        expires = entry.get("expires_at")
         if not isinstance(token, str) or token == self._refused:
             return None
-        if isinstance(expires, int | float) and time.time() >= expires - _MARGIN:
+        ends = _ends(entry)
+        if ends is not None and time.time() >= ends:
             return None
         self.hide(token, (entry.get("tokens") or {}).get("refresh_token"))
         return token
@@ -378,13 +375,22 @@ class SignIn:
         return await revoke(entry, self.api, post)
 
 
+def _ends(entry: Mapping[str, Any]) -> float | None:
+    """When the stored access token is taken as spent (None: it names no expiry)."""
+    expires = entry.get("expires_at")
+    if not isinstance(expires, int | float):
+        return None
+    life = (entry.get("tokens") or {}).get("expires_in")
+    margin = min(_MARGIN, life / 4) if isinstance(life, int | float) and life > 0 else _MARGIN
+    return float(expires) - margin
+
+
 def _reason(api: str, entry: Mapping[str, Any]) -> str | None:
     tokens = entry.get("tokens") or {}
     if not tokens.get("access_token"):
         return needs_sign_in(api, expired=bool(entry.get("expired")))
-    expires = entry.get("expires_at")
-    spent = isinstance(expires, int | float) and time.time() >= expires - _MARGIN
-    if spent and not tokens.get("refresh_token"):
+    ends = _ends(entry)
+    if ends is not None and time.time() >= ends and not tokens.get("refresh_token"):
         return needs_sign_in(api, expired=True)
     return None
 
