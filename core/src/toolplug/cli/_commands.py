@@ -374,31 +374,17 @@ def _cmd_lock(args: argparse.Namespace) -> int:
 
 @_runs("login")
 def _cmd_login(args: argparse.Namespace) -> int:
-    from toolplug.sources.mcp import SignInError, browser, sign_in
+    from toolplug.cli._signin import login
 
-    config = _config_of(args)
-
-    def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    opener = browser(say, open_browser=not args.no_browser)
-    try:
-        said = sign_in(config, args.name, env=os.environ, open_url=opener, timeout=args.timeout)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, login(args, _config_of(args)))
     return EXIT_OK
 
 
 @_runs("logout")
 def _cmd_logout(args: argparse.Namespace) -> int:
-    from toolplug.sources.mcp import SignInError, sign_out
+    from toolplug.cli._signin import logout
 
-    try:
-        said = sign_out(_config_of(args), args.name, env=os.environ)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, logout(args, _config_of(args)))
     return EXIT_OK
 
 

@@ -1,9 +1,10 @@
 """``auth = "oauth"`` and its ``oauth`` table: how toolplug signs in to a remote source.
 
-One model for every remote source that speaks OAuth 2.1 (mounted MCP servers today; an
-OpenAPI description's ``securitySchemes`` can read the same table). Nothing here talks to
-the network: ``toolplug.sources.mcp._oauth`` runs the flow, ``toolplug.state._tokens``
-keeps what it is given.
+One model for every remote source that speaks OAuth 2.1 (mounted MCP servers, and OpenAPI
+sources whose description's ``securitySchemes`` name the authorization server). Nothing
+here talks to the network: ``toolplug.sources.mcp._oauth`` and
+``toolplug.sources.openapi._signin`` run the flow, ``toolplug.state._tokens`` keeps what it
+is given.
 """
 
 from __future__ import annotations

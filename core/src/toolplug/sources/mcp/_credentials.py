@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.state._tokens import KeyringUnusable, Tokens, TokenStore
+from toolplug.sources._signin import needs_sign_in, store_for
+from toolplug.state._tokens import KeyringUnusable, Tokens
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
@@ -21,22 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Credentials", "attach", "credentials", "kept_in", "needs_sign_in", "setup_note", "store_for",
 ]
-
-
-def store_for(state_dir: Path, keep: str = "auto") -> TokenStore:
-    """The user's token store: ``STATE_DIR/oauth/tokens.json``, its secrets in the OS
-    keyring where ``keep`` (``[oauth] store``) says so."""
-    return TokenStore(state_dir / "oauth", keep)
-
-
-def needs_sign_in(name: str, *, expired: bool = False, scope: str | None = None) -> str:
-    """The reason of a server that wants a person to sign in (again); ``scope``: the
-    scopes a step-up asks for (the server answered 403 ``insufficient_scope``)."""
-    if scope is not None:
-        said = f"needs a sign-in with more access (the scopes {scope})"
-    else:
-        said = "its sign-in expired" if expired else "needs a sign-in"
-    return f"{said}: run `toolplug login {name}`"
 
 
 @dataclass

@@ -168,6 +168,8 @@ class Operation:
     """argument -> [location, original name, style, explode ("1"/"0")]."""
     body: Mapping[str, Any] | None
     timeout: float
+    anonymous: bool = False
+    """Its description says ``security: []``: it is sent without the API's credentials."""
 
     @classmethod
     def of(cls, definition: Mapping[str, Any], timeout: float) -> Operation:
@@ -178,6 +180,7 @@ class Operation:
             args=dict(definition.get("args") or {}),
             body=definition.get("body"),
             timeout=timeout,
+            anonymous=bool(definition.get("anonymous")),
         )
 
 
