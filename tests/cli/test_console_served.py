@@ -30,7 +30,7 @@ from tests.helpers.console import (
     served_env,
     shown_requests,
 )
-from tests.helpers.serve import TIMEOUT, free_port, http_server
+from tests.helpers.serve import TIMEOUT, free_port, http_server, text_of
 from toolplug.state._events import RecordFilters
 from toolplug.state._record import SqliteStore
 
@@ -164,7 +164,7 @@ def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
             assert done.status_code == 200, done.text
             assert "approved" in done.text
             result = await asyncio.wait_for(call, TIMEOUT)
-            assert result.content[0].text == "from alice"
+            assert text_of(result) == "from alice"
             replayed = await alice.post(approve, data={"csrf": csrf(page)})
             assert replayed.status_code == 409
             assert "already approved" in replayed.text

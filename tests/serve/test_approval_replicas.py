@@ -191,23 +191,25 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
                     await asyncio.wait_for(doomed, TIMEOUT)
                 await asyncio.sleep(1.5)  # longer than the lease
 
+                cli = asyncio.create_task(  # it takes seconds to start: meanwhile, the page
+                    approvals_cli(config, "approve", lost["id"], "--as", lost["owner"])
+                )
                 refused = await on_b.post(f"/approvals/{lost['id']}/approve",
                                           data={"csrf": csrf(shown)})
                 assert refused.status_code == 409
                 assert STOPPED in refused.text
                 assert (await shown_requests(on_b))[0] == [other["id"]]
-                code, _, err = await approvals_cli(config, "approve", lost["id"], "--as",
-                                                 lost["owner"])
-                assert code == 1
-                assert f"approval request {lost['id']} failed" in err
-                assert STOPPED in err
-                assert "no decision counts now" in err
-
                 done = await on_b.post(f"/approvals/{other['id']}/approve",
                                        data={"csrf": csrf(shown)})
                 assert done.status_code == 200, done.text
                 result = await asyncio.wait_for(kept, TIMEOUT)
                 assert text_of(result) == "posted: kept"  # B's holder lives on
+
+                code, _, err = await cli
+                assert code == 1
+                assert f"approval request {lost['id']} failed" in err
+                assert STOPPED in err
+                assert "no decision counts now" in err
 
             async def run() -> None:
                 console = f"http://127.0.0.1:{b_port}/console"
@@ -220,8 +222,9 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
                     await asyncio.wait_for(scenario(on_b, bobs), 3 * TIMEOUT)
 
             asyncio.run(run())
-    # the record, shared in PostgreSQL: each request decided once, by the replica holding it;
-    # bob's refusal, the replay's and the failed request's on B (and the command line's)
+    # the record, shared in PostgreSQL: each request decided once, by alice, recorded by the
+    # replica holding it; bob's refusal, the replay's and the failed request's on B (and the
+    # command line's)
     rows = _rows(postgres.address, "SELECT replica, kind, status, principal, detail FROM "
                  "toolplug_events WHERE tool = 'post' AND kind IN ('call', 'approval.decision') "
                  "ORDER BY id")
@@ -230,7 +233,8 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
     assert [d["why"] for r, d in refused if r != "b"] == ["failed"]  # the command line's
     bobs, alices = refused[0][1]["by"], refused[0][1]["owner"]
     assert bobs != alices  # bob tried alice's request
-    assert [(r, k, s, p) for r, k, s, p, _ in rows if s != "refused"] == [
-        ("a", "approval.decision", "approved", alices), ("a", "call", "ok", alices),
-        ("b", "approval.decision", "approved", alices), ("b", "call", "ok", alices),
+    assert [(r, k, s, p, json.loads(d).get("by")) for r, k, s, p, d in rows
+            if s != "refused"] == [
+        ("a", "approval.decision", "approved", alices, alices), ("a", "call", "ok", alices, None),
+        ("b", "approval.decision", "approved", alices, alices), ("b", "call", "ok", alices, None),
     ]
