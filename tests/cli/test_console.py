@@ -375,6 +375,9 @@ def test_refused_decisions_are_recorded(tools: Any, config: Path) -> None:
         assert by_why["csrf"].tool == "post", by_why["csrf"]
         assert by_why["decided"].detail["owner"] == "bob"
         assert by_why["unknown"].detail["target"] == "rem_forged"
+        # and each answer says who gave it: alice through the inbox, bob on the page
+        answered = registry.record.query(kind="approval.decision", status="approved")  # type: ignore[union-attr]
+        assert sorted(event.detail["by"] for event in answered) == ["alice", "bob"]
 
     try:
         with serving(config, "--all", "--as", "bob") as console:

@@ -15,27 +15,24 @@ import asyncio
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
-import httpx2
-from mcp import Client
 
 from tests.helpers.auth import READ, WRITE, Key, issuer_server
-from tests.helpers.console import ALICE, BOB, CAROL, SCOPE, served_env
-from tests.helpers.serve import TIMEOUT, free_port, http_server
+from tests.helpers.console import (
+    ALICE,
+    BOB,
+    CAROL,
+    SCOPE,
+    bearer,
+    call_as,
+    csrf,
+    served_env,
+    shown_requests,
+)
+from tests.helpers.serve import TIMEOUT, free_port, http_server, text_of
 from toolplug.state._events import RecordFilters
 from toolplug.state._record import SqliteStore
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def _token(page: str) -> str:
-    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
-    assert found, page
-    return found.group(1)
 
 
 def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
@@ -50,14 +47,14 @@ def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
         assert '<label for="token">Access token</label>' in anonymous.text
         assert "<h1>Sign in</h1>" in anonymous.text
         assert browser.get("/console").status_code == 307  # to /console/
-        bad = browser.get("/console/", headers=_bearer("nobody-knows-this"))
+        bad = browser.get("/console/", headers=bearer("nobody-knows-this"))
         assert bad.status_code == 401
         assert 'error="invalid_token"' in bad.headers["www-authenticate"]
-        lacking = browser.get("/console/history", headers=_bearer(CAROL))
+        lacking = browser.get("/console/history", headers=bearer(CAROL))
         assert lacking.status_code == 403
         assert f"lacks the scope <code>{SCOPE}</code>" in lacking.text
         assert "insufficient_scope" in lacking.headers["www-authenticate"]
-        allowed = browser.get("/console/", headers=_bearer(ALICE))
+        allowed = browser.get("/console/", headers=bearer(ALICE))
         assert allowed.status_code == 200, allowed.text
         assert "Deciding as <strong>alice (principal:" in allowed.text
         assert 'href="/console/history"' in allowed.text
@@ -65,16 +62,16 @@ def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
         # a person pastes the token once: a signed cookie, never the token, is kept
         asked = browser.get("/console/sign-in")
         assert asked.status_code == 200
-        csrf = _token(asked.text)
+        form = csrf(asked.text)
         forged = browser.post("/console/sign-in", data={"csrf": "0" * 64, "token": ALICE})
         assert forged.status_code == 403
         assert "toolplug_console_auth" not in browser.cookies
-        refused = browser.post("/console/sign-in", data={"csrf": csrf, "token": CAROL})
+        refused = browser.post("/console/sign-in", data={"csrf": form, "token": CAROL})
         assert refused.status_code == 403
         assert SCOPE in refused.text
-        wrong = browser.post("/console/sign-in", data={"csrf": csrf, "token": "guessed"})
+        wrong = browser.post("/console/sign-in", data={"csrf": form, "token": "guessed"})
         assert wrong.status_code == 401
-        signed = browser.post("/console/sign-in", data={"csrf": csrf, "token": ALICE})
+        signed = browser.post("/console/sign-in", data={"csrf": form, "token": ALICE})
         assert signed.status_code == 303
         assert signed.headers["location"] == "/console/"
         cookie = signed.headers["set-cookie"]
@@ -93,7 +90,7 @@ def test_the_console_needs_a_token_with_its_scope(tmp_path: Path) -> None:
         with httpx.Client(base_url=base, timeout=TIMEOUT) as other:
             other.cookies.set("toolplug_console_auth", tampered, path="/console")
             assert other.get("/console/").status_code == 401
-        out = browser.post("/console/sign-out", data={"csrf": _token(home.text)})
+        out = browser.post("/console/sign-out", data={"csrf": csrf(home.text)})
         assert out.status_code == 303
         assert browser.get("/console/").status_code == 401
 
@@ -111,16 +108,16 @@ def test_a_jwt_of_the_issuer_signs_in_until_it_expires(tmp_path: Path) -> None:
         tmp_path, port, env=served_env(tmp_path, port, issuer=issuer.url)
     ), httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as browser:
         granted = issuer.token(audience, subject="dana", scopes=(READ, SCOPE), lifetime=60)
-        assert browser.get("/console/", headers=_bearer(granted)).status_code == 200
+        assert browser.get("/console/", headers=bearer(granted)).status_code == 200
         plain = issuer.token(audience, subject="dana", scopes=(READ, WRITE))
-        assert browser.get("/console/", headers=_bearer(plain)).status_code == 403
+        assert browser.get("/console/", headers=bearer(plain)).status_code == 403
         other = issuer.token("http://127.0.0.1:1/mcp", subject="dana", scopes=(SCOPE,))
-        assert browser.get("/console/", headers=_bearer(other)).status_code == 401
+        assert browser.get("/console/", headers=bearer(other)).status_code == 401
         expired = issuer.token(audience, subject="dana", scopes=(SCOPE,), lifetime=-120)
-        assert browser.get("/console/", headers=_bearer(expired)).status_code == 401
+        assert browser.get("/console/", headers=bearer(expired)).status_code == 401
 
-        csrf = _token(browser.get("/console/sign-in").text)
-        signed = browser.post("/console/sign-in", data={"csrf": csrf, "token": granted})
+        form = csrf(browser.get("/console/sign-in").text)
+        signed = browser.post("/console/sign-in", data={"csrf": form, "token": granted})
         assert signed.status_code == 303
         age = re.search(r"Max-Age=(\d+)", signed.headers["set-cookie"])
         assert age, signed.headers["set-cookie"]
@@ -131,23 +128,9 @@ def test_a_jwt_of_the_issuer_signs_in_until_it_expires(tmp_path: Path) -> None:
 def test_without_a_console_scope_there_is_no_console(tmp_path: Path) -> None:
     port = free_port()
     with http_server(tmp_path, port, env=served_env(tmp_path, port, console=False)):
-        found = httpx.get(f"http://127.0.0.1:{port}/console/", headers=_bearer(ALICE),
+        found = httpx.get(f"http://127.0.0.1:{port}/console/", headers=bearer(ALICE),
                           timeout=TIMEOUT)
     assert found.status_code == 404
-
-
-async def _echo(port: int, token: str, text: str) -> Any:
-    async with (
-        httpx2.AsyncClient(headers=_bearer(token), timeout=TIMEOUT) as http,
-        Client(_transport(f"http://127.0.0.1:{port}/mcp", http)) as client,
-    ):
-        return await client.call_tool("echo", {"text": text})
-
-
-def _transport(url: str, http: httpx2.AsyncClient) -> Any:
-    from mcp.client.streamable_http import streamable_http_client
-
-    return streamable_http_client(url, http_client=http)
 
 
 def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
@@ -156,24 +139,19 @@ def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         async with (
-            httpx.AsyncClient(base_url=base, headers=_bearer(ALICE), timeout=TIMEOUT) as alice,
-            httpx.AsyncClient(base_url=base, headers=_bearer(BOB), timeout=TIMEOUT) as bob,
+            httpx.AsyncClient(base_url=base, headers=bearer(ALICE), timeout=TIMEOUT) as alice,
+            httpx.AsyncClient(base_url=base, headers=bearer(BOB), timeout=TIMEOUT) as bob,
         ):
-            call = asyncio.create_task(_echo(port, ALICE, "from alice"))
-            for _ in range(400):
-                page = await alice.get("/")
-                found = re.search(r'action="/console/approvals/(apr_[\w-]+)/approve"', page.text)
-                if found:
-                    break
-                await asyncio.sleep(0.05)
-            assert found, (call.done() and call.result().content, page.text[-300:])
-            request = found.group(1)
+            call = asyncio.create_task(
+                call_as(f"http://127.0.0.1:{port}/mcp", ALICE, "echo", {"text": "from alice"})
+            )
+            (request,), page = await shown_requests(alice)
             approve = f"/approvals/{request}/approve"
-            assert "<code>echo</code>" in page.text or "echo" in page.text
+            assert "echo" in page
             theirs = await bob.get("/")
             assert request not in theirs.text  # bob is shown his own requests only
             assert "Waiting for a decision (0)" in theirs.text
-            bobs = _token(theirs.text)
+            bobs = csrf(theirs.text)
             taken = await bob.post(approve, data={"csrf": bobs})
             assert taken.status_code == 409
             assert "belongs to another owner" in taken.text
@@ -182,12 +160,12 @@ def test_a_principal_decides_its_own_requests_only(tmp_path: Path) -> None:
             assert crossed.status_code == 403
             assert not call.done()
 
-            done = await alice.post(approve, data={"csrf": _token(page.text), "note": "mine"})
+            done = await alice.post(approve, data={"csrf": csrf(page), "note": "mine"})
             assert done.status_code == 200, done.text
             assert "approved" in done.text
             result = await asyncio.wait_for(call, TIMEOUT)
-            assert result.content[0].text == "from alice"
-            replayed = await alice.post(approve, data={"csrf": _token(page.text)})
+            assert text_of(result) == "from alice"
+            replayed = await alice.post(approve, data={"csrf": csrf(page)})
             assert replayed.status_code == 409
             assert "already approved" in replayed.text
 

@@ -22,9 +22,13 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+import httpx2
+from mcp import Client, types
+
 import toolplug
 from tests.helpers.auth import READ, WRITE, auth_config
-from tests.helpers.serve import CONFIG, child_env
+from tests.helpers.serve import CONFIG, TIMEOUT, child_env
 
 T = TypeVar("T")
 
@@ -208,3 +212,42 @@ def served_env(
                 "carol": (READ, WRITE)},
     )
     return {**os.environ, **child_env(tmp_path, config=config), **TOKENS}
+
+
+def bearer(token: str) -> dict[str, str]:
+    """The ``Authorization`` header sending ``token``."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def csrf(page: str) -> str:
+    """The CSRF token of the forms on a console ``page``."""
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
+    assert found, page
+    return found.group(1)
+
+
+async def call_as(
+    url: str, token: str, tool: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """``tool``'s result from the MCP server at ``url``, asked by a client sending
+    ``token``."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=bearer(token), timeout=TIMEOUT) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        return await client.call_tool(tool, arguments)
+
+
+async def shown_requests(page: httpx.AsyncClient, count: int = 1) -> tuple[list[str], str]:
+    """The ids of the requests the console's Approvals page (``page``'s base URL, signed
+    in) offers to decide, once there are ``count``, and the page's text."""
+    for _ in range(400):
+        shown = await page.get("/")
+        assert shown.status_code == 200, shown.text
+        found = re.findall(r'action="/console/approvals/(apr_[\w-]+)/approve"', shown.text)
+        if len(found) >= count:
+            return found, shown.text
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"fewer than {count} requests on the page: {shown.text[-300:]}")

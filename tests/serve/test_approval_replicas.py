@@ -1,17 +1,23 @@
-"""Two ``toolplug serve --http`` replicas (real processes) sharing a real Redis for the inbox
-and a real PostgreSQL for the record: a call made on replica A waits for approval, the
-``toolplug console`` page (another process, same Redis) approves it through its form with
-its CSRF token, and the call resumes on A. Then a call waits on A and one on B, A is killed
-with SIGKILL: once A's lease lapses its request is failed, saying why, and an approval
-attempted afterwards is refused, on the page and on the command line; B's request, whose
-holder lives, is still decided and B's call resumes. The leases last a second."""
+"""Two ``toolplug serve --http`` replicas (real processes) under ``[serve.auth]`` with
+``console_scope``, sharing a real Redis (the calls store and the inbox) and a real
+PostgreSQL (the record), trusting one issuer's JWTs for one audience, as two replicas
+behind a load balancer do.
+
+Alice's call, made over MCP on replica A, waits for approval. On replica B's ``/console/``
+page Bob's token neither sees nor decides it (refused, and the refusal recorded), and
+Alice's decides it through the page's form with its CSRF token: the call resumes on A and
+its result comes back to her MCP client; a replay is refused. Then one of her calls waits
+on A and one on B, and A is killed with SIGKILL: once A's lease lapses B's page no longer
+lists A's request and refuses to approve it, saying it failed, as the command line does;
+B's request, whose holder lives, is still decided and B's call resumes. In the record, each
+request is decided once. The leases last a second."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,9 +27,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client, types
+from mcp import types
 
-from tests.helpers.console import serving
+from tests.helpers.auth import READ, WRITE, Key, auth_config, issuer_server
+from tests.helpers.console import SCOPE, bearer, call_as, csrf, shown_requests
 from tests.helpers.postgres import Postgres, postgres_server
 from tests.helpers.posting import approvals_cli
 from tests.helpers.redis import redis_server
@@ -64,13 +71,21 @@ def postgres() -> Iterator[Postgres]:
         yield running
 
 
-def _setup(tmp_path: Path, redis: str, record: str) -> tuple[Path, dict[str, str]]:
-    """The one configuration both replicas and the console read, and the servers' env."""
+AUDIENCE = "https://tools.replicas.test/mcp"
+"""The one resource both replicas are (a load balancer's address): the tokens' audience."""
+
+
+def _setup(
+    tmp_path: Path, redis: str, record: str, issuer: str
+) -> tuple[Path, dict[str, str]]:
+    """The one configuration both replicas read, and their env."""
     config = tmp_path / "replicas.toml"
     config.write_text(
         f'[calls]\nstore = "{redis}"\n'
         "[approvals]\ninbox = true\nwait_seconds = 60\nlease_seconds = 1\n"
-        f'[record]\nenabled = true\nstore = "{record}"\n',
+        f'[record]\nenabled = true\nstore = "{record}"\n'
+        + auth_config(issuer, AUDIENCE, extra=f'console_scope = "{SCOPE}"\n'
+                      f'jwks_uri = "{issuer}/jwks"'),
         encoding="utf-8",
     )
     env = {**os.environ, **child_env(tmp_path, ("replica_post_tool", POST_TOOL))}
@@ -92,17 +107,21 @@ async def _waiting(config: Path, count: int) -> list[dict[str, Any]]:
     raise AssertionError("no request came")
 
 
-def _token(page: str) -> str:
-    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
-    assert found, page
-    return found.group(1)
-
-
 def _rows(address: str, sql: str) -> list[tuple[Any, ...]]:
     import psycopg  # the postgres extra: the fixture skipped where it is missing
 
     with psycopg.connect(address) as db:
         return [tuple(row) for row in db.execute(sql).fetchall()]
+
+
+async def _recorded(address: str, replica: str, kind: str) -> None:
+    """Return once the record in PostgreSQL has a ``kind`` event of ``replica``."""
+    sql = f"SELECT id FROM toolplug_events WHERE replica = '{replica}' AND kind = '{kind}'"
+    for _ in range(200):
+        if await asyncio.to_thread(_rows, address, sql):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"replica {replica} recorded no {kind}")
 
 
 @contextlib.contextmanager
@@ -128,68 +147,94 @@ def _replicas(
         yield started
 
 
-def test_a_call_waits_on_one_replica_and_a_killed_holder_fails_its_request(
+def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
     tmp_path: Path, postgres: Postgres
 ) -> None:
-    with redis_server(tmp_path) as redis:
-        config, env = _setup(tmp_path, redis, postgres.address)
-        with _replicas(tmp_path, env, "a", "b") as replicas, serving(config) as console:
+    with redis_server(tmp_path) as redis, issuer_server(Key.rsa("replicas")) as issuer:
+        config, env = _setup(tmp_path, redis, postgres.address, issuer.url)
+        alice, bob = (issuer.token(AUDIENCE, subject=who, scopes=(READ, WRITE, SCOPE))
+                      for who in ("alice", "bob"))
+        with _replicas(tmp_path, env, "a", "b") as replicas:
             (a_port, a_process), (b_port, _) = replicas["a"], replicas["b"]
 
-            async def post(port: int, text: str) -> types.CallToolResult:
-                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                    return await client.call_tool("post", {"text": text})
+            def post(port: int, text: str) -> asyncio.Task[types.CallToolResult]:
+                url = f"http://127.0.0.1:{port}/mcp"
+                return asyncio.create_task(call_as(url, alice, "post", {"text": text}))
 
-            async def scenario(page: httpx.AsyncClient) -> None:
-                call = asyncio.create_task(post(a_port, "hello"))
-                (request,) = await _waiting(config, 1)
-                assert request["owner"] is None  # a stateless client's: the operator decides
-                shown = await page.get("/")
-                assert request["id"] in shown.text
-                token = _token(shown.text)
-                done = await page.post(f"/approvals/{request['id']}/approve",
-                                       data={"csrf": token})
+            async def scenario(on_b: httpx.AsyncClient, bobs: httpx.AsyncClient) -> None:
+                call = post(a_port, "hello")
+                (request,), shown = await shown_requests(on_b)  # on B's page, as alice
+                approve = f"/approvals/{request}/approve"
+                theirs = (await bobs.get("/")).text
+                assert request not in theirs
+                assert "Waiting for a decision (0)" in theirs
+                taken = await bobs.post(approve, data={"csrf": csrf(theirs)})
+                assert taken.status_code == 409
+                assert "belongs to another owner" in taken.text
+                assert not call.done()
+                done = await on_b.post(approve, data={"csrf": csrf(shown)})
                 assert done.status_code == 200, done.text
                 result = await asyncio.wait_for(call, TIMEOUT)
-                assert text_of(result) == "posted: hello"  # resumed on A
+                assert text_of(result) == "posted: hello"  # resumed on A, for alice's client
+                again = await on_b.post(approve, data={"csrf": csrf(shown)})
+                assert again.status_code == 409
+                assert "already approved" in again.text
 
-                doomed = asyncio.create_task(post(a_port, "doomed"))
-                kept = asyncio.create_task(post(b_port, "kept"))
+                doomed, kept = post(a_port, "doomed"), post(b_port, "kept")
                 lost, other = sorted(
                     await _waiting(config, 2), key=lambda r: r["arguments"]["text"] != "doomed"
                 )
+                await _recorded(postgres.address, "a", "call")  # A's record is written
                 a_process.send_signal(signal.SIGKILL)
-                a_process.wait(TIMEOUT)
+                await asyncio.to_thread(a_process.wait, TIMEOUT)
                 with contextlib.suppress(Exception):  # its server went away
                     await asyncio.wait_for(doomed, TIMEOUT)
                 await asyncio.sleep(1.5)  # longer than the lease
 
-                refused = await page.post(f"/approvals/{lost['id']}/approve",
-                                          data={"csrf": token})
+                cli = asyncio.create_task(  # it takes seconds to start: meanwhile, the page
+                    approvals_cli(config, "approve", lost["id"], "--as", lost["owner"])
+                )
+                refused = await on_b.post(f"/approvals/{lost['id']}/approve",
+                                          data={"csrf": csrf(shown)})
                 assert refused.status_code == 409
                 assert STOPPED in refused.text
-                assert lost["id"] not in (await page.get("/")).text
-                code, _, err = await approvals_cli(config, "approve", lost["id"])
+                assert (await shown_requests(on_b))[0] == [other["id"]]
+                done = await on_b.post(f"/approvals/{other['id']}/approve",
+                                       data={"csrf": csrf(shown)})
+                assert done.status_code == 200, done.text
+                result = await asyncio.wait_for(kept, TIMEOUT)
+                assert text_of(result) == "posted: kept"  # B's holder lives on
+
+                code, _, err = await cli
                 assert code == 1
                 assert f"approval request {lost['id']} failed" in err
                 assert STOPPED in err
                 assert "no decision counts now" in err
 
-                assert [r["id"] for r in await _waiting(config, 1)] == [other["id"]]
-                done = await page.post(f"/approvals/{other['id']}/approve",
-                                       data={"csrf": token})
-                assert done.status_code == 200, done.text
-                result = await asyncio.wait_for(kept, TIMEOUT)
-                assert text_of(result) == "posted: kept"  # B's holder lives on
-
             async def run() -> None:
-                async with httpx.AsyncClient(base_url=console, timeout=10) as page:
-                    await asyncio.wait_for(scenario(page), 3 * TIMEOUT)
+                console = f"http://127.0.0.1:{b_port}/console"
+                async with (
+                    httpx.AsyncClient(base_url=console, headers=bearer(alice),
+                                      timeout=TIMEOUT) as on_b,
+                    httpx.AsyncClient(base_url=console, headers=bearer(bob),
+                                      timeout=TIMEOUT) as bobs,
+                ):
+                    await asyncio.wait_for(scenario(on_b, bobs), 3 * TIMEOUT)
 
             asyncio.run(run())
-    # the record, shared in PostgreSQL: each replica's call, and the decision on A
-    rows = _rows(postgres.address, "SELECT replica, kind, status FROM toolplug_events "
-                 "WHERE tool = 'post' ORDER BY id")
-    assert ("a", "call", "ok") in rows
-    assert ("b", "call", "ok") in rows
-    assert ("a", "approval.decision", "approved") in rows
+    # the record, shared in PostgreSQL: each request decided once, by alice, recorded by the
+    # replica holding it; bob's refusal, the replay's and the failed request's on B (and the
+    # command line's)
+    rows = _rows(postgres.address, "SELECT replica, kind, status, principal, detail FROM "
+                 "toolplug_events WHERE tool = 'post' AND kind IN ('call', 'approval.decision') "
+                 "ORDER BY id")
+    refused = [(r, json.loads(d)) for r, _, s, _, d in rows if s == "refused"]
+    assert [d["why"] for r, d in refused if r == "b"] == ["owner", "decided", "failed"]
+    assert [d["why"] for r, d in refused if r != "b"] == ["failed"]  # the command line's
+    bobs, alices = refused[0][1]["by"], refused[0][1]["owner"]
+    assert bobs != alices  # bob tried alice's request
+    assert [(r, k, s, p, json.loads(d).get("by")) for r, k, s, p, d in rows
+            if s != "refused"] == [
+        ("a", "approval.decision", "approved", alices, alices), ("a", "call", "ok", alices, None),
+        ("b", "approval.decision", "approved", alices, alices), ("b", "call", "ok", alices, None),
+    ]

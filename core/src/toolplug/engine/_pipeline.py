@@ -173,7 +173,7 @@ class Pipeline:
         arguments = self.registry.redactor.redact_data(call.arguments)
         request = ApprovalRequest(call.tool, arguments, call.metadata, reason, None)
         approval_asked(self.recorder, call, request, conversation, details)
-        refused = await self._ask(call, reason, details)
+        refused, by = await self._ask(call, reason, details)
         error = refused.error if refused is not None else None
         status = (
             "approved" if error is None else "unanswered"
@@ -181,13 +181,14 @@ class Pipeline:
             if error.type == ErrorType.PERMISSION else "failed"
         )
         why = None if error is None or not error.details else error.details.get("reason")
-        approval_decided(self.recorder, call, status, why, conversation)
+        approval_decided(self.recorder, call, status, why, conversation, by)
         return refused
 
     async def _ask(
         self, call: ToolCall, reason: str, details: Mapping[str, Any] | None = None
-    ) -> ToolResult | None:
-        """None when the call may run, else the result that says why it may not."""
+    ) -> tuple[ToolResult | None, str | None]:
+        """None when the call may run, else the result that says why it may not; and who
+        decided, when a person did in the inbox (``PendingRequest.decided_by``)."""
         assert call.metadata is not None
         registry = self.registry
         arguments = registry.redactor.redact_data(call.arguments)
@@ -219,16 +220,16 @@ class Pipeline:
                     call, request, None if details is None else registry.redactor.redact_data(
                         dict(details)))
                 if pending.state not in ("approved", "denied"):
-                    return _expired(call.tool, pending)
+                    return _expired(call.tool, pending), None
         except call.passthrough:
             raise  # a framework pausing its run (LangGraph's interrupt, llm's PauseChain)
         except Exception as exc:  # an approver's bug: the call does not run, the host goes on
             return ToolResult.failure(
                 ErrorType.EXECUTION,
                 f"the approver of {call.tool} failed: {type(exc).__name__}: {exc}",
-            )
+            ), None
         if decision is None:
-            return _required(request, details)
+            return _required(request, details), None
         if isinstance(decision, bool):
             decision = Approval(decision)
         if not isinstance(decision, Approval):
@@ -236,19 +237,20 @@ class Pipeline:
                 ErrorType.EXECUTION,
                 f"the approver of {call.tool} returned {type(decision).__name__}; expected an "
                 "Approval, True, False or None",
-            )
+            ), None
         if decision.remember != "once":
             kept_for = None if pending is None else pending.id
             await people.remember(call, arguments, decision, kept_for)
+        by = None if pending is None else pending.decided_by
         if decision.approved:
-            return None
+            return None, by
         because = f": {decision.reason}" if decision.reason else ""
         return ToolResult.failure(
             ErrorType.PERMISSION,
             f"the call of {call.tool} was denied by the person approving it{because}. Do not "
             "retry it; tell the user.",
             details={"denied": True, "reason": decision.reason},
-        )
+        ), by
 
     # -- rate limit ------------------------------------------------------------------
 
