@@ -3,7 +3,9 @@
 PostgreSQL (the record), trusting one issuer's JWTs for one audience, as two replicas
 behind a load balancer do.
 
-Alice's call, made over MCP on replica A, waits for approval. On replica B's ``/console/``
+A person signed in on A's page is signed in on B's, and a form taken on one posts on the
+other (the console's key is kept in Redis). Alice's call, made over MCP on replica A, waits
+for approval. On replica B's ``/console/``
 page Bob's token neither sees nor decides it (refused, and the refusal recorded), and
 Alice's decides it through the page's form with its CSRF token: the call resumes on A and
 its result comes back to her MCP client; a replay is refused. Then one of her calls waits
@@ -161,7 +163,24 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
                 url = f"http://127.0.0.1:{port}/mcp"
                 return asyncio.create_task(call_as(url, alice, "post", {"text": text}))
 
+            async def one_key(browser: httpx.AsyncClient) -> None:
+                # behind a load balancer a person's pages and forms go to either replica:
+                # a sign-in form taken on A is posted to B, B's cookie opens A's pages, and
+                # A's form signs out on B
+                a, b = (f"http://127.0.0.1:{p}/console" for p in (a_port, b_port))
+                asked = await browser.get(f"{a}/sign-in")
+                signed = await browser.post(f"{b}/sign-in", data={
+                    "csrf": csrf(asked.text), "token": alice})
+                assert signed.status_code == 303, signed.text
+                on_a = await browser.get(f"{a}/")
+                assert on_a.status_code == 200, on_a.text
+                out = await browser.post(f"{b}/sign-out", data={"csrf": csrf(on_a.text)})
+                assert out.status_code == 303, out.text
+                assert (await browser.get(f"{a}/")).status_code == 401
+
             async def scenario(on_b: httpx.AsyncClient, bobs: httpx.AsyncClient) -> None:
+                async with httpx.AsyncClient(timeout=TIMEOUT) as browser:
+                    await one_key(browser)
                 call = post(a_port, "hello")
                 (request,), shown = await shown_requests(on_b)  # on B's page, as alice
                 approve = f"/approvals/{request}/approve"

@@ -7,8 +7,11 @@ own ``Verifier``: as ``Authorization: Bearer`` on each request (a program), or p
 in the sign-in form (a person). A pasted token is verified and never kept: the browser is
 given a cookie (``HttpOnly``, ``SameSite=Strict``, ``Secure`` over HTTPS) holding the
 principal, its scopes and an expiry (the token's, at most eight hours), signed with an HMAC
-under a secret drawn when the server starts; a cookie whose signature or time fails is no
-sign-in.
+under the console's key; a cookie whose signature or time fails is no sign-in. The key (of
+the cookies and of the forms' CSRF tokens) is kept in the approvals' store, drawn by the
+first replica that needed it: replicas sharing Redis accept each other's cookies and forms,
+as behind a load balancer they must (whoever can read that store can decide approvals
+already).
 
 No token: 401, with the sign-in page and the server's ``WWW-Authenticate`` challenge. A
 token without the scope: 403, saying which scope is missing. The signed-in principal is the
@@ -18,10 +21,13 @@ own requests and remembered decisions, and it decides those only.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
+import logging
+import secrets
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -36,12 +42,15 @@ if TYPE_CHECKING:
 
     from toolplug.config._settings import AuthSettings
     from toolplug.runtime._registry import Registry
+    from toolplug.state._backend import Backend
 
 __all__ = ["AUTH_COOKIE", "PREFIX", "SignIn", "served_console"]
 
 PREFIX: Final = CONSOLE_PATH
 """Where ``serve --http`` serves the console."""
 AUTH_COOKIE: Final = "toolplug_console_auth"
+log = logging.getLogger(__name__)
+
 _LONGEST: Final = 8 * 3600.0
 """The longest a sign-in lasts, whatever the token's own expiry."""
 
@@ -195,4 +204,40 @@ def served_console(registry: Registry, auth: AuthSettings, base: Path | None) ->
                       recorder=registry.record, registry=registry)
     gate = SignIn(console, Verifier(auth, base=base), auth)
     console.gate = gate
-    return routes(console, gate)
+    return _SharedKey(routes(console, gate), console)
+
+
+class _SharedKey:
+    """ASGI: before the first request, the console's key (its sign-in cookies' and CSRF
+    tokens' HMAC) read from the approvals' store, where the first replica to start put a
+    random one: replicas sharing a store (Redis) accept each other's cookies and forms, as
+    behind a load balancer they must. A store that cannot be reached keeps the process's
+    own key (said in a warning): the console works, on this replica alone."""
+
+    def __init__(self, app: Any, console: Console) -> None:
+        self.app, self.console = app, console
+        self.read = False
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if not self.read and scope["type"] == "http":
+            async with self.lock:  # the first requests wait for the one key
+                if not self.read:
+                    self.read = True  # once: a failure keeps the key drawn at start
+                    try:
+                        self.console.secret = await shared_key(self.console.opened().backend)
+                    except Exception as exc:  # the store away
+                        log.warning("the console's key stays this replica's own: %s", exc)
+        await self.app(scope, receive, send)
+
+
+async def shared_key(backend: Backend) -> bytes:
+    """The key kept under ``console:key`` in ``backend``: the one there, or, when none is,
+    a new random one put there first (by set-if-absent, so two replicas starting at once
+    end with the same key)."""
+    kept = backend.part("console:", entries=1)
+    await kept.set("key", secrets.token_hex(32), None, only_if_absent=True)
+    found = await kept.get("key")
+    if found is None:
+        raise RuntimeError("the store kept no console key")
+    return bytes.fromhex(found)
