@@ -267,9 +267,10 @@ async def test_recording_holds_no_thread_per_call(registry: toolplug.Registry) -
     import threading
 
     await registry.acall("login", {"user": "warm"})
-    before = threading.active_count()
+    before = set(threading.enumerate())
     await asyncio.gather(*(registry.acall("login", {"user": f"u{n}"}) for n in range(200)))
-    assert threading.active_count() == before
+    # none started (an earlier test's idle pool thread may end meanwhile, when collected)
+    assert set(threading.enumerate()) <= before
     record = registry.record
     assert record is not None
     assert await record.aflush()
