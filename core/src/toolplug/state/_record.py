@@ -119,7 +119,7 @@ class SqliteStore:
         self.path = Path(path)
         self.where = str(self.path)
         self._db: sqlite3.Connection | None = None
-        self._many = ""
+        self._inserts: dict[int, str] = {1: _INSERT}
         self._rows = 1
 
     null: Final = bytearray()  # never written to: bound as an empty blob, stored as NULL
@@ -137,9 +137,12 @@ class SqliteStore:
         db.execute("PRAGMA synchronous = FULL")  # a committed batch survives power loss too
         for statement in _CREATE:
             db.execute(statement)
-        rows = min(ROWS, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(COLUMNS))
-        self._rows = max(rows, 1)
-        self._many = _INSERT + f", {_VALUES}" * (self._rows - 1)
+        most = max(min(ROWS, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(COLUMNS)), 1)
+        self._rows = 1 << (most.bit_length() - 1)  # 64, 32, ... 1: at most 7 statements
+        self._inserts = {
+            1 << n: _INSERT + f", {_VALUES}" * ((1 << n) - 1)
+            for n in range(self._rows.bit_length())
+        }
         self._db = db
 
     def write(self, events: Sequence[RecordEvent]) -> None:
@@ -149,14 +152,14 @@ class SqliteStore:
     def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
         db = self._db
         assert db is not None, "open() first"
-        many, step = self._many, self._rows
-        whole = len(rows) - len(rows) % step
+        inserts, step, start, end = self._inserts, self._rows, 0, len(rows)
         db.execute("BEGIN IMMEDIATE")
         try:
-            for start in range(0, whole, step):  # one statement, the lock let go once
-                db.execute(many, list(chain.from_iterable(rows[start:start + step])))
-            if whole < len(rows):
-                db.executemany(_INSERT, rows[whole:])
+            while start < end:  # ROWS a statement, then halves: the lock let go once each
+                while start + step > end:
+                    step >>= 1
+                db.execute(inserts[step], list(chain.from_iterable(rows[start:start + step])))
+                start += step
         except BaseException:
             db.execute("ROLLBACK")
             raise
