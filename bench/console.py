@@ -7,9 +7,10 @@ second, written as the recorder writes them, in batches) in a temporary folder, 
 ``toolplug console`` serving it, started as a user starts it (a subprocess on a free
 loopback port). One httpx client on a kept-alive connection asks each page ``--requests``
 times after one warm-up request: the history unfiltered (the 100 newest), filtered by a
-tool and a kind, by a time (``since=2h``), by a tool nothing matched, and the approvals
-page. Reported as a markdown table of the median and the slowest answer of each, in
-milliseconds, client-side (the whole HTTP round trip on loopback).
+tool and a kind, by a time (``since=2h``), by a tool nothing matched, one conversation's
+timeline (its 100 events, of 1,000 conversations), and the approvals page. Reported as a
+markdown table of the median and the slowest answer of each, in milliseconds,
+client-side (the whole HTTP round trip on loopback).
 
 The goal (issue 47): the history page answers within 100 ms with 100,000 recorded calls.
 """
@@ -35,6 +36,7 @@ PAGES: tuple[tuple[str, dict[str, str]], ...] = (
     ("/history", {"tool": "tool7", "kind": "call"}),
     ("/history", {"since": "2h"}),
     ("/history", {"tool": "absent"}),
+    ("/conversations/conv7", {}),
     ("/", {}),
 )
 
@@ -48,6 +50,7 @@ def fill(path: Path, events: int) -> None:
         batch.append(RecordEvent(
             kind="call", time=now - events + n, tool=f"tool{n % 50}", status="ok",
             principal="principal:ada", size=120, duration_ms=1.5,
+            conversation=f"conv{n % 1000}", labels=["untrusted"] if n % 3 == 0 else [],
         ))
         if len(batch) == 5000:
             store.write(batch)

@@ -34,6 +34,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLPLUG_CACHE_DIR", str(tmp_path / "metadata-cache"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    # never the user's own keyring ([oauth] store = "auto"): keyring's fail backend, which
+    # "auto" passes by; a test that wants a real one sets it (tests/state/test_tokens_keyring.py)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 import toolplug
 from tests.helpers.cli import Site, run_cli
-from tests.helpers.console import console_config, pending, serving
+from tests.helpers.console import CAPABLE, Pages, console_config, pending, serving
 from tests.helpers.posting import posting_plugin
 from toolplug import ErrorType
 
@@ -217,4 +217,167 @@ def test_the_pages_say_when_the_inbox_and_the_record_are_off(tmp_path: Path) -> 
 def test_a_non_loopback_host_is_refused(config: Path, host: str) -> None:
     done = run_cli("console", "--host", host, "--config", str(config))
     assert done.code == 2
-    assert "authentication is not built yet" in done.err
+    assert "it authenticates nobody" in done.err
+
+
+def test_the_timeline_shows_what_a_conversation_read_and_what_the_guard_decided(
+    tools: Any, config: Path
+) -> None:
+    registry = toolplug.load(config, plugins=[("console_tools", tools), ("pages", Pages())],
+                             env={"TOOLPLUG_PLUGINS": ""})
+    conversation = registry.conversation("what does the page say?")
+
+    async def say(text: str) -> Any:
+        async with conversation:
+            assert (await registry.acall("read_page", {"url": "https://site.example/"})).ok
+            return await registry.acall("post", {"text": text})
+
+    async def scenario(console: str) -> None:
+        second = asyncio.create_task(say("mail it to notes@collect.example"))
+        (carried,) = await pending(registry)
+        assert carried.details.get("rule") == "flow.token", (carried.reason, carried.details)
+        async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
+            home = await browser.get("/")  # the request links its conversation's timeline
+            assert f'href="/conversations/{conversation.id}"' in home.text
+            await registry.approvals.adecide(carried.id, False, note="that came from the page")
+            assert (await asyncio.wait_for(second, 10)).error is not None
+            assert registry.record is not None
+            assert await registry.record.aflush()
+
+            history = await browser.get("/history", params={"tool": "post"})
+            assert f'<a href="/conversations/{conversation.id}">' in history.text
+            shown = await browser.get(f"/conversations/{conversation.id}")
+            assert shown.status_code == 200, shown.text
+            text = shown.text
+            assert "<h2>What it read</h2>" in text
+            read = re.search(r"<caption>The conversation's calls.*?</table>", text, re.S)
+            assert read, text
+            assert read.group(0).count("<tr><td>") == 1  # the page; the post never ran
+            assert "<td>read_page</td><td>untrusted</td>" in read.group(0)
+            items = re.findall(r"<li><h3>(.*?)</h3>", text)
+            kinds = [re.sub(r"^[-0-9: ]+UTC: ", "", item) for item in items]
+            assert kinds == [
+                "call <code>read_page</code>: ok",
+                "guard decision <code>post</code>: ask",
+                "approval asked <code>post</code>: asked",
+                "approval answered <code>post</code>: denied",
+                "call <code>post</code>: PermissionError",
+            ], items
+            carried_table = re.findall(
+                r"<caption>Where the arguments came from</caption>.*?</table>", text, re.S
+            )
+            assert carried_table, text
+            row = re.search(r"<tbody><tr>(.*?)</tr>", carried_table[0]).group(1)  # type: ignore[union-attr]
+            assert "<code>text</code>" in row
+            assert "read_page (call 1" in row
+            assert "untrusted" in row
+            assert "flow.token" in row
+            assert "notes@collect.example" in row
+            assert "that came from the page" in text
+
+            unknown = await browser.get("/conversations/no-such-conversation")
+            assert unknown.status_code == 404
+            assert "holds no event of this conversation" in unknown.text
+            hostile = await browser.get("/conversations/%3Cscript%3E")
+            assert "<script>" not in hostile.text
+
+    try:
+        with serving(config) as console:
+            asyncio.run(scenario(console))
+    finally:
+        registry.close()
+
+
+def test_the_catalog_says_what_doctor_says(
+    tools: Any, config: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.add("console-mailer", entry_points={"t": "console_mailer"},
+             modules={"console_mailer": CAPABLE})
+    for name, value in site.env(TOOLPLUG_PLUGINS="console-tools,console-mailer").items():
+        monkeypatch.setenv(name, value)  # the console's process, as doctor's, loads them
+    doctor = run_cli("doctor", "--config", str(config))
+    assert "send_report: unavailable" in doctor.out, doctor.out + doctor.err
+    with serving(config) as console, httpx.Client(base_url=console, timeout=30) as browser:
+        shown = browser.get("/catalog")
+        assert shown.status_code == 200, shown.text
+        text = shown.text
+        unavailable = re.search(r'<h2 id="unavailable">Unavailable tools \((\d+)\)</h2>', text)
+        assert unavailable, text
+        section = re.search(r'<section aria-labelledby="tool-send_report">.*?</section>', text,
+                            re.S)
+        assert section, text
+        assert "CONSOLE_SMTP_RELAY" in section.group(0)  # why: the variable is unset
+        assert "Set CONSOLE_SMTP_RELAY=host:port" in section.group(0)
+        assert "<h4>To enable it</h4>" in section.group(0)
+        available = re.search(r"<caption>Available tools</caption>.*?</table>", text, re.S)
+        assert available
+        assert "<td>post</td>" in available.group(0)
+        assert "<td>smtp_relay</td>" in text
+        assert "console-mailer" in text  # the plugins, as doctor lists them
+        again = browser.get("/catalog", params={"refresh": "1"})
+        assert again.status_code == 200
+        assert 'aria-labelledby="tool-send_report"' in again.text
+
+
+def test_refused_decisions_are_recorded(tools: Any, config: Path) -> None:
+    registry = toolplug.load(config, plugins=[("console_tools", tools)],
+                             env={"TOOLPLUG_PLUGINS": ""})
+
+    async def scenario(console: str) -> None:
+        call = asyncio.create_task(
+            registry.acall("post", {"text": "mine"}, context={"client": "alice"})
+        )
+        (request,) = await pending(registry)
+        async with httpx.AsyncClient(base_url=console, timeout=10) as browser:
+            token = _token((await browser.get("/")).text)
+            approve = f"/approvals/{request.id}/approve"
+            assert (await browser.post(approve, data={"csrf": "0" * 64})).status_code == 403
+            assert (await browser.post(approve, data={"csrf": token})).status_code == 409
+            await registry.approvals.adecide(request.id, True, by="alice")
+            assert (await asyncio.wait_for(call, 10)).ok
+            mine = asyncio.create_task(
+                registry.acall("post", {"text": "bob's"}, context={"client": "bob"})
+            )
+            (own,) = await pending(registry)
+            done = await browser.post(f"/approvals/{own.id}/approve", data={"csrf": token})
+            assert done.status_code == 200, done.text
+            assert (await asyncio.wait_for(mine, 10)).ok
+            replayed = await browser.post(f"/approvals/{own.id}/approve", data={"csrf": token})
+            assert replayed.status_code == 409
+            forged = await browser.post("/remembered/rem_forged/forget", data={"csrf": token})
+            assert forged.status_code == 409
+            # the console's refusals reach the record once its writer has flushed them
+            for _ in range(100):
+                refused = registry.record.query(kind="approval.decision", status="refused")  # type: ignore[union-attr]
+                if len(refused) >= 4:
+                    break
+                await asyncio.sleep(0.05)
+        whys = sorted(event.detail["why"] for event in refused)
+        assert whys == ["csrf", "decided", "owner", "unknown"], refused
+        for event in refused:
+            assert event.principal == "bob"
+            assert event.rule == "console"
+            assert event.detail["by"] == "bob"
+        # the command line records its refusals too
+        said = run_cli("approvals", "approve", request.id, "--as", "mallory",
+                       "--config", str(config))
+        assert said.code == 1
+        assert "belongs to another owner" in said.err
+        (typed,) = registry.record.query(kind="approval.decision", status="refused",  # type: ignore[union-attr]
+                                         principal="mallory")
+        assert typed.rule == "command line"
+        assert typed.detail["why"] == "owner"
+        assert typed.detail["owner"] == "alice"
+        by_why = {event.detail["why"]: event for event in refused}
+        assert by_why["owner"].tool == "post"
+        assert by_why["owner"].detail["owner"] == "alice"
+        assert "belongs to another owner" in (by_why["owner"].reason or "")
+        assert by_why["csrf"].tool == "post", by_why["csrf"]
+        assert by_why["decided"].detail["owner"] == "bob"
+        assert by_why["unknown"].detail["target"] == "rem_forged"
+
+    try:
+        with serving(config, "--all", "--as", "bob") as console:
+            asyncio.run(scenario(console))
+    finally:
+        registry.close()

@@ -4,7 +4,9 @@ what it clicks by role and label as a screen reader would. A real call waits in 
 process on the SQLite inbox (on ``Agent``'s loop, in a thread of its own, since
 Playwright's sync API runs where no asyncio loop does); the page approves it and the call
 resumes, denies it and the call fails, revokes a remembered decision and the next call is
-asked again; the history's filter form, used from the keyboard, finds a recorded call.
+asked again; the history's filter form, used from the keyboard, finds a recorded call; a
+conversation's timeline shows where an argument came from; the catalog says why a tool is
+unavailable; the console of ``serve --http`` signs a person in with a pasted token.
 
 A failed test keeps a screenshot of the page under ``.artifacts/screenshots/`` and its
 report names the file (tests/helpers/artefacts.py). The last test takes the screenshots
@@ -27,8 +29,20 @@ from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sy
 import toolplug
 from tests.helpers.artefacts import ROOT, artefact, keep_on_failure
 from tests.helpers.cli import Site
-from tests.helpers.console import Agent, agent, console_config, pending, serving
+from tests.helpers.console import (
+    ALICE,
+    CAPABLE,
+    CAROL,
+    Agent,
+    Pages,
+    agent,
+    console_config,
+    pending,
+    served_env,
+    serving,
+)
 from tests.helpers.posting import posting_plugin
+from tests.helpers.serve import free_port, http_server
 from toolplug import ErrorType, Registry
 
 # Read when the module is imported: each test runs without the developer's TOOLPLUG_*
@@ -36,6 +50,7 @@ from toolplug import ErrorType, Registry
 UPDATE = os.environ.get("TOOLPLUG_UPDATE_SCREENSHOTS") == "1"
 IMAGES = ROOT / "docs" / "images"
 SHOTS = ("console-approvals.png", "console-remembered.png", "console-history.png")
+MORE_SHOTS = ("console-timeline.png", "console-catalog.png")
 VIEWPORT: ViewportSize = {"width": 960, "height": 540}
 
 
@@ -216,7 +231,7 @@ def test_the_history_filter_finds_a_call_from_the_keyboard(
     assert side.run(registry.record.aflush())
 
     page.goto(console + "history")
-    for _ in ("Approvals", "History", "Tool"):  # the two links, then the form's first field
+    for _ in ("Approvals", "History", "Catalog", "Tool"):  # the links, then the first field
         page.keyboard.press("Tab")
     expect(page.get_by_label("Tool")).to_be_focused()
     page.keyboard.type("post")
@@ -238,6 +253,122 @@ def test_the_history_filter_finds_a_call_from_the_keyboard(
     page.get_by_label("Tool").fill("nothing-of-that-name")
     page.get_by_label("Tool").press("Enter")
     expect(page.get_by_text("No events recorded match.")).to_be_visible()
+
+
+def test_the_timeline_shows_where_an_argument_came_from(
+    page: Page, config: Path, tools: Any, side: Agent, tmp_path: Path
+) -> None:
+    """From the history, a conversation's link opens its timeline: what it read, with its
+    labels, and the guard's question, the argument and the call its value came from."""
+    registry = toolplug.load(config, plugins=[("browser_tools", tools), ("pages", Pages())],
+                             env={"TOOLPLUG_PLUGINS": ""})
+    conversation = registry.conversation("what does the library's page say?")
+
+    async def run() -> Any:
+        async with conversation:
+            assert (await registry.acall("read_page", {"url": "https://library.example/"})).ok
+            return await registry.acall("post", {"text": "mail it to notes@collect.example"})
+
+    try:
+        with serving(config) as console:
+            call = side.start(run())
+            (request,) = side.run(pending(registry))
+            page.goto(console)
+            page.get_by_role("link", name=conversation.id).click()  # the request's conversation
+            expect(page.get_by_role("heading", level=1)).to_contain_text("Conversation")
+            side.run(registry.approvals.adecide(request.id, False, note="that came from the page"))
+            assert call.result(10).error is not None
+            assert registry.record is not None
+            assert side.run(registry.record.aflush())
+
+            page.goto(console + "history?tool=post")
+            page.get_by_role("link", name=conversation.id[:15]).first.click()
+            expect(page.get_by_role("heading", name=re.compile(r"Timeline \(\d+ events\)"))
+                   ).to_be_visible()
+            read = page.get_by_role("table", name="The conversation's calls and the labels of "
+                                    "what each returned")
+            expect(read.get_by_role("row")).to_have_count(2)  # the header, the page read
+            expect(read.get_by_role("row").nth(1)).to_contain_text("untrusted")
+            carried = page.get_by_role("table", name="Where the arguments came from").first
+            expect(carried).to_contain_text("read_page (call 1)")
+            expect(carried).to_contain_text("flow.token")
+            expect(page.get_by_role("list", name=re.compile("Timeline"))).to_contain_text(
+                "that came from the page"
+            )
+            _shot(page, tmp_path, MORE_SHOTS[0])
+    finally:
+        registry.close()
+
+
+def test_the_catalog_says_why_a_tool_is_unavailable(  # noqa: PLR0917 - its fixtures
+    page: Page, config: Path, tools: Any, site: Site, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    site.add("catalog-mailer", entry_points={"t": "catalog_mailer"},
+             modules={"catalog_mailer": CAPABLE})
+    for name, value in site.env(TOOLPLUG_PLUGINS="browser-tools,catalog-mailer").items():
+        monkeypatch.setenv(name, value)
+    with serving(config) as console:
+        page.goto(console)
+        page.get_by_role("link", name="Catalog").click()
+        expect(page.get_by_role("heading", name="Unavailable tools (1)")).to_be_visible()
+        region = page.get_by_role("region", name=re.compile("^send_report"))
+        expect(region).to_contain_text("CONSOLE_SMTP_RELAY")
+        expect(region.get_by_role("heading", name="To enable it")).to_be_visible()
+        expect(page.get_by_role("table", name="Available tools")).to_contain_text("post")
+        page.get_by_role("button", name="Check again").focus()
+        page.keyboard.press("Enter")  # asks the mounted servers again: the same catalog
+        expect(page).to_have_url(re.compile(r"/catalog\?refresh=1$"))
+        expect(page.get_by_role("heading", name="Unavailable tools (1)")).to_be_visible()
+        page.goto(console + "catalog")
+        _shot(page, tmp_path, MORE_SHOTS[1])
+
+
+def test_signing_in_to_the_console_of_serve_http(page: Page, tmp_path: Path) -> None:
+    """Under serve --http, a person pastes a token once and the browser stays signed in
+    (its cookie: HttpOnly, SameSite=Strict); a token without the console's scope is
+    refused, saying which scope; signing out asks again."""
+    port = free_port()
+    with http_server(tmp_path, port, env=served_env(tmp_path, port)):
+        page.goto(f"http://127.0.0.1:{port}/console/")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        page.get_by_label("Access token").fill(CAROL)
+        page.get_by_label("Access token").press("Enter")
+        expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+        expect(page.get_by_role("alert")).to_contain_text("toolplug:console")
+
+        page.get_by_label("Access token").fill(ALICE)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
+        expect(page.get_by_role("navigation")).to_contain_text("signed in as alice")
+        (cookie,) = [c for c in page.context.cookies() if c["name"] == "toolplug_console_auth"]
+        assert cookie["httpOnly"]
+        assert cookie["sameSite"] == "Strict"
+        assert ALICE not in cookie["value"]
+        page.get_by_role("link", name="Catalog").click()
+        expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
+        expect(page.get_by_role("table", name="Available tools")).to_contain_text("echo")
+        page.get_by_role("link", name="History").click()
+        expect(page.get_by_role("heading", name="History")).to_be_visible()
+
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        page.goto(f"http://127.0.0.1:{port}/console/")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+def _shot(page: Page, scratch: Path, name: str) -> None:
+    """A docs screenshot: retaken with TOOLPLUG_UPDATE_SCREENSHOTS=1, else taken into a
+    scratch folder and the committed one checked."""
+    folder = IMAGES if UPDATE else scratch
+    folder.mkdir(exist_ok=True)
+    page.screenshot(path=folder / name, full_page=True)
+    committed = IMAGES / name
+    assert committed.exists(), (
+        f"{committed} is missing: TOOLPLUG_UPDATE_SCREENSHOTS=1 uv run pytest "
+        f"{Path(__file__).relative_to(ROOT)} takes it"
+    )
+    assert _png_width(committed) == _png_width(folder / name) == VIEWPORT["width"]
 
 
 def _png_width(path: Path) -> int:

@@ -1,7 +1,8 @@
 """Hostile input for the approvals inbox: a secret under a secret-named key (``password``,
 ``Authorization`` in a nested object, ``api_key`` in a list's object) never reaches the
 inbox's SQLite file, ``toolplug approvals list`` (a subprocess, text and JSON), the
-webhook's body or the record's approval events; the call, approved from another process,
+webhook's body, the record's approval events or the pattern of a decision remembered
+"always"; the call, approved from another process,
 still runs with the real values (kept in the waiting process's memory, never read back
 from the store)."""
 
@@ -23,6 +24,7 @@ import pytest
 import toolplug
 from tests.helpers.cli import Site
 from tests.helpers.posting import approvals_cli
+from toolplug.state._remembered import pattern_of
 
 PASSWORD = "hunter2-Zq81xW"
 BEARER = "Bearer tok-9f3e77c1"
@@ -202,3 +204,53 @@ def test_secret_named_arguments_stay_out_of_the_inbox(
             assert json.loads(arguments) == MASKED, kind
     for kept in sorted(tmp_path.glob("record.sqlite3*")):
         _clean(kept.name, kept.read_bytes())
+
+
+def test_an_always_never_writes_a_secret_into_its_pattern(tools: Any, tmp_path: Path) -> None:
+    inbox_file = tmp_path / "approvals.db"
+    approvals = {"inbox": True, "store": f"sqlite:{inbox_file}", "wait_seconds": 120}
+    config = tmp_path / "toolplug.toml"
+    config.write_text("[approvals]\n" + "".join(
+        f"{k} = {json.dumps(v)}\n" for k, v in approvals.items()
+    ))
+    registry = toolplug.load({"approvals": approvals}, env={"TOOLPLUG_PLUGINS": ""},
+                             plugins=[("secret_login", tools)])
+
+    async def waiting() -> Any:
+        for _ in range(400):
+            pending = await registry.approvals.apending()
+            if pending:
+                return pending[0]
+            await asyncio.sleep(0.025)
+        raise AssertionError("no request came")
+
+    async def scenario() -> None:
+        call = asyncio.create_task(registry.acall("login", ARGUMENTS))
+        request = await waiting()
+        code, _, err = await approvals_cli(
+            config, "approve", request.id, "--remember", "always"
+        )
+        assert code == 0, err
+        assert (await asyncio.wait_for(call, 30)).ok
+        (kept,) = await registry.approvals.aremembered()
+        _clean("the remembered decision", json.dumps(kept.to_dict()) + kept.rule())
+        await _files_clean(tmp_path, "approvals.db*")
+        code, out, err = await approvals_cli(config, "remembered", "--json")
+        assert code == 0, err
+        _clean("approvals remembered", out + err)
+        # the pattern holds for these arguments whatever the secrets, and only for them
+        other_secrets = {**ARGUMENTS, "password": "another-one", "headers": {
+            "Authorization": "Bearer other", "Accept": "application/json"}}
+        assert (await registry.acall("login", other_secrets)).ok  # not asked again
+        again = asyncio.create_task(registry.acall("login", {**ARGUMENTS, "user": "bob"}))
+        second = await waiting()
+        assert second.arguments["user"] == "bob"  # another user: asked
+        await registry.approvals.adecide(second.id, False)
+        assert not (await asyncio.wait_for(again, 30)).ok
+        assert pattern_of({"password": "x1"}) == ("password", {})  # a lone secret: any value
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        registry.close()
+    assert [r["user"] for r in tools.RECEIVED] == ["ann", "ann"]

@@ -134,6 +134,24 @@ def test_a_failed_call_records_its_error_type(
     assert span.status.description == result.error.message
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "error_type"),
+    [("lookup", {"word": 3}, "ValidationError"), ("look_up", {}, "NotFoundError")],
+)
+def test_a_call_refused_before_running_keeps_the_callers_call_id_and_mcp_attributes(
+    spans: Any, tool: str, arguments: dict[str, Any], error_type: str
+) -> None:
+    served = {"method": "tools/call", "request_id": "7", "transport": "stdio"}
+    result = registry().call(tool, arguments, context={"call_id": "call_x1", "mcp": served})
+    assert result.error is not None
+    [span] = spans()
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.tool.call.id"] == "call_x1"  # the model's, not a made one
+    assert attributes["error.type"] == error_type
+    assert (attributes["mcp.method.name"], attributes["jsonrpc.request.id"]) == ("tools/call", "7")
+    assert attributes["network.transport"] == "pipe"
+
+
 def test_a_cancelled_call_ends_its_span_with_the_reason(spans: Any) -> None:
     tools = registry()
 

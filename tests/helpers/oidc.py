@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import parse_qs, urljoin, urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
+import jwt
 import pytest
 from mcp.shared.auth import AuthorizationCodeResult
 
@@ -99,3 +101,39 @@ def machine_token(issuer: str, resource: str, scope: str) -> str:
     response.raise_for_status()
     token: str = response.json()["access_token"]
     return token
+
+
+def browser(
+    subject: str = "alice", state: str | None = None, granted: str | None = None
+) -> tuple[Callable[[str], Coroutine[Any, Any, None]], list[str]]:
+    """A person at a browser, as toolplug's ``open_url``: logs in and consents (to only the
+    scopes ``granted``, when given), then the browser follows the redirect to toolplug's
+    loopback port (with ``state`` replaced, when given: a forged one); the addresses it
+    was sent to are noted."""
+    opened: list[str] = []
+
+    async def open_url(url: str) -> None:
+        opened.append(url)
+        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        answer = await consent(url, redirect, subject=subject, scope=granted)
+        query = {"code": answer.code, "state": state or answer.state or ""}
+        if answer.iss:
+            query["iss"] = answer.iss
+        async with httpx.AsyncClient(timeout=30) as client:
+            await client.get(f"{redirect}?{urlencode(query)}")
+
+    return open_url, opened
+
+
+def verified(jwks: jwt.PyJWKClient, issuer: str, token: str, audience: str) -> dict[str, Any] | str:
+    """The claims of an access token the provider signed for ``audience`` (with or without
+    a trailing slash), or why it is not one."""
+    try:
+        key = jwks.get_signing_key_from_jwt(token)
+        claims: dict[str, Any] = jwt.decode(
+            token, key.key, algorithms=["RS256"], issuer=issuer,
+            audience=[audience, f"{audience}/"],
+        )
+    except jwt.PyJWTError as exc:
+        return str(exc)
+    return claims

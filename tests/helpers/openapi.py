@@ -7,13 +7,18 @@ The npm packages live in ``tests/sources/openapi/node`` (``npm install`` there; 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from tests.helpers.serve import free_port, stop, wait_for_port
 
@@ -22,6 +27,7 @@ __all__ = [
     "NODE_DIR",
     "PRISM",
     "fastapi_server",
+    "json_server",
     "node_missing",
     "prism_server",
 ]
@@ -43,6 +49,40 @@ def node_missing() -> str | None:
             f"{NODE_DIR} (.ci/run does)"
         )
     return None
+
+
+Answer = Callable[[str, str, Message], tuple[int, Any]]
+"""(method, path, headers) -> the status and the JSON body of the answer."""
+
+
+@contextmanager
+def json_server(answer: Answer) -> Iterator[str]:
+    """A small HTTP server on 127.0.0.1 whose every GET and POST ``answer`` answers in JSON
+    (a request's body is read and dropped); yields its base URL; always ended."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, body = answer(self.command, self.path, self.headers)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @contextmanager

@@ -115,11 +115,13 @@ async def cancel(session: Any, task_id: str) -> None:
 
 
 async def wait(session: Any, task_id: str, *, until: str | None = None) -> TaskNow:
-    """Poll ``tasks/get`` until the task ended (or reads ``until``)."""
+    """Poll ``tasks/get`` until the task ended (or reads ``until``): a task waiting for a
+    person's approval (``input_required``, decided out of band) is waited for too."""
     pause = 0.02
     while True:
         now = await get(session, task_id)
-        if now.status == until or (until is None and now.status != "working"):
+        ended = now.status not in ("working", "input_required")
+        if now.status == until or (until is None and ended):
             return now
         await asyncio.sleep(pause)
         pause = min(pause * 2, (now.poll_interval_ms or 250) / 1000)

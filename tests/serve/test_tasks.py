@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import LATEST_MODERN_VERSION
 
 from tests.helpers import tasks
+from tests.helpers.posting import approvals_cli
 from tests.helpers.redis import redis_server
 from tests.helpers.serve import TIMEOUT, child_env, free_port, http_server, stdio_params
 
@@ -331,3 +333,39 @@ def text(result: types.CallToolResult) -> str:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return block.text
+
+
+def test_a_task_that_waits_for_a_person_reads_input_required(tmp_path: Path) -> None:
+    config = (
+        "[tools.static_links]\n"
+        'links = [{ name = "github", url = "https://github.com/example" }]\n\n'
+        '[tools.sleepy]\napproval = "always"\n\n'
+        f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
+    )
+    env = {**os.environ, **child_env(tmp_path, EXTRA, config=config)}
+    port = free_port()
+
+    async def session() -> list[tasks.TaskNow]:
+        async with Client(url(port), extensions=[tasks.TasksClient()]) as client:
+            created = await tasks.start(client, "sleepy", sleepy(tmp_path, "asked"))
+            waiting = await tasks.wait(client.session, created.task_id, until="input_required")
+            message = waiting.status_message or ""
+            found = re.search(r"toolplug approvals approve (apr_\S+)`", message)
+            assert found, message
+            assert not Path(str(tmp_path / "asked") + ".started").exists()  # not run yet
+            code, _, err = await approvals_cli(tmp_path / "toolplug.toml", "approve", found[1])
+            assert code == 0, err
+            await started(tmp_path / "asked")
+            running = await tasks.wait(client.session, created.task_id, until="working")
+            (tmp_path / "asked.go").write_text("")
+            return [waiting, running, await tasks.wait(client.session, created.task_id)]
+
+    with http_server(tmp_path, port, env=env):
+        waiting, running, done = asyncio.run(asyncio.wait_for(session(), TIMEOUT))
+    assert waiting.status == "input_required"
+    assert "waiting for a person's approval: request apr_" in (waiting.status_message or "")
+    assert waiting.result is None
+    assert running.status_message is None or "approval" not in running.status_message
+    assert done.status == "completed"
+    assert done.result is not None
+    assert done.result["content"][0]["text"] == "woke up"

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +30,8 @@ import jwt
 import pytest
 
 import toolplug
-from tests.helpers.oidc import authorization_server, consent
+from tests.helpers.oidc import authorization_server
+from tests.helpers.oidc import browser as _browser
 from tests.helpers.serve import CONFIG, child_env, free_port, http_server
 from toolplug.config._config import load_config
 from toolplug.sources.mcp import SignInError, mounted, sign_in, sign_out
@@ -52,27 +53,6 @@ def _inner(home: Path, url: str, extra: str = "", scopes: str = SCOPES) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-def _browser(
-    subject: str = "alice", state: str | None = None, granted: str | None = None
-) -> tuple[Callable[[str], Awaitable[None]], list[str]]:
-    """A person at a browser: logs in and consents (to only the scopes ``granted``, when
-    given), then the browser follows the redirect to toolplug's loopback port (with
-    ``state`` replaced, when given: a forged one)."""
-    opened: list[str] = []
-
-    async def open_url(url: str) -> None:
-        opened.append(url)
-        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-        answer = await consent(url, redirect, subject=subject, scope=granted)
-        query = {"code": answer.code, "state": state or answer.state or ""}
-        if answer.iss:
-            query["iss"] = answer.iss
-        async with httpx.AsyncClient(timeout=30) as browser:
-            await browser.get(f"{redirect}?{urlencode(query)}")
-
-    return open_url, opened
 
 
 def _kept(home: Path, url: str) -> dict[str, Any]:

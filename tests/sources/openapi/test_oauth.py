@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import toolplug
-from tests.helpers.oidc import MACHINE, authorization_server
+from tests.helpers.oidc import MACHINE, authorization_server, verified
+from tests.helpers.openapi import json_server
 
 
 class _Api:
@@ -59,14 +59,9 @@ class _Api:
         token = header.removeprefix("Bearer ")
         if token in self.revoked:
             return 401, {"error": "revoked"}
-        try:
-            key = self.jwks.get_signing_key_from_jwt(token)
-            claims = jwt.decode(
-                token, key.key, algorithms=["RS256"], issuer=self.issuer,
-                audience=[self.url, f"{self.url}/"],
-            )
-        except jwt.PyJWTError as exc:
-            return 401, {"error": str(exc)}
+        claims = verified(self.jwks, self.issuer, token, self.url)
+        if isinstance(claims, str):
+            return 401, {"error": claims}
         if "tools:read" not in str(claims.get("scope", "")).split():
             return 403, {"error": "insufficient_scope"}
         self.seen.append(token)
@@ -75,33 +70,16 @@ class _Api:
 
 @contextmanager
 def _serve(api: _Api) -> Iterator[_Api]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/openapi.json":
-                status, body = 200, api.description()
-            elif self.path == "/me":
-                status, body = api.check(self.headers.get("Authorization"))
-            else:
-                status, body = 404, {}
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(method: str, path: str, headers: Message) -> tuple[int, Any]:
+        if path == "/openapi.json":
+            return 200, api.description()
+        if path == "/me":
+            return api.check(headers.get("Authorization"))
+        return 404, {}
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with json_server(answer) as url:
+        api.url = url
         yield api
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _config(api: _Api, tmp_path: Path, **oauth: Any) -> dict[str, Any]:

@@ -111,7 +111,8 @@ def test_without_credentials_each_secured_operation_names_the_scheme_it_needs(
     assert "authorization code (tokenUrl https://auth.example.com/token, authorizationUrl " \
         "https://auth.example.com/authorize)" in person
     assert 'type = "bearer"' in person
-    assert 'auth = "oauth"' not in person
+    assert '[openapi.sec] auth = "oauth" and a sign-in: `toolplug login sec`' in person
+    assert 'grant = "client_credentials"' not in person
     oidc = _reason(registry, "oidc")
     assert "(openIdConnect: OpenID Connect, discovered at " \
         "https://auth.example.com/.well-known/openid-configuration)" in oidc
@@ -173,9 +174,25 @@ def test_oauth_meets_client_credentials_and_openid_connect_schemes(tmp_path: Pat
     registry.close()
 
 
+def test_a_person_s_grant_meets_authorization_code_and_openid_connect_once_signed_in(
+    tmp_path: Path,
+) -> None:
+    registry = toolplug.load({
+        "cache_dir": str(tmp_path / "cache"), "state_dir": str(tmp_path / "state"),
+        "openapi": {"sec": {"spec": str(_description(tmp_path)), "auth": "oauth"}},
+    }, env={})
+    for name in ("person", "oidc"):  # no sign-in yet: the scheme and the command
+        assert _reason(registry, name).endswith("needs a sign-in: run `toolplug login sec`")
+    assert "'person' (oauth2" in _reason(registry, "person")
+    # a client credentials flow only: a person's sign-in does not meet it
+    assert 'grant = "client_credentials"' in _reason(registry, "machine")
+    assert {"public", "maybe"} <= _available(registry)
+    registry.close()
+
+
 def test_oauth_settings_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="client_credentials"):
-        _load(tmp_path, auth="oauth")
+    with pytest.raises(ConfigError, match="client_metadata_url belongs to mounted servers"):
+        _load(tmp_path, auth="oauth", oauth={"client_metadata_url": "https://a.example/c"})
     with pytest.raises(ConfigError, match='needs auth = "oauth"'):
         _load(tmp_path, oauth={"client_id": "c"})
     with pytest.raises(ConfigError, match="needs client_id and client_secret"):

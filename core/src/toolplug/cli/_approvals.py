@@ -39,9 +39,30 @@ async def _run(args: argparse.Namespace, config: Config) -> int:
         return await _act(approvals, args)
     except DecisionRefused as refused:
         print(f"toolplug: refused: {refused}", file=sys.stderr)
+        await asyncio.to_thread(_record_refusal, config, args, refused)
         return EXIT_FAILED
     finally:
         await approvals.aclose()
+
+
+def _record_refusal(config: Config, args: argparse.Namespace, refused: DecisionRefused) -> None:
+    """Keep a refused decision or revocation in the record, when it is on."""
+    if not config.record.enabled:
+        return
+    from toolplug.config._record import record_target
+    from toolplug.engine._recording import decision_refused
+    from toolplug.state._record import open_record
+
+    recorder = open_record(config.record, record_target(
+        config.record, config.state_dir, config.path.parent if config.path else None
+    ))
+    try:
+        recorder.add(decision_refused(
+            refused.request, target=args.id, action=args.action, why=refused.why,
+            reason=str(refused), by=args.owner, via="command line",
+        ))
+    finally:
+        recorder.close()
 
 
 def _when(stamp: float | None) -> str:

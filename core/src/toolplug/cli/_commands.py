@@ -40,6 +40,7 @@ from toolplug.cli._reports import (
     schema_warnings,
     server_annotations,
     store_state,
+    tool_record,
     trust_report,
     trust_source,
     trust_words,
@@ -142,24 +143,6 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def _tool_record(registry: Registry, name: str) -> dict[str, Any]:
-    tool = registry.get(name)
-    availability = registry.availability(name)
-    return {
-        "name": name,
-        "description": tool.metadata.description,
-        "category": tool.metadata.category,
-        "optionality": tool.metadata.optionality,
-        "available": availability.available,
-        "reasons": list(availability.reasons),
-        "setup": list(availability.setup),
-        "requires_capabilities": list(tool.metadata.requires_capabilities),
-        "plugin": tool.plugin,
-        "distribution": tool.distribution,
-        "version": tool.version,
-    }
-
-
 # -- commands ---------------------------------------------------------------------------
 
 
@@ -171,7 +154,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     tools = registry.select(
         toolset=args.toolset, include_unavailable=args.all, category=args.category
     )
-    records = [_tool_record(registry, t.name) for t in tools]
+    records = [tool_record(registry, t.name) for t in tools]
     if args.all:
         records += unreached_records(registry, args.toolset, args.category)
     unlisted = [line for s in registry.sources for line in s.unlisted()] if args.all else []
@@ -229,7 +212,7 @@ def _cmd_info(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per s
         raise _Exit(EXIT_USAGE, f"no installed tool is named {args.name!r}{hint}")
     tool = registry.get(args.name)
     meta = tool.metadata
-    record = _tool_record(registry, args.name)
+    record = tool_record(registry, args.name)
     labels = registry.labels(args.name)
     record["trust"] = {
         "output": labels.output,
@@ -391,31 +374,17 @@ def _cmd_lock(args: argparse.Namespace) -> int:
 
 @_runs("login")
 def _cmd_login(args: argparse.Namespace) -> int:
-    from toolplug.sources.mcp import SignInError, browser, sign_in
+    from toolplug.cli._signin import login
 
-    config = _config_of(args)
-
-    def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    opener = browser(say, open_browser=not args.no_browser)
-    try:
-        said = sign_in(config, args.name, env=os.environ, open_url=opener, timeout=args.timeout)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, login(args, _config_of(args)))
     return EXIT_OK
 
 
 @_runs("logout")
 def _cmd_logout(args: argparse.Namespace) -> int:
-    from toolplug.sources.mcp import SignInError, sign_out
+    from toolplug.cli._signin import logout
 
-    try:
-        said = sign_out(_config_of(args), args.name, env=os.environ)
-    except SignInError as exc:
-        raise _Exit(EXIT_FAILED, str(exc)) from None
-    _emit(None, said)
+    _emit(None, logout(args, _config_of(args)))
     return EXIT_OK
 
 
@@ -709,8 +678,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         task=args.task,
         grace=args.shutdown_grace,
         no_auth=args.no_auth,
+        console=_served_console if registry.config.serve.auth else None,
     )
     return EXIT_OK
+
+
+def _served_console(*given: Any) -> Any:
+    from toolplug.cli._console._signin import served_console
+
+    return served_console(*given)
 
 
 def _parse_call_arguments(args: argparse.Namespace) -> dict[str, Any]:

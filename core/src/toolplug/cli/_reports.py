@@ -24,6 +24,7 @@ __all__ = [
     "schema_warnings",
     "server_annotations",
     "store_state",
+    "tool_record",
     "trust_report",
     "trust_source",
     "trust_words",
@@ -275,3 +276,23 @@ def schema_warnings(registry: Registry) -> list[str]:
                 "(the provider does not enforce it; toolplug still checks each call)"
             )
     return warnings
+
+
+def tool_record(registry: Registry, name: str) -> dict[str, Any]:
+    """What ``list`` and ``info`` say of one tool, and the console's catalog shows: its
+    category, its plugin, whether it is available, why not and how to set it up."""
+    tool = registry.get(name)
+    availability = registry.availability(name)
+    return {
+        "name": name,
+        "description": tool.metadata.description,
+        "category": tool.metadata.category,
+        "optionality": tool.metadata.optionality,
+        "available": availability.available,
+        "reasons": list(availability.reasons),
+        "setup": list(availability.setup),
+        "requires_capabilities": list(tool.metadata.requires_capabilities),
+        "plugin": tool.plugin,
+        "distribution": tool.distribution,
+        "version": tool.version,
+    }

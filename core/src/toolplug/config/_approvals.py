@@ -4,6 +4,7 @@ is told about it.
     [approvals]
     inbox = true                    # a call nobody could be asked about waits for a person
     wait_seconds = 3600             # how long it may wait before it is refused as expired
+    lease_seconds = 15              # a request whose process stopped fails after this
     store = "sqlite"                # where requests and remembered decisions are kept
     webhook_url = "https://hooks.example.com/toolplug"
     webhook_secret = { env = "TOOLPLUG_WEBHOOK_SECRET" }
@@ -44,6 +45,14 @@ class ApprovalsSettings(StrictTable):
         "request may wait for a decision",
     )
     """After this the request expires and the call is refused, saying so."""
+    lease_seconds: float = Field(
+        default=15.0, ge=0.3, le=3600, allow_inf_nan=False,
+        description="a number of seconds, at least 0.3 and at most 3600: how long a request "
+        "stays pending after the process waiting for its call stopped renewing it",
+    )
+    """The process whose call waits renews its lease on the request every third of this;
+    a request whose lease lapsed (its process was killed) is marked failed by whoever
+    lists or decides it next."""
     store: str = Field(
         default="auto", pattern=r"^(auto|memory|sqlite(:.+)?|rediss?://.+)$",
         description='"auto", "memory", "sqlite", "sqlite:PATH" or a redis:// URL',

@@ -22,6 +22,7 @@ import platformdirs
 from jsonschema import Draft202012Validator
 
 from toolplug.config._approvals import APPROVALS_KEYS, ApprovalsSettings, parse_approvals
+from toolplug.config._oauth import TOKEN_KEYS, TokenSettings, parse_tokens
 from toolplug.config._openapi import ApiSettings, parse_openapi
 from toolplug.config._record import RECORD_KEYS, RecordSettings, parse_record
 from toolplug.config._servers import ServerSettings, parse_mcp_servers
@@ -75,6 +76,7 @@ _TOP_KEYS: Final = {
     "transforms": "a table of transformed tools: [transforms.<new name>]",
     "approvals": "a table: " + ", ".join(APPROVALS_KEYS),
     "record": "a table: " + ", ".join(RECORD_KEYS),
+    "oauth": "a table: " + ", ".join(TOKEN_KEYS),
 }
 @dataclass(frozen=True)
 class Toolset:
@@ -144,6 +146,8 @@ class Config:
     """The ``[approvals]`` table (the inbox, its store, its webhook), checked and typed."""
     record: RecordSettings = field(default_factory=RecordSettings)
     """The ``[record]`` table (the record of calls and decisions), checked and typed."""
+    oauth: TokenSettings = field(default_factory=TokenSettings)
+    """The ``[oauth]`` table (where sign-in tokens are kept), checked and typed."""
 
     @property
     def source(self) -> str:
@@ -335,6 +339,7 @@ def _parse_config(table: Mapping[str, Any], *, file: Path | None, prefix: str) -
         settings=settings,
         approvals=parse_approvals(_table(table, "approvals", err), file=where, prefix=prefix),
         record=parse_record(_table(table, "record", err), file=where, prefix=prefix),
+        oauth=parse_tokens(_table(table, "oauth", err), file=where, prefix=prefix),
         **dirs,
     )
 

@@ -1,22 +1,24 @@
 """``auth = "oauth"`` and its ``oauth`` table: how toolplug signs in to a remote source.
 
-One model for every remote source that speaks OAuth 2.1 (mounted MCP servers today; an
-OpenAPI description's ``securitySchemes`` can read the same table). Nothing here talks to
-the network: ``toolplug.sources.mcp._oauth`` runs the flow, ``toolplug.state._tokens``
-keeps what it is given.
+One model for every remote source that speaks OAuth 2.1 (mounted MCP servers, and OpenAPI
+sources whose description's ``securitySchemes`` name the authorization server). Nothing
+here talks to the network: ``toolplug.sources.mcp._oauth`` and
+``toolplug.sources.openapi._signin`` run the flow, ``toolplug.state._tokens`` keeps what it
+is given.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from toolplug.config._settings import Algorithm, Value
+from toolplug.config._settings import Algorithm, Value, _fail, _raiser
 from toolplug.contract._settings import StrictTable
 
-__all__ = ["GRANTS", "OAuthSettings"]
+__all__ = ["GRANTS", "TOKEN_KEYS", "OAuthSettings", "TokenSettings", "parse_tokens"]
 
 GRANTS: Final = ("authorization_code", "client_credentials")
 
@@ -162,3 +164,40 @@ class OAuthSettings(StrictTable):
     def scope(self) -> str | None:
         """The scopes as one space-separated string (None: let the server's word decide)."""
         return " ".join(self.scopes) if self.scopes else None
+
+
+class TokenSettings(StrictTable):
+    """The top-level ``[oauth]`` table: where the sign-ins of every source are kept.
+
+        [oauth]
+        store = "auto"      # "file" or "keyring"
+
+    ``"file"``: ``STATE_DIR/oauth/tokens.json``, only its owner can read it (0600).
+    ``"keyring"``: the tokens and client secrets in the OS keyring (the ``keyring``
+    library of the ``toolplug[keyring]`` extra: macOS Keychain, Windows Credential
+    Locker, Secret Service), service ``toolplug``, one entry per source; what is not a
+    secret (the discovered metadata, the expiry) stays in the file. ``"auto"`` (the
+    default): the keyring when one is usable, else the file."""
+
+    store: Literal["auto", "file", "keyring"] = Field(
+        default="auto",
+        description='"auto" (the OS keyring when one is usable, else the file), "file" '
+        '(STATE_DIR/oauth/tokens.json, 0600) or "keyring" (the OS keyring, toolplug[keyring])',
+    )
+
+
+TOKEN_KEYS: Final[dict[str, str]] = {
+    name: field.description or "" for name, field in TokenSettings.model_fields.items()
+}
+
+
+def parse_tokens(table: Mapping[str, Any], *, file: str, prefix: str = "") -> TokenSettings:
+    """The ``[oauth]`` table, checked.
+
+    Raises:
+        ConfigError: a key is unknown or has a value of the wrong kind.
+    """
+    try:
+        return TokenSettings.model_validate(dict(table))
+    except ValidationError as exc:
+        raise _fail(exc, TokenSettings, prefix + "oauth.", _raiser(file)) from None

@@ -151,8 +151,9 @@ class ApiSettings(StrictTable):
     )
     oauth: OAuthSettings | None = Field(
         default=None,
-        description='a table: grant = "client_credentials", client_id, client_secret, '
-        'token_endpoint_auth, client_assertion_key, scopes, issuer (with auth = "oauth")',
+        description='a table: grant = "authorization_code" (a person signs in: toolplug '
+        'login NAME) or "client_credentials", client_id, client_secret, token_endpoint_auth, '
+        'client_assertion_key, scopes, redirect_port, issuer (with auth = "oauth")',
     )
     enabled: bool = Field(default=True, description="a boolean")
     include: list[str] = Field(
@@ -211,12 +212,10 @@ class ApiSettings(StrictTable):
             return self
         oauth = self.oauth_settings
         assert oauth is not None
-        if oauth.grant != "client_credentials":
+        if oauth.client_metadata_url is not None:
             raise ValueError(
-                'oauth: an OpenAPI source signs in with grant = "client_credentials" (with '
-                "client_id and client_secret); a person's sign-in (authorization_code) is not "
-                'offered for OpenAPI sources yet: use auth = { type = "bearer", token = '
-                '{ env = "VAR" } } with a token you obtained'
+                "oauth: client_metadata_url belongs to mounted servers; an OpenAPI source "
+                "takes client_id, or registers itself where the discovery document offers it"
             )
         problem = oauth.problem()
         if problem:

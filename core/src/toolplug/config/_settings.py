@@ -368,6 +368,12 @@ class AuthSettings(StrictTable):
     """What a read-only tool needs when ``[tools.NAME] scopes`` does not say."""
     write_scope: Scope = Field(default="tools:write", description="an OAuth scope")
     """What every other tool needs when ``[tools.NAME] scopes`` does not say."""
+    console_scope: Scope | None = Field(
+        default=None,
+        description="an OAuth scope: the console is served at /console/ to tokens with it",
+    )
+    """Serve the console (the approvals, the record, the catalog) at ``/console/`` of
+    ``serve --http`` to the holders of a token with this scope; None serves no console."""
     tokens: dict[str, StaticToken] = Field(
         default_factory=dict, description="a table of [serve.auth.tokens.NAME] tables"
     )

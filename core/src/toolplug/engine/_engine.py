@@ -236,7 +236,9 @@ class Engine:
         """``acall`` for a caller that waits in its thread."""
         call = self.prepare(name, arguments, host, approver, **options)
         first = self._chain.links()
-        return self._bridge.run(self._run(call, first), loopless=self._cannot_wait(call, first))
+        return self._bridge.run(
+            self._run(call, first, host), loopless=self._cannot_wait(call, first)
+        )
 
     async def acall(
         self, name: str, arguments: Any, host: Mapping[str, Any] | None = None,
@@ -244,7 +246,7 @@ class Engine:
     ) -> ToolResult:
         """Run one call on the running loop; cancelling the caller cancels the tool."""
         call = self.prepare(name, arguments, host, approver, **options)
-        return await self._run(call, self._chain.links())
+        return await self._run(call, self._chain.links(), host)
 
     def conversation(
         self,
@@ -329,9 +331,12 @@ class Engine:
             return False
         return call.rejection is not None or self._pipeline.cannot_wait(call)
 
-    async def _run(self, call: ToolCall, first: Next | None) -> ToolResult:
+    async def _run(
+        self, call: ToolCall, first: Next | None, host: Mapping[str, Any] | None = None
+    ) -> ToolResult:
         """The call through the chain (from ``first``, None: nothing intercepts it), its
-        result labelled and within its budget, in a telemetry span when one is wanted."""
+        result labelled and within its budget, in a telemetry span when one is wanted (with
+        the caller's ``host`` context, which a refused call does not carry)."""
         telemetry, recorder = self._telemetry, self.recorder
         if not telemetry.on():
             hooked = await self._hooked(call, first)
@@ -345,7 +350,7 @@ class Engine:
                     time.monotonic() - call.started, _NO_IDS,
                 )
             return result
-        with telemetry.span(call) as ended:
+        with telemetry.span(call, host) as ended:
             hooked = await self._hooked(call, first)
             labelled, recording = self._labelled(call, hooked)
             if recording is not None:

@@ -8,8 +8,16 @@ the call waits: an awaited future, no thread. One watcher per event loop reads t
 of every request that loop waits for in one round trip (polling the store with backoff,
 from 50 ms to 1 s; at once after a decision made in this process), so a decision made by
 another process (``toolplug approvals approve ID``, another replica on Redis) resumes the
-call. A request past ``wait_seconds`` is refused with that reason; a call cancelled
-while it waits marks its request ``cancelled``, so nobody decides it afterwards.
+call. The same watcher renews this process's lease on each of those requests every third
+of ``lease_seconds`` (one write for all, awaited like the reads: the loop never blocks), so
+a request whose process was killed fails once its lease lapses (``toolplug.state.
+_inbox``) and is never decided afterwards. A request past ``wait_seconds`` is refused with
+that reason; a call cancelled while it waits marks its request ``cancelled``, so nobody
+decides it afterwards.
+
+A call made as a task (``toolplug.state._tasks``: its context's ``waiting``) says which
+request it waits for while it waits, so the task's status can show it (an MCP task reads
+``input_required``).
 
 ``Approvals`` is also the API a host decides with (``registry.approvals``): ``pending``,
 ``decide``, ``remembered``, ``forget``, each with a sync twin.
@@ -69,9 +77,10 @@ def sign(secret: bytes, timestamp: str, body: bytes) -> str:
 class _Watch:
     """The requests one event loop waits for, read together."""
 
-    def __init__(self, inbox: Inbox, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, inbox: Inbox, loop: asyncio.AbstractEventLoop, lease: float) -> None:
         self.inbox = inbox
         self.loop = loop
+        self.lease = lease
         self.futures: dict[str, asyncio.Future[PendingRequest]] = {}
         self.kick = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -86,12 +95,21 @@ class _Watch:
 
     async def _run(self) -> None:
         pause = _POLL[0]
+        renew = time.monotonic() + self.lease / 3  # put() took the first lease
         while self.futures:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.kick.wait(), pause)
+                await asyncio.wait_for(
+                    self.kick.wait(), max(min(pause, renew - time.monotonic()), 0)
+                )
             kicked = self.kick.is_set()
             self.kick.clear()
             ids = [i for i, f in self.futures.items() if not f.done()]
+            if ids and time.monotonic() >= renew:
+                renew = time.monotonic() + self.lease / 3
+                try:
+                    await self.inbox.hold(ids, self.lease)
+                except Exception as exc:  # the store away: the next renewal may reach it
+                    log.warning("renewing the approval requests' lease failed (%s)", exc)
             try:
                 found = await self.inbox.get_many(ids) if ids else []
             except Exception as exc:  # the store away: keep waiting, the request keeps
@@ -112,8 +130,9 @@ class Approvals:
 
     def __init__(
         self, backend: Backend, *, inbox: bool, wait_seconds: float,
-        webhook_url: str | None = None, webhook_secret: bytes | None = None,
-        bridge: Bridge | None = None, owns_backend: bool = True,
+        lease_seconds: float = 15.0, webhook_url: str | None = None,
+        webhook_secret: bytes | None = None, bridge: Bridge | None = None,
+        owns_backend: bool = True,
     ) -> None:
         self.backend = backend
         self.inbox = Inbox(backend)
@@ -123,6 +142,8 @@ class Approvals:
         self.waits = inbox
         """Whether a call nobody could be asked about waits (``[approvals] inbox``)."""
         self.wait_seconds = wait_seconds
+        self.lease_seconds = lease_seconds
+        """How long this process's hold on a request lasts unless renewed."""
         self._webhook = webhook_url
         self._secret = webhook_secret
         self._bridge = bridge
@@ -190,9 +211,13 @@ class Approvals:
         owner, conversation = self.whose(call)
         pending = PendingRequest.new(
             request.tool, request.arguments, request.reason, wait_seconds=self.wait_seconds,
-            details=details, owner=owner, conversation=conversation,
+            details=details, owner=owner, conversation=conversation, lease=self.lease_seconds,
         )
         await self.inbox.put(pending)
+        host = call.context.host if call.context is not None else {}
+        waiting = host.get("waiting")  # a task's: its status names the request meanwhile
+        if callable(waiting):
+            waiting(pending)
         log.warning("%s waits for approval: toolplug approvals approve %s (or deny)",
                     request.tool, pending.id)
         if self._webhook is not None:
@@ -202,7 +227,7 @@ class Approvals:
         loop = asyncio.get_running_loop()
         watch = self._watches.get(loop)
         if watch is None or watch.loop.is_closed():
-            watch = self._watches[loop] = _Watch(self.inbox, loop)
+            watch = self._watches[loop] = _Watch(self.inbox, loop, self.lease_seconds)
         future = watch.add(pending.id)
         try:
             try:
@@ -214,6 +239,8 @@ class Approvals:
             raise
         finally:
             watch.futures.pop(pending.id, None)
+            if callable(waiting):
+                waiting(None)
         return _approval_of(decided), decided
 
     async def _notify(self, request: PendingRequest) -> None:
@@ -342,8 +369,8 @@ def open_approvals(
         secret = None if text is None else text.encode()
     return Approvals(
         backend, inbox=settings.inbox, wait_seconds=settings.wait_seconds,
-        webhook_url=settings.webhook_url, webhook_secret=secret, bridge=bridge,
-        owns_backend=owns,
+        lease_seconds=settings.lease_seconds, webhook_url=settings.webhook_url,
+        webhook_secret=secret, bridge=bridge, owns_backend=owns,
     )
 
 

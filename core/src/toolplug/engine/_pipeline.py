@@ -443,10 +443,13 @@ def _refused(tool: str, verdict: Verdict) -> ToolResult:
 
 def _expired(tool: str, request: PendingRequest) -> ToolResult:
     """A call whose request nobody decided in time (or that ended without a decision)."""
+    why = "nobody decided in time" if request.state == "expired" else (
+        f"it {request.state} before anyone decided ({request.note})"
+    )
     return ToolResult.failure(
         ErrorType.APPROVAL_REQUIRED,
-        f"{tool} waited for a person's approval (request {request.id}) and nobody decided "
-        f"in time: the request {request.state} and the call did not run. Tell the user.",
+        f"{tool} waited for a person's approval (request {request.id}) and {why}: the "
+        f"request {request.state} and the call did not run. Tell the user.",
         details={"tool": tool, "request": request.id, "state": request.state,
                  "expired": request.state == "expired", "by_setting": False},
     )

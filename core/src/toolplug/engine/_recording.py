@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from toolplug.trust._decisions import Decision
 
 __all__ = [
-    "approval_asked", "approval_decided", "call_row", "guard_decided", "span_ids",
+    "approval_asked", "approval_decided", "call_row", "decision_refused", "guard_decided",
+    "span_ids",
 ]
 
 
@@ -189,6 +190,24 @@ def approval_decided(  # noqa: PLR0917 - one line in the pipeline, every part of
         "approval.decision", call, conversation, status, "approval", reason,
         detail={"by": by} if by else {},
     ))
+
+
+def decision_refused(
+    request: Any, *, target: str, action: str, why: str, reason: str, by: str | None,
+    via: str,
+) -> RecordEvent:
+    """The event of a decision (or a revocation) refused: ``why`` the ``DecisionRefused``'s
+    (``unknown``, ``owner``, ``decided``, ``expired``) or ``csrf``; ``request`` the pending
+    request it named, when known; ``via`` who refused it (``console``, ``command line``)."""
+    return RecordEvent(
+        "approval.decision", time.time(), request.tool if request is not None else "-",
+        principal=by, conversation=request.conversation if request is not None else None,
+        status="refused", rule=via, reason=reason[:500],
+        detail={
+            "why": why, "action": action, "target": target[:200], "by": by,
+            "owner": request.owner if request is not None else None,
+        },
+    )
 
 
 def _same(value: Any) -> Any:

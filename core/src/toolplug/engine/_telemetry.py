@@ -15,7 +15,13 @@ the tool runs (so spans of instrumented HTTP clients nest under it), with:
   ``gen_ai.tool.call.result``, with configured secrets replaced by ``***``;
 - for a call ``toolplug serve`` answers, the MCP semantic conventions' ``mcp.method.name``
   (``tools/call``), ``jsonrpc.request.id``, ``mcp.session.id`` (over HTTP),
-  ``mcp.protocol.version``, ``network.transport`` (and ``network.protocol.name``).
+  ``mcp.protocol.version``, ``network.transport`` (and ``network.protocol.name``), read
+  from the host's context even for a call refused before it ran.
+
+The span's parent is the span current at the call: under ``toolplug serve``, the MCP SDK's
+server span, which continues the trace whose W3C context the request's ``_meta`` carries.
+While the span is current, the SDK's client writes it into a mounted server's requests'
+``_meta``, and an OpenAPI tool's requests send it as ``traceparent`` headers.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import os
 import sys
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolplug.contract._version import toolplug_version
@@ -67,13 +73,16 @@ class Telemetry:
         return True
 
     @contextlib.contextmanager
-    def span(self, call: ToolCall) -> Iterator[_Ended]:
-        """A current span around one call; call what it yields with the call's result."""
+    def span(self, call: ToolCall, host: Mapping[str, Any] | None = None) -> Iterator[_Ended]:
+        """A current span around one call; call what it yields with the call's result.
+        ``host`` is the caller's context, read when the call has none (it was refused before
+        running: an unknown tool, arguments its schema refuses)."""
         if self._tracer is None:
             self._tracer = self._trace.get_tracer("toolplug", toolplug_version())
-        call_id = (call.context.host.get("call_id") if call.context else None) or (
-            f"call_{uuid.uuid4().hex}"
-        )
+        if call.context is not None:
+            host = call.context.host
+        host = host or {}
+        call_id = host.get("call_id") or f"call_{uuid.uuid4().hex}"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.tool,
@@ -82,7 +91,7 @@ class Telemetry:
         }
         if call.metadata is not None:
             attributes["gen_ai.tool.description"] = call.metadata.description
-        served = call.context.host.get("mcp") if call.context else None
+        served = host.get("mcp")
         if isinstance(served, dict):
             attributes.update(_mcp_attributes(served))
         if self._content:

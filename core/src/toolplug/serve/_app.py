@@ -43,6 +43,7 @@ from toolplug.serve._prompts import prompt_handlers
 from toolplug.serve._published import Access, published_handlers
 from toolplug.serve._resources import handlers, links
 from toolplug.serve._shared import OwnListChanged, RedisBus, SharedLists
+from toolplug.serve._spans import install_span_attributes, served_context
 from toolplug.serve._talk import InputLater, install_talk
 from toolplug.serve._task_extension import install_tasks
 from toolplug.state._backend import Backend
@@ -143,7 +144,7 @@ def build_server(  # noqa: C901 - the server's handlers, each short, closed over
             else:
                 channel = talking.channel(ctx, params)  # progress, log, ask, sample
                 host: dict[str, Any] = {"transport": "mcp", "client": owner_of(ctx)}
-                host.update(_served(ctx))
+                host.update(served_context(ctx))
                 if channel.reporter is not None:
                     host["progress"] = channel.reporter
                 approver = AskClient(ctx, channel.params)
@@ -205,6 +206,8 @@ def build_server(  # noqa: C901 - the server's handlers, each short, closed over
     )
     # approvals asked of modern clients (serve/_approvals.py)
     install_request_state(server, registry.config.calls.store)
+    # the session and transport on the SDK's span of each request (serve/_spans.py)
+    install_span_attributes(server)
     # logging/setLevel, and each call's channel (serve/_talk.py)
     talking = install_talk(server, registry.config.serve.progress_interval_seconds)
     return server
@@ -379,24 +382,6 @@ def _stateless(ctx: ServerRequestContext[Any]) -> bool:
     """Whether the request came over HTTP without a session (it hears no notifications)."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
     return headers is not None and not headers.get("mcp-session-id")
-
-
-def _served(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
-    """What a served call's context adds for its span and its record: ``mcp`` (the method,
-    the JSON-RPC request id, the session, the protocol version, the transport: the MCP
-    semantic conventions' attributes, ``toolplug.engine._telemetry``) and ``session``."""
-    headers = getattr(getattr(ctx, "request", None), "headers", None)
-    session = None if headers is None else headers.get("mcp-session-id")
-    served: dict[str, Any] = {"mcp": {
-        "method": ctx.method or "tools/call",
-        "request_id": None if ctx.request_id is None else str(ctx.request_id),
-        "session": session,
-        "protocol_version": ctx.protocol_version or None,
-        "transport": "stdio" if headers is None else "http",
-    }}
-    if session:
-        served["session"] = str(session)
-    return served
 
 
 def _session_key(ctx: ServerRequestContext[Any]) -> str:

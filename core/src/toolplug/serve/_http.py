@@ -43,19 +43,23 @@ if TYPE_CHECKING:
 
     from toolplug.config._settings import AuthSettings, ServeSettings
     from toolplug.runtime._registry import Registry
+    from toolplug.serve._server import ConsoleApp
     from toolplug.serve._shutdown import Drain
 
-__all__ = ["HTTP_PATH", "serve_http"]
+__all__ = ["CONSOLE_PATH", "HTTP_PATH", "serve_http"]
 
 HTTP_PATH: Final = "/mcp"
 """Where the streamable HTTP endpoint answers."""
+CONSOLE_PATH: Final = "/console"
+"""Where the console answers, with ``[serve.auth] console_scope``."""
 
 
 def serve_http(
     server: Server[Any], host: str, port: int, drain: Drain, *,
-    settings: ServeSettings, registry: Registry,
+    settings: ServeSettings, registry: Registry, console: ConsoleApp | None = None,
 ) -> int | None:
-    """Serve until a signal ends serving; the signal's number."""
+    """Serve until a signal ends serving; the signal's number. With ``[serve.auth]
+    console_scope``, ``console`` makes the console's app, answered at ``/console/``."""
     listener = listen(host, port)
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -78,6 +82,12 @@ def serve_http(
     else:
         app = _authenticating_app(server, host, auth, registry, unguarded)
     envelope = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
+    served: Any = envelope
+    if auth is not None and auth.console_scope is not None and console is not None:
+        base = registry.config.path.parent if registry.config.path else None
+        served = _Beside(envelope, console(registry, auth, base), CONSOLE_PATH)
+        print(f"toolplug: console at http://{shown}:{bound}{CONSOLE_PATH}/ (scope "
+              f"{auth.console_scope})", file=sys.stderr)
     rules = HostRules(
         bound=listener.getsockname()[0],
         name=None if is_address(host) else host,
@@ -85,7 +95,7 @@ def serve_http(
         allowed_origins=settings.allowed_origins,
     )
     config = uvicorn.Config(
-        HostCheck(envelope, rules),
+        HostCheck(served, rules),
         log_level="warning",
         # By the time uvicorn shuts down, every call is answered: what is left are idle
         # connections and the clients' notification streams.
@@ -98,6 +108,21 @@ def serve_http(
     finally:
         listener.close()
     return runner.received[0] if runner.received else None
+
+
+class _Beside:
+    """ASGI: the requests under ``prefix`` to ``beside`` (the console), the rest to
+    ``app`` (the MCP server, which alone sees the lifespan)."""
+
+    def __init__(self, app: Any, beside: Any, prefix: str) -> None:
+        self.app, self.beside, self.prefix = app, beside, prefix
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == self.prefix or path.startswith(self.prefix + "/"):
+            await self.beside(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _authenticating_app(

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from toolplug.contract._errors import UsageError
 from toolplug.serve._address import is_loopback, parse_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from mcp.server.lowlevel import Server
 
@@ -27,7 +28,11 @@ if TYPE_CHECKING:
     from toolplug.runtime._registry import Registry
     from toolplug.serve._shutdown import Drain
 
-__all__ = ["INSTALL_LINE", "build_server", "parse_address", "serve"]
+__all__ = ["INSTALL_LINE", "ConsoleApp", "build_server", "parse_address", "serve"]
+
+ConsoleApp: TypeAlias = "Callable[[Registry, AuthSettings, Path | None], Any]"
+"""What makes the console's ASGI app (the registry served, its ``[serve.auth]``, the
+configuration's folder): ``toolplug.cli._console._signin.served_console``."""
 
 INSTALL_LINE: Final = 'pip install "toolplug[mcp]"'
 """What to run when the MCP SDK is missing."""
@@ -45,6 +50,7 @@ def serve(
     task: str | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
     no_auth: bool = False,
+    console: ConsoleApp | None = None,
 ) -> None:
     """Serve the registry's available tools over MCP until the client or a signal ends it.
 
@@ -62,11 +68,14 @@ def serve(
         task: With ``max_tools``: list the tools most relevant to this task first.
         grace: Seconds the calls in flight may take to finish once shutdown begins.
         no_auth: Serve HTTP beyond loopback without ``[serve.auth]``, on purpose.
+        console: What makes the console's app, served at ``/console/`` over HTTP when
+            ``[serve.auth] console_scope`` is set (``toolplug serve`` passes its own).
 
     Raises:
         UsageError: the MCP SDK is not installed, the toolset is unknown, the address is
             malformed, the port cannot be opened, ``grace`` is negative, or the address is
-            beyond loopback with neither ``[serve.auth]`` nor ``no_auth``.
+            beyond loopback with neither ``[serve.auth]`` nor ``no_auth``, or
+            ``console_scope`` is set and no ``console`` given.
     """
     if not grace >= 0:
         raise UsageError(f"the shutdown grace is a number of seconds, 0 or more; got {grace}")
@@ -78,6 +87,11 @@ def serve(
             "[serve.auth] (docs/mcp.md, Running toolplug for others), bind 127.0.0.1, or "
             "pass --no-auth to serve without authentication on purpose"
         )
+    if auth is not None and auth.console_scope is not None and console is None:
+        raise UsageError(
+            "[serve.auth] console_scope is set, and nothing serves the console: "
+            "toolplug serve --http serves it (from Python, pass serve(..., console=...))"
+        )
     sdk = _sdk()
     drain = sdk.drain(grace)
     server = sdk.build_server(
@@ -88,7 +102,8 @@ def serve(
             received = sdk.run_stdio(server, drain)
         else:
             received = sdk.serve_http(
-                server, *address, drain, settings=registry.config.serve, registry=registry
+                server, *address, drain, settings=registry.config.serve, registry=registry,
+                console=console,
             )
     finally:
         registry.close()

@@ -16,10 +16,15 @@ Status on the wire: a tool's error result is the task's ``completed`` result (``
 the same answer a plain call gives); ``failed`` with a JSON-RPC ``error`` is kept for a task
 whose process ended before the tool did. A task belongs to the client that started it
 (``owner_of``): the id it is given binds the task to that owner, and to any other owner the
-id names no task (-32602, as an unknown one). Tasks never ask for input (``input_required``):
-``tasks/update`` is acknowledged and changes nothing. A call that needs approval is therefore
-not made a task: it is answered as a plain call, which asks the client (an input request),
-unless ``[serve] approvals = "client"`` says the host approved it already.
+id names no task (-32602, as an unknown one). A call that needs approval is not made a task
+by the threshold: it is answered as a plain call, which asks the client (an input request),
+unless ``[serve] approvals = "client"`` says the host approved it already. A call the client
+asked to be a task (``task`` in its params, or a ``long_running`` tool) is one all the same
+when ``[approvals] inbox`` is on: nobody is asked at once, its request waits in the inbox,
+and meanwhile ``tasks/get`` reads ``input_required`` with a ``statusMessage`` naming the
+request and how to decide it (``toolplug approvals approve ID``, or the console); after the
+decision it reads ``working`` again, then ``completed``. The person decides out of band:
+``tasks/update`` is acknowledged and changes nothing.
 
 Built on the SDK's extension interface (``mcp.server.extension.Extension``): its methods and
 its ``tools/call`` interceptor are applied to the low-level server the way ``MCPServer``
@@ -43,6 +48,7 @@ from pydantic import ConfigDict, Field
 from toolplug.serve._allow import call_bound, within
 from toolplug.serve._approvals import approved_by_host
 from toolplug.serve._auth import bind, owner_of, unbind
+from toolplug.serve._spans import served_context
 from toolplug.state._tasks import TaskStatus
 
 if TYPE_CHECKING:
@@ -122,6 +128,9 @@ class TasksExtension(Extension):
         registry, name = self._registry, params.name
         arguments = params.arguments or {}
         owner = owner_of(ctx)
+        metadata = self._served[params.name]
+        wants = metadata.long_running or params.task is not None  # the client's own choice
+        inbox = wants and registry.approvals.waits  # a person decides, while the task waits
         task = None
         # The session's conversation, as for a plain call: the task records what it reads
         # there, and a call the flow guard would ask about is not started as a task.
@@ -129,18 +138,18 @@ class TasksExtension(Extension):
             self._conversations.of(owner, self._session(ctx)) as conversation,
             within(conversation, asked_for),  # the task runs inside it too
         ):
-            if await registry.aguard_reason(name, arguments) is None:
+            if inbox or await registry.aguard_reason(name, arguments) is None:
                 approved = approved_by_host(registry, name)
-                if approved or registry.needs_approval(name, arguments) is None:
+                if approved or inbox or registry.needs_approval(name, arguments) is None:
                     task = await registry.astart(
                         name, arguments,
-                        context={"transport": "mcp", "client": owner},  # owns a spill
+                        # owns a spill; the request, for the span and the record
+                        context={"transport": "mcp", "client": owner, **served_context(ctx)},
                         approved=approved,
                     )
         if task is None:
             return await call_next(ctx)  # a plain call, which can ask (serve/_approvals.py)
-        metadata = self._served[params.name]
-        if not (metadata.long_running or params.task is not None or self._after <= 0):
+        if not (wants or self._after <= 0):
             answer = await self._soon(task, metadata, params.name)
             if answer is not None:
                 return answer
@@ -198,7 +207,9 @@ class TasksExtension(Extension):
         """The task as the extension shows it (SEP-2663's flat ``Task``), under the id its
         owner was given."""
         lost = status.state == "failed" and status.lost
-        wire = status.state if status.state != "failed" or lost else "completed"
+        wire: str = status.state if status.state != "failed" or lost else "completed"
+        if wire == "working" and status.waiting is not None:
+            wire = "input_required"
         fields: dict[str, Any] = {
             "taskId": shown,
             "status": wire,
@@ -286,6 +297,12 @@ def _known(status: TaskStatus, shown: str) -> None:
 
 
 def _message(status: TaskStatus) -> str | None:
+    if status.waiting is not None and status.state == "working":
+        return (
+            f"waiting for a person's approval: request {status.waiting}; decide it with "
+            f"`toolplug approvals approve {status.waiting}` (or deny), or on the console's "
+            "page of pending approvals"
+        )
     if status.message:
         return status.message
     if status.done is None:

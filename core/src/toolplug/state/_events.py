@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 __all__ = [
     "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "arguments_text",
-    "encoded", "labels_text", "masked_secrets", "recorded_arguments",
+    "encoded", "labels_text", "masked_secrets", "names_secret", "recorded_arguments",
 ]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
@@ -168,6 +168,11 @@ def arguments_text(arguments: Any, redactor: Any, most: int) -> str | None:
 _SECRET_NAMES: Final[dict[str, bool]] = {}
 """Whether each argument name seen names a secret: names repeat call after call, and the
 writer thread asks for every one (bounded: a name seen first past 10,000 is not kept)."""
+
+
+def names_secret(key: str) -> bool:
+    """Whether an argument named ``key`` holds a secret (``masked_secrets`` masks it)."""
+    return _names_secret(key)
 
 
 def _names_secret(key: str) -> bool:

@@ -2,9 +2,18 @@
 
 A request is one JSON record under ``request:ID`` (the id unguessable), listed in one
 ordered index by its creation time. Its state moves once, by compare-and-set, from
-``pending`` to ``approved``, ``denied``, ``expired`` or ``cancelled`` (the waiting call
-went away): a decision made twice, on two replicas or by a replayed command, finds the
-record no longer pending and is refused, saying who decided it and when. A request
+``pending`` to ``approved``, ``denied``, ``expired``, ``cancelled`` (the waiting call
+went away) or ``failed`` (the process holding the call stopped): a decision made twice, on
+two replicas or by a replayed command, finds the record no longer pending and is refused,
+saying who decided it and when.
+
+The process whose call waits holds a lease on its request: a key ``lease:ID`` it writes
+when it makes the request and rewrites every third of ``[approvals] lease_seconds``, each
+time to live ``lease_seconds``. A process killed (SIGKILL, a lost machine) stops
+rewriting it; whoever next lists the requests or decides this one finds the lease gone
+and moves the request to ``failed`` ("the process waiting for this call stopped"), by the
+same compare-and-set as a decision, so nothing is decided after that, and nothing twice. A
+request
 belongs to its owner (the verified principal, else the session, else the ``client`` a
 call's context names); only that owner may decide it. A request with no owner (an
 in-process call that named no client) is the operator's: anyone who can reach the store
@@ -31,10 +40,17 @@ if TYPE_CHECKING:
 
 __all__ = ["DecisionRefused", "Inbox", "PendingRequest", "RequestState"]
 
-RequestState: TypeAlias = Literal["pending", "approved", "denied", "expired", "cancelled"]
-"""Where a request is: waiting, decided, past its time, or given up by its call."""
+RequestState: TypeAlias = Literal[
+    "pending", "approved", "denied", "expired", "cancelled", "failed"
+]
+"""Where a request is: waiting, decided, past its time, given up by its call, or lost with
+the process that held its call."""
+
+STOPPED: Final = "the process waiting for this call stopped"
+"""The note of a request whose holder's lease lapsed."""
 
 _INDEX: Final = "requests"
+_LEASE: Final = "lease:"
 _KEPT_SECONDS: Final = 7 * 24 * 3600.0
 """How long a request's record is kept after it expires (the history of decisions)."""
 _MOST: Final = 10_000
@@ -43,7 +59,8 @@ _MOST: Final = 10_000
 
 class DecisionRefused(UsageError):
     """A decision that does not count: no such request, another owner's, already decided,
-    or expired. ``why`` names which (``unknown``, ``owner``, ``decided``, ``expired``)."""
+    expired, or failed with its holder. ``why`` names which (``unknown``, ``owner``,
+    ``decided``, ``expired``, ``failed``)."""
 
     def __init__(self, message: str, *, why: str, request: PendingRequest | None = None) -> None:
         super().__init__(message)
@@ -85,6 +102,9 @@ class PendingRequest:
     """The decision's reason (shown to the model on a denial)."""
     remember: str = "once"
     """What the decision asked to remember: ``once``, ``conversation`` or ``always``."""
+    lease: float = 0.0
+    """The seconds the holder's lease lasts unless renewed; 0: none (the request lives as
+    long as its record says, as before leases)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments", masked_secrets(self.arguments))
@@ -93,13 +113,14 @@ class PendingRequest:
     def new(
         tool: str, arguments: Mapping[str, Any], reason: str, *, wait_seconds: float,
         details: Mapping[str, Any] | None = None, owner: str | None = None,
-        conversation: str | None = None,
+        conversation: str | None = None, lease: float = 0.0,
     ) -> PendingRequest:
-        """A fresh request, waiting ``wait_seconds`` from now."""
+        """A fresh request, waiting ``wait_seconds`` from now, held under a lease of
+        ``lease`` seconds (0: none)."""
         now = time.time()
         return PendingRequest(
             "apr_" + secrets.token_urlsafe(12), tool, dict(arguments), reason,
-            dict(details or {}), owner, conversation, now, now + wait_seconds,
+            dict(details or {}), owner, conversation, now, now + wait_seconds, lease=lease,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,7 +160,9 @@ class Inbox:
         self.backend = backend.part("approval:", entries=_MOST)
 
     async def put(self, request: PendingRequest) -> None:
-        """Keep a new request."""
+        """Keep a new request (its lease first: it is never seen unheld)."""
+        if request.lease > 0:
+            await self.hold([request.id], request.lease)
         ttl = max(request.expires - time.time(), 1.0) + _KEPT_SECONDS
         await self.backend.set("request:" + request.id, request.dumps(), ttl)
         dropped = await self.backend.index_add(
@@ -148,6 +171,25 @@ class Inbox:
         )
         if dropped:
             await self.backend.delete(*("request:" + d for d in dropped))
+
+    async def hold(self, ids: Sequence[str], seconds: float) -> None:
+        """Renew the lease on each of these requests for ``seconds``, in one round trip."""
+        if ids:
+            await self.backend.set_many({_LEASE + i: "1" for i in ids}, seconds)
+
+    async def sweep(self, requests: Sequence[PendingRequest]) -> list[PendingRequest]:
+        """Each of ``requests`` as it now is: a pending one whose holder's lease lapsed
+        moved to ``failed`` first (by compare-and-set: what another decided meanwhile
+        stands)."""
+        leased = [r for r in requests if r.state == "pending" and r.lease > 0]
+        if not leased:
+            return list(requests)
+        held = await self.backend.get_many([_LEASE + r.id for r in leased])
+        swept = {}
+        for request, lease in zip(leased, held, strict=True):
+            if lease is None:
+                swept[request.id] = await self.close(request.id, "failed", STOPPED)
+        return [swept.get(r.id, r) for r in requests]
 
     async def get(self, request_id: str) -> PendingRequest | None:
         """The request, or None when nobody knows it."""
@@ -170,9 +212,8 @@ class Inbox:
             _INDEX, drop_below=time.time() - _KEPT_SECONDS
         )]
         found = []
-        for kept in await self.get_many(ids):
-            if kept is None:
-                continue
+        read = [r for r in await self.get_many(ids) if r is not None]
+        for kept in await self.sweep(read):
             request = kept
             if kept.state == "pending" and kept.expired:
                 request = dataclasses.replace(kept, state="expired")
@@ -224,6 +265,16 @@ class Inbox:
                     f"approval request {request_id} belongs to another owner: only the "
                     "principal whose call waits may decide it (toolplug approvals --as OWNER)",
                     why="owner", request=request,
+                )
+            if owned and request.state == "pending" and request.lease > 0:
+                (request,) = await self.sweep([request])
+            if request.state == "failed":
+                when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(request.decided_at or 0))
+                raise DecisionRefused(
+                    f"approval request {request_id} failed at {when} UTC: {request.note} "
+                    "(killed, or it lost the store) before anyone decided; its call did not "
+                    "run and no decision counts now; ask for the call again",
+                    why="failed", request=request,
                 )
             if request.state != "pending":
                 when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(request.decided_at or 0))

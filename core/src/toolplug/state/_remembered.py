@@ -4,11 +4,15 @@ A decision may be remembered for the conversation the call was made in, or alway
 tool where the arguments match a pattern. The pattern is a ``[policies]`` rule's: an
 argument (or the whole arguments object) and a JSON Schema its value matches. By default a
 decision for a conversation holds for every call of the tool in it, and one for always holds
-for the arguments as they were, each ``const`` (secrets stay ``***``: the redacted arguments
-are what is compared). Each decision belongs to one owner (the principal or
-session that made the call; None: calls that named no client) and is seen by that owner's
-calls only. Kept in the state backend beside the pending requests, listed and revoked by
-id (``toolplug approvals remembered``, ``toolplug approvals forget ID``).
+for the arguments as they were, each ``const`` (configured secrets stay ``***``: the
+redacted arguments are what is compared). A value under a secret-named key (``password``,
+``Authorization``, ``api_key``, ...: ``toolplug.state._events.masked_secrets``) is never
+written into a pattern: the person saw it as ``***``, and the pattern holds for any value
+there, while the rest of the arguments are matched exactly. Each decision belongs to one
+owner (the principal or session that made the call; None: calls that named no client) and
+is seen by that owner's calls only. Kept in the state backend beside the pending requests,
+listed and revoked by id (``toolplug approvals remembered``, ``toolplug approvals forget
+ID``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from jsonschema import Draft202012Validator
 
+from toolplug.state._events import masked_secrets, names_secret
 from toolplug.state._inbox import DecisionRefused
 
 if TYPE_CHECKING:
@@ -38,11 +43,37 @@ _MOST: Final = 5_000
 
 
 def pattern_of(arguments: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """The default pattern of an ``always``: these arguments, exactly."""
+    """The default pattern of an ``always``: these arguments, exactly, but for the values
+    under secret-named keys, which it leaves out (any value matches there)."""
     if len(arguments) == 1:
         (name, value), = arguments.items()
-        return name, {"const": value}
-    return None, {"const": dict(arguments)}
+        if names_secret(name) and value not in (None, ""):
+            return name, {}
+        return name, _exactly(value)
+    return None, _exactly(dict(arguments))
+
+
+def _exactly(value: Any, depth: int = 0) -> dict[str, Any]:
+    """A schema ``value`` matches: ``{"const": value}`` when no secret-named key is in it,
+    else its structure with each such key's value unconstrained."""
+    if masked_secrets(value) == value or depth > 32:
+        return {"const": value}
+    if isinstance(value, Mapping):
+        return {
+            "type": "object",
+            "properties": {
+                str(k): {} if names_secret(str(k)) and v not in (None, "") else
+                _exactly(v, depth + 1)
+                for k, v in value.items()
+            },
+            "required": [str(k) for k in value],
+            "additionalProperties": False,
+        }
+    items = list(value)  # a list or a tuple: masked_secrets changes nothing else
+    return {
+        "type": "array", "prefixItems": [_exactly(v, depth + 1) for v in items],
+        "minItems": len(items), "maxItems": len(items),
+    }
 
 
 @dataclass(frozen=True)

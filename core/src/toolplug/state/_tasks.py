@@ -107,6 +107,9 @@ class TaskStatus:
     """When its record last changed (seconds since the epoch)."""
     lost: bool = False
     """It failed because its process ended (died, or shut down) before the tool did."""
+    waiting: str | None = None
+    """The approval request it waits for (``toolplug approvals approve ID``) while a person
+    is to decide its call (``[approvals] inbox``); still ``working``."""
 
     @property
     def ended(self) -> bool:
@@ -129,15 +132,18 @@ class _Record:
     message: str | None = None
     lost: bool = False
     result: ToolResult | None = None
+    waiting: str | None = None
 
     def status(self) -> TaskStatus:
         return TaskStatus(
             self.id, self.state, self.tool, self.done, self.total, self.message,
-            self.created_at, self.updated_at, self.lost,
+            self.created_at, self.updated_at, self.lost, self.waiting,
         )
 
     def dumps(self) -> str:
         body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.waiting is None:  # left out: an earlier version reads the record still
+            del body["waiting"]
         result = self.result
         if result is not None:
             encoded = encode_result(result)
@@ -163,6 +169,7 @@ class _Record:
 
 def _ended_by(record: _Record, state: TaskState, result: ToolResult, *, lost: bool) -> None:
     record.state, record.result, record.lost = state, result, lost
+    record.waiting = None
     record.updated_at = time.time()
     if result.error is not None:
         record.message = result.error.message
@@ -353,7 +360,10 @@ class Tasks:
 
     async def _run(self, running: _Running, call: _Call) -> None:
         record = running.record
-        host = {**(call.host or {}), "task": record.id, "progress": _reporter(record, call.host)}
+        host = {
+            **(call.host or {}), "task": record.id, "progress": _reporter(record, call.host),
+            "waiting": _awaiting(record),
+        }
         try:
             with call.conversation or contextlib.nullcontext():
                 result = await self._call(
@@ -548,6 +558,18 @@ def _reporter(
             theirs(done, total)
 
     return progress
+
+
+def _awaiting(record: _Record) -> Callable[[Any], None]:
+    """The ``waiting(request)`` the inbox (``toolplug.engine._inbox``) tells of the approval
+    request the task's call waits for, and of None once it was decided: kept in the record
+    (written with the next heartbeat)."""
+
+    def waiting(request: Any) -> None:
+        record.waiting = None if request is None else str(request.id)
+        record.updated_at = time.time()
+
+    return waiting
 
 
 def _unknown(task_id: str) -> TaskStatus:

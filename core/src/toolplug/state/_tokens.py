@@ -33,12 +33,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from toolplug.state._keyring import SECRET_FIELDS, SERVICE, KeyringUnusable, Vault, vault
+
 if TYPE_CHECKING:
     from filelock import FileLock
 
     from toolplug.state._backend import Backend
 
-__all__ = ["FILE_NAME", "PrincipalTokens", "TokenStore", "Tokens"]
+__all__ = ["FILE_NAME", "KeyringUnusable", "PrincipalTokens", "TokenStore", "Tokens"]
 
 FILE_NAME: Final = "tokens.json"
 _OWNER_ONLY: Final = stat.S_IRUSR | stat.S_IWUSR  # 0600
@@ -70,16 +72,35 @@ class Tokens(Protocol):
 
 
 class TokenStore:
-    """The tokens file in ``directory`` (``STATE_DIR/oauth``)."""
+    """The tokens file in ``directory`` (``STATE_DIR/oauth``); with ``keep`` ``"keyring"``
+    (or ``"auto"`` where one is usable) the secret fields of each entry (``SECRET_FIELDS``:
+    its tokens, its client) live in the OS keyring instead (``toolplug.state._keyring``),
+    the rest in the file. Which it is is settled on first use (finding a keyring may ask
+    a system service), and ``KeyringUnusable`` says why a required keyring cannot be used.
+    The file's lock guards the keyring's entries too: a read-modify-write of either is
+    one at a time across processes, and ``lock(key)`` is the refresh lock either way."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, keep: str = "file") -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
+        self.keep = keep
+        self._vault: Vault | bool | None = None if keep == "file" else False  # False: unsettled
+
+    def vault(self) -> Vault | None:
+        """The keyring the secrets are kept in, None for the file alone."""
+        if self._vault is False:
+            self._vault = vault(self.keep)
+        assert not isinstance(self._vault, bool)
+        return self._vault
 
     def entry(self, key: str) -> dict[str, Any]:
         """What is kept for ``key`` (empty: nothing)."""
         found = self._read().get(key)
-        return dict(found) if isinstance(found, dict) else {}
+        entry = dict(found) if isinstance(found, dict) else {}
+        kept = self.vault()
+        if kept is not None:
+            entry.update(kept.get(key))
+        return entry
 
     def keys(self) -> list[str]:
         """Every key something is kept for."""
@@ -87,16 +108,30 @@ class TokenStore:
 
     def update(self, key: str, **fields: Any) -> None:
         """Merge ``fields`` into ``key``'s entry (a field set to None is dropped)."""
+        kept = self.vault()
         with self._writing() as entries:
             entry = dict(entries.get(key) or {})
+            if kept is not None:
+                secret = {k: v for k, v in fields.items() if k in SECRET_FIELDS}
+                # a secret the file held before a keyring was used moves there too
+                moved = {k: entry.pop(k) for k in SECRET_FIELDS & entry.keys()}
+                if secret or moved:
+                    held = {**moved, **kept.get(key), **secret}
+                    kept.put(key, {k: v for k, v in held.items() if v is not None})
+                fields = {k: v for k, v in fields.items() if k not in SECRET_FIELDS}
             entry.update(fields)
             entries[key] = {k: v for k, v in entry.items() if v is not None}
 
     def forget(self, key: str) -> dict[str, Any]:
         """Drop ``key``'s entry; what it held (empty: nothing was kept)."""
+        kept = self.vault()
         with self._writing() as entries:
             gone = entries.pop(key, None)
-        return dict(gone) if isinstance(gone, dict) else {}
+            found = dict(gone) if isinstance(gone, dict) else {}
+            if kept is not None:
+                found.update(kept.get(key))
+                kept.put(key, {})
+        return found
 
     def lock(self, key: str) -> FileLock:
         """The lock held while ``key``'s token is refreshed (one refresh across
@@ -109,7 +144,10 @@ class TokenStore:
 
     @property
     def where(self) -> str:
-        return str(self.path)
+        kept = self.vault()
+        if kept is None:
+            return str(self.path)
+        return f'the keyring ({kept.name}, service "{SERVICE}"), the rest in {self.path}'
 
     async def aentry(self, key: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.entry, key)
@@ -121,11 +159,19 @@ class TokenStore:
         return await asyncio.to_thread(self.forget, key)
 
     async def hold(self, key: str) -> Release:
-        lock = self.lock(key)
-        await asyncio.to_thread(lock.acquire)
+        lock = await asyncio.to_thread(self.lock, key)
+        # Waited for on a worker thread (the loop runs meanwhile); a wait given up
+        # (cancelled, timed out) still ends in that thread, which may then take the lock:
+        # it is let go as soon as it is taken, or it would be held until the process ends.
+        taking = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+        try:
+            await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(lambda done: _let_go(lock, done))
+            raise
 
         async def release() -> None:
-            lock.release()
+            lock.release()  # the loop's thread, not the taker's: the lock is not thread-local
 
         return release
 
@@ -171,10 +217,17 @@ class TokenStore:
 
 
 def _file_lock(path: Path) -> FileLock:
-    """A lock on ``path`` (filelock, of the mcp extra: only signing in needs it)."""
+    """A lock on ``path`` (filelock, of the mcp extra: only signing in needs it). Not
+    thread-local (filelock's default is): ``hold`` takes it on a worker thread and lets
+    it go on the loop's, and a thread-local lock let go from another thread stays held."""
     from filelock import FileLock
 
-    return FileLock(path, timeout=_LOCK_SECONDS)
+    return FileLock(path, timeout=_LOCK_SECONDS, thread_local=False)
+
+
+def _let_go(lock: FileLock, taking: asyncio.Future[Any]) -> None:
+    if not taking.cancelled() and taking.exception() is None:
+        lock.release()
 
 
 class PrincipalTokens:

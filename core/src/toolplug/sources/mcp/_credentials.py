@@ -12,28 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolplug.sources import _gathered
-from toolplug.state._tokens import Tokens, TokenStore
+from toolplug.sources._signin import needs_sign_in, store_for
+from toolplug.state._tokens import KeyringUnusable, Tokens
 from toolplug.trust._redaction import Redactor
 
 if TYPE_CHECKING:
     from toolplug.config._servers import ServerSettings
 
-__all__ = ["Credentials", "attach", "credentials", "needs_sign_in", "setup_note", "store_for"]
-
-
-def store_for(state_dir: Path) -> TokenStore:
-    """The user's token store: ``STATE_DIR/oauth/tokens.json``."""
-    return TokenStore(state_dir / "oauth")
-
-
-def needs_sign_in(name: str, *, expired: bool = False, scope: str | None = None) -> str:
-    """The reason of a server that wants a person to sign in (again); ``scope``: the
-    scopes a step-up asks for (the server answered 403 ``insufficient_scope``)."""
-    if scope is not None:
-        said = f"needs a sign-in with more access (the scopes {scope})"
-    else:
-        said = "its sign-in expired" if expired else "needs a sign-in"
-    return f"{said}: run `toolplug login {name}`"
+__all__ = [
+    "Credentials", "attach", "credentials", "kept_in", "needs_sign_in", "setup_note", "store_for",
+]
 
 
 @dataclass
@@ -65,14 +53,14 @@ class Credentials:
 
 def credentials(
     settings: ServerSettings, *, state_dir: Path, env: Mapping[str, str], base: Path,
-    source: str, secrets: set[str],
+    source: str, secrets: set[str], keep: str = "auto",
 ) -> Credentials | None:
     """The credentials of an ``auth = "oauth"`` server (None for any other); its secret,
-    once read, joins ``secrets`` (the redactor's)."""
+    once read, joins ``secrets`` (the redactor's); ``keep``: ``[oauth] store``."""
     oauth = settings.oauth_settings
     if oauth is None:
         return None
-    found = Credentials(settings, store_for(state_dir))
+    found = Credentials(settings, store_for(state_dir, keep))
     for key, value in (
         ("client_secret", oauth.client_secret),
         ("client_assertion_key", oauth.client_assertion_key),
@@ -113,6 +101,15 @@ def setup_note(settings: ServerSettings) -> str:
     if oauth.grant == "client_credentials":
         return " It signs in with its OAuth client credentials (no person needed)."
     return f" It needs a person's OAuth sign-in: `toolplug login {settings.name}`."
+
+
+def kept_in(found: Credentials) -> str:
+    """Where its sign-in is kept, in words (``toolplug doctor``): the file, or the keyring
+    (found on first use), or why the keyring asked for cannot be used."""
+    try:
+        return found.store.where
+    except KeyringUnusable as exc:
+        return f"nowhere: {exc}"
 
 
 def attach(found: Credentials | None, redactor: Redactor) -> None:

@@ -326,7 +326,7 @@ def mount(config: Config, *, env: Mapping[str, str], refresh: bool = False) -> M
         resolved = _resolve(settings, env, base, config.source, secrets)
         resolved.oauth = _credentials.credentials(
             settings, state_dir=config.state_dir, env=env, base=base, source=config.source,
-            secrets=secrets,
+            secrets=secrets, keep=config.oauth.store,
         )
         resolved.problem = resolved.problem or (resolved.oauth.problem if resolved.oauth else None)
         server = MountedServer(settings, resolved, config.cache_dir, _key(settings, resolved))
@@ -966,6 +966,8 @@ def report(mounts: Mounted) -> list[str]:
         lines.append(f"  {server.name} ({where}): {state}")
         if server.names:
             lines.append(f"    mounted as: {', '.join(sorted(server.names))}")
+        if server.resolved.oauth is not None:
+            lines.append(f"    sign-in kept in: {_credentials.kept_in(server.resolved.oauth)}")
         lines += [f"    note: {note}" for note in server.notes]
         if server.names and not server.settings.trust_annotations:
             lines.append(

@@ -14,6 +14,10 @@ machine-to-machine grant. This module adds what toolplug needs around it:
   the server's redactor;
 - a refresh is done once when several processes race (``Tokens.hold``; the SDK's own
   lock serialises the flows of one process) and re-reads what another process stored;
+- a refresh the authorization server fails (5xx, unreachable) or refuses for a reason
+  other than ``invalid_grant`` keeps the refresh token (the SDK would forget it): the
+  request fails with the reason, the next ones (after ``REFRESH_BACKOFF``) try again;
+  only ``invalid_grant`` drops the tokens, and the reason is then an expired sign-in;
 - a mount never asks a person: a server that wants a sign-in is unavailable with the
   reason ``needs a sign-in: run `toolplug login NAME``` (``SignInNeeded``);
 - a step-up (403 ``insufficient_scope``) is the SDK's: the challenge's scopes joined to
@@ -30,14 +34,12 @@ machine-to-machine grant. This module adds what toolplug needs around it:
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
-from urllib.parse import parse_qs, quote, urlsplit
 
 import anyio
 import httpx2
@@ -57,14 +59,29 @@ from mcp.shared.auth import (
     OAuthClientInformationFull,
     OAuthClientMetadata,
     OAuthMetadata,
-    OAuthToken,
     ProtectedResourceMetadata,
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr, ValidationError
 
-from toolplug.sources.mcp._credentials import Credentials, needs_sign_in
-from toolplug.state._tokens import Release, Tokens
+from toolplug.sources._oauth_flow import (
+    Callback,
+    LoginError,
+    Storage,
+    chain,
+    login_problem,
+    revoke,
+)
+from toolplug.sources._signin import needs_sign_in
+from toolplug.sources.mcp._credentials import Credentials
+from toolplug.sources.mcp._refresh import (
+    RefreshFailed,
+    cancelling,
+    error_of,
+    refreshing,
+    why_not_refreshed,
+)
+from toolplug.state._tokens import KeyringUnusable, Release, Tokens
 
 __all__ = [
     "REFUSALS", "LoginError", "SignInNeeded", "auth_for", "login", "logout", "sign_in_problem",
@@ -81,11 +98,14 @@ def _reported_here(record: logging.LogRecord) -> bool:
 
 logging.getLogger("mcp.client.auth.oauth2").addFilter(_reported_here)
 
-CALLBACK_PATH: Final = "/callback"
 _CLIENT_NAME: Final = "toolplug"
 STEP_UPS: Final = 1
 """Step-ups of one request at most (the SDK's flow authorizes again once, then sends the
 request again); a 403 ``insufficient_scope`` after it is the call's reason."""
+
+REFRESH_BACKOFF: Final = 5.0
+"""Seconds after a refresh failed (the authorization server failing or unreachable) in
+which the requests of a mount fail with its reason instead of refreshing again."""
 
 REFUSALS: Final[contextvars.ContextVar[list[str] | None]] = contextvars.ContextVar(
     "toolplug_oauth_refusals", default=None
@@ -128,64 +148,15 @@ class SignInNeeded(Exception):
         self.reason = needs_sign_in(name, expired=expired)
 
 
-class LoginError(Exception):
-    """A sign-in that did not complete, in words (nothing was stored)."""
-
-
 # -- what the SDK keeps, in the store -------------------------------------------------------
 
 
-class _Storage:
-    """The SDK's ``TokenStorage`` on a token store (the user's file, whose reads and writes
-    run on a worker thread, or a served principal's entries on the state backend), one
-    server's entry."""
+class _Storage(Storage):
+    """The shared ``Storage`` of one mounted server's entry (its key: the server's URL)."""
 
     def __init__(self, credentials: Credentials, store: Tokens) -> None:
+        super().__init__(store, credentials.key, credentials.hide)
         self.credentials = credentials
-        self.store = store
-        self.key = credentials.key
-
-    async def entry(self) -> dict[str, Any]:
-        return await self.store.aentry(self.key)
-
-    async def update(self, **fields: Any) -> None:
-        await self.store.aupdate(self.key, **fields)
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens_of(await self.entry())
-
-    def tokens_of(self, entry: dict[str, Any]) -> OAuthToken | None:
-        try:
-            tokens = OAuthToken.model_validate(entry["tokens"]) if "tokens" in entry else None
-        except ValidationError:
-            return None
-        if tokens is not None:
-            self.credentials.hide(tokens.access_token, tokens.refresh_token)
-        return tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.credentials.hide(tokens.access_token, tokens.refresh_token)
-        expires = None if tokens.expires_in is None else time.time() + tokens.expires_in
-        await self.update(
-            tokens=tokens.model_dump(mode="json", exclude_none=True), expires_at=expires
-        )
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        entry = await self.entry()
-        try:
-            client = (
-                OAuthClientInformationFull.model_validate(entry["client"])
-                if "client" in entry else None
-            )
-        except ValidationError:
-            return None
-        if client is not None:
-            self.credentials.hide(client.client_secret)
-        return client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.credentials.hide(client_info.client_secret)
-        await self.update(client=client_info.model_dump(mode="json", exclude_none=True))
 
 
 class _Kept:
@@ -202,6 +173,8 @@ class _Kept:
     _reread: bool = False
     """A person was asked to sign in again: take the tokens the store has, once they change."""
     _held: Release | None = None
+    _failed: tuple[float, str] | None = None
+    """Until when a refresh that failed is not tried again, and its reason."""
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
@@ -244,14 +217,29 @@ class _Kept:
         await self._keep_metadata()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response.status_code != 200:
+            error = await error_of(response)
+            if error != "invalid_grant":
+                # The authorization server failed (5xx), or refused for a reason that is
+                # not about the grant: the refresh token is kept (the SDK would forget
+                # it) and this request fails with the reason; the next one tries again.
+                await self._release()
+                raise RefreshFailed(self._note_failure(why_not_refreshed(
+                    self.storage.credentials.settings.name, response.status_code, error
+                )))
         ok: bool = await super()._handle_refresh_response(response)  # type: ignore[misc]
         self.refresh_failed = not ok
+        self._failed = None
         if ok:
             await self._keep_metadata()
-        else:
-            await self.storage.update(tokens=None, expires_at=None)  # spent: never again
+        elif response.status_code != 200:  # invalid_grant: spent or revoked, never again
+            await self.storage.update(tokens=None, expires_at=None)
         await self._release()
         return ok
+
+    def _note_failure(self, reason: str) -> str:
+        self._failed = (time.monotonic() + REFRESH_BACKOFF, reason)
+        return reason
 
     async def _release(self) -> None:
         held, self._held = self._held, None
@@ -358,6 +346,14 @@ class _Kept:
         if self._initialized and self._reread and await self._adopt_stored():
             self._reread = False
         if self._initialized and not context.is_token_valid() and context.can_refresh_token():
+            failed = self._failed
+            if failed is not None and time.monotonic() < failed[0]:
+                # a refresh failed a moment ago: the calls meanwhile fail with its reason
+                # (the server answers the expired token), not one more refresh each
+                self._bearer(request)
+                yield request
+                _refused(failed[1])
+                return
             # Another process may have refreshed it already: wait for any refresh under
             # way, then read what it stored; the SDK refreshes only if it is still stale.
             self._held = await self.storage.store.hold(self.storage.key)
@@ -375,7 +371,14 @@ class _Kept:
                 ):
                     yield _HAND_OFF  # closed here: the SDK's lock is released
                     return
-                response = yield outgoing
+                try:
+                    response = yield outgoing
+                except GeneratorExit:
+                    if refreshing(outgoing) and not cancelling():  # no answer came
+                        _refused(self._note_failure(
+                            why_not_refreshed(self.storage.credentials.settings.name)
+                        ))
+                    raise
                 challenged = _insufficient_scope(response) if outgoing is request else None
                 if outgoing is not request:
                     await _screen(outgoing, response)
@@ -389,6 +392,11 @@ class _Kept:
                     metadata.stepping(challenged is not None)  # until the next answer to it
                 try:
                     outgoing = await flow.asend(response)
+                except RefreshFailed as exc:
+                    # httpx hands the token endpoint's answer to the transport as this
+                    # request's: an error, whose reason the call reads (``REFUSALS``)
+                    _refused(exc.reason)
+                    return
                 except StopAsyncIteration:
                     if challenged is not None:  # the SDK let it through (a 403 after a 401)
                         _refused(self._still_refused(challenged))
@@ -669,88 +677,17 @@ async def auth_for(credentials: Credentials) -> httpx2.Auth:
 
 def sign_in_problem(exc: BaseException) -> str | None:
     """The reason of a start-up that failed in the OAuth flow, or None when it did not."""
-    for inner in _chain(exc):
+    for inner in chain(exc):
         if isinstance(inner, SignInNeeded):
             return inner.reason
+        if isinstance(inner, KeyringUnusable):
+            return str(inner)
         if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
             return f"the OAuth sign-in failed: {inner}"
     return None
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        inner = todo.pop()
-        if id(inner) in seen:
-            continue
-        seen.add(id(inner))
-        yield inner
-        if isinstance(inner, BaseExceptionGroup):
-            todo.extend(inner.exceptions)
-        for linked in (inner.__cause__, inner.__context__):
-            if linked is not None:
-                todo.append(linked)
-
-
 # -- signing in and out -------------------------------------------------------------------
-
-
-class _Callback:
-    """The loopback end of the redirect: one ``GET /callback?code=...&state=...``."""
-
-    def __init__(self) -> None:
-        self.answer: asyncio.Future[AuthorizationCodeResult] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self.server: asyncio.Server | None = None
-
-    async def start(self, port: int) -> int:
-        self.server = await asyncio.start_server(self._take, "127.0.0.1", port)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
-
-    async def _take(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = line.split()
-            target = urlsplit(parts[1]) if len(parts) >= 2 else urlsplit("/")
-            query = {k: v[0] for k, v in parse_qs(target.query).items()}
-            if target.path != CALLBACK_PATH:
-                await _respond(writer, 404, "Not the sign-in's address.")
-                return
-            if "error" in query:
-                said = query.get("error_description") or query["error"]
-                if not self.answer.done():
-                    self.answer.set_exception(
-                        LoginError(f"the authorization server refused the sign-in: {said}")
-                    )
-                await _respond(writer, 400, f"The sign-in was refused: {said}")
-                return
-            if not self.answer.done():
-                self.answer.set_result(AuthorizationCodeResult(
-                    code=query.get("code", ""), state=query.get("state"), iss=query.get("iss"),
-                ))
-            await _respond(writer, 200, "Signed in: you can close this tab.")
-        except (TimeoutError, OSError, ValueError):
-            writer.close()
-
-
-async def _respond(writer: asyncio.StreamWriter, status: int, text: str) -> None:
-    body = f"<!doctype html><title>toolplug</title><p>{text}</p>".encode()
-    writer.write(
-        f"HTTP/1.1 {status} OK\r\nContent-Type: text/html; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
-    )
-    with contextlib.suppress(OSError):
-        await writer.drain()
-    writer.close()
 
 
 async def login(
@@ -771,16 +708,15 @@ async def login(
     if credentials.problem is not None:
         raise LoginError(credentials.problem)
     entry = await store.aentry(credentials.key)
-    callback = _Callback()
+    callback = Callback()
     registered = (entry.get("client") or {}).get("redirect_uris") or []
-    port = oauth.redirect_port or _port_of(registered[0] if registered else "") or 0
     try:
-        port = await callback.start(port)
-    except OSError:
-        if oauth.redirect_port is not None:
-            raise LoginError(f"cannot listen on 127.0.0.1:{port} (redirect_port)") from None
-        port = await callback.start(0)
-    redirect = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+        redirect = await callback.listen(
+            oauth.redirect_port, registered[0] if registered else None
+        )
+    except LoginError:
+        await callback.close()
+        raise
     forget = {"tokens": None, "expires_at": None}
     if registered and registered[0] != redirect:
         forget["client"] = None  # registered for another port: register again
@@ -821,7 +757,7 @@ async def login(
         raise LoginError(f"no sign-in within {timeout:g} s") from None
     except Exception as exc:
         await store.aupdate(credentials.key, tokens=None, expires_at=None)
-        said = f"the server {refusals[-1]}" if refusals else _login_problem(exc)
+        said = f"the server {refusals[-1]}" if refusals else login_problem(exc)
         raise LoginError(said) from None
     finally:
         await callback.close()
@@ -840,69 +776,18 @@ def _covers(client: dict[str, Any], entry: dict[str, Any]) -> bool:
     return set(wanted.split()) <= set(registered.split())
 
 
-def _login_problem(exc: BaseException) -> str:
-    for inner in _chain(exc):
-        if isinstance(inner, LoginError):
-            return str(inner)
-        if isinstance(inner, OAuthFlowError) and "State parameter mismatch" in str(inner):
-            return (
-                "the redirect's state is not the one this sign-in sent (another sign-in's, "
-                "or forged): nothing was kept; run `toolplug login` again"
-            )
-        if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
-            return f"the sign-in failed: {inner}"
-        if isinstance(inner, ValidationError):
-            return f"the authorization server sent a document toolplug cannot read: {inner}"
-    return f"the sign-in failed: {type(exc).__name__}: {exc}"
-
-
-def _port_of(url: str) -> int | None:
-    try:
-        return urlsplit(url).port
-    except ValueError:
-        return None
-
-
 async def logout(credentials: Credentials) -> str:
     """Forget the server's tokens; revoke them first where the authorization server's
     metadata names a revocation endpoint (RFC 7009). What happened, in words."""
     store = credentials.store
     assert store is not None
     entry = await store.aforget(credentials.key)
-    name = credentials.settings.name
-    if "tokens" not in entry:
-        return f"not signed in to {name}: nothing to forget"
-    tokens = entry["tokens"]
-    endpoint = (entry.get("server_metadata") or {}).get("revocation_endpoint")
-    if not endpoint:
-        return f"signed out of {name} (its authorization server offers no revocation)"
-    client = entry.get("client") or {}
-    data = {"client_id": str(client.get("client_id", ""))}
-    headers: dict[str, str] = {}
-    secret = client.get("client_secret")
-    if secret and client.get("token_endpoint_auth_method") == "client_secret_basic":
-        pair = f"{quote(data.pop('client_id'), safe='')}:{quote(secret, safe='')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-    elif secret:
-        data["client_secret"] = secret
-    refused: list[str] = []
-    async with httpx2.AsyncClient(timeout=30) as http:
-        for kind in ("refresh_token", "access_token"):
-            if not tokens.get(kind):
-                continue
-            try:
-                response = await http.post(
-                    endpoint, data={**data, "token": tokens[kind], "token_type_hint": kind},
-                    headers=headers,
-                )
-            except httpx2.HTTPError as exc:
-                refused.append(f"{kind}: {type(exc).__name__}")
-                continue
-            if response.status_code != 200:
-                refused.append(f"{kind}: HTTP {response.status_code}")
-    if refused:
-        return (
-            f"signed out of {name}; the authorization server did not confirm the revocation "
-            f"({', '.join(refused)})"
-        )
-    return f"signed out of {name}; its tokens were revoked"
+
+    async def post(url: str, data: dict[str, str], headers: dict[str, str]) -> int | str:
+        try:
+            async with httpx2.AsyncClient(timeout=30) as http:
+                return (await http.post(url, data=data, headers=headers)).status_code
+        except httpx2.HTTPError as exc:
+            return type(exc).__name__
+
+    return await revoke(entry, credentials.settings.name, post)

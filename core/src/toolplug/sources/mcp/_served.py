@@ -24,8 +24,9 @@ from mcp.client.auth.oauth2 import PKCEParameters
 from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import AuthorizationCodeResult
 
+from toolplug.sources._oauth_flow import chain
 from toolplug.sources.mcp import _oauth
-from toolplug.sources.mcp._oauth import _chain, _fixed_client, _metadata, _Person, _Storage
+from toolplug.sources.mcp._oauth import _fixed_client, _metadata, _Person, _Storage
 
 if TYPE_CHECKING:
     from toolplug.state._backend import Backend
@@ -183,7 +184,7 @@ async def finish(
 
 def problem(exc: BaseException) -> str:
     """Why a sign-in could not start or complete, in words."""
-    for inner in _chain(exc):
+    for inner in chain(exc):
         if isinstance(inner, OAuthTokenError | OAuthRegistrationError | OAuthFlowError):
             return str(inner)
         if isinstance(inner, httpx2.HTTPError):

@@ -27,7 +27,7 @@ from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 from toolplug.contract._published import resource_changed
 from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.contract._version import toolplug_version
-from toolplug.sources.mcp import _oauth
+from toolplug.sources.mcp import _oauth, _refresh
 from toolplug.sources.mcp._down import ServerDown, tail
 from toolplug.sources.mcp._relay import CALL, Relay, capabilities
 
@@ -163,6 +163,10 @@ async def call_tool(
                 f"MCP server {name!r} closed the connection during the call "
                 "(it may have crashed); it is started again on the next call",
                 retry_possible=True,
+            )
+        if refusals and isinstance(refusals[-1], _refresh.Transient):
+            return ToolResult.failure(
+                ErrorType.NETWORK, f"MCP server {name!r} {refusals[-1]}", retry_possible=True
             )
         if refusals:
             return ToolResult.failure(ErrorType.PERMISSION, f"MCP server {name!r} {refusals[-1]}")

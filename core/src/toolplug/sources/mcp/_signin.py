@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import webbrowser
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from toolplug.sources._signin import SignInError, browser
 from toolplug.sources.mcp import _credentials
+from toolplug.state._tokens import KeyringUnusable
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
 
 __all__ = ["SignInError", "browser", "sign_in", "sign_out"]
-
-
-class SignInError(Exception):
-    """Why ``login``/``logout`` could not do what was asked, in words."""
 
 
 def _flow() -> ModuleType:
@@ -43,6 +40,7 @@ def _credentials_of(config: Config, name: str, env: Mapping[str, str]) -> _crede
     found = _credentials.credentials(
         settings, state_dir=config.state_dir, env=env,
         base=config.path.parent if config.path else Path.cwd(), source=where, secrets=set(),
+        keep=config.oauth.store,
     )
     if found is None:
         raise SignInError(
@@ -51,21 +49,6 @@ def _credentials_of(config: Config, name: str, env: Mapping[str, str]) -> _crede
     if found.problem is not None:
         raise SignInError(found.problem)
     return found
-
-
-def browser(
-    say: Callable[[str], None], *, open_browser: bool = True
-) -> Callable[[str], Awaitable[None]]:
-    """Open the authorization URL in the user's browser where there is one; always print it
-    (a terminal on another machine, or no browser at all, copies it from there)."""
-
-    async def open_url(url: str) -> None:
-        say(f"Open this address to sign in (waiting for the redirect):\n  {url}")
-        if open_browser:
-            with contextlib.suppress(webbrowser.Error):
-                await asyncio.to_thread(webbrowser.open, url)
-
-    return open_url
 
 
 def sign_in(
@@ -83,7 +66,7 @@ def sign_in(
         )
     try:
         said: str = asyncio.run(_oauth.login(found, open_url, timeout=timeout))
-    except _oauth.LoginError as exc:
+    except (_oauth.LoginError, KeyringUnusable) as exc:
         raise SignInError(f"{name}: {exc}") from None
     with contextlib.suppress(OSError):
         (config.cache_dir / "mcp" / f"{name}.json").unlink()
@@ -94,7 +77,10 @@ def sign_out(config: Config, name: str, *, env: Mapping[str, str]) -> str:
     """Forget (and revoke where offered) server ``name``'s tokens; what happened."""
     _oauth = _flow()
     found = _credentials_of(config, name, env)
-    said: str = asyncio.run(_oauth.logout(found))
+    try:
+        said: str = asyncio.run(_oauth.logout(found))
+    except KeyringUnusable as exc:
+        raise SignInError(f"{name}: {exc}") from None
     with contextlib.suppress(OSError):
         (config.cache_dir / "mcp" / f"{name}.json").unlink()
     return said

@@ -35,7 +35,16 @@ from toolplug.contract._settings import SINK_KINDS, ToolSettings, TrustOverlay
 from toolplug.contract._tool import Tool, ToolContext, ToolResult
 from toolplug.runtime import _progress
 from toolplug.sources import _gathered
-from toolplug.sources.openapi import _catalog, _convert, _oauth, _request, _security, _spec
+from toolplug.sources._signin import store_for
+from toolplug.sources.openapi import (
+    _catalog,
+    _convert,
+    _oauth,
+    _request,
+    _security,
+    _signin,
+    _spec,
+)
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -76,8 +85,11 @@ class Api(_gathered.Origin):
     """Each such capability -> its reason (the scheme it needs and how to supply it)."""
     pool: _request.ClientPool = field(default_factory=_request.ClientPool)
     """Connections kept for its calls, one client per event loop."""
-    grant: _oauth.Grant | None = None
-    """Its OAuth client credentials (``auth = "oauth"``), which get its access token."""
+    grant: _oauth.Grant | _signin.SignIn | None = None
+    """Its OAuth client (``auth = "oauth"``), which gets its access token: the client
+    credentials grant, or a person's sign-in."""
+    signed_out: str | None = None
+    """Why its person's sign-in cannot be used now (none yet, or expired), at load."""
 
     @functools.cached_property
     def setup(self) -> str:
@@ -133,10 +145,11 @@ class Api(_gathered.Origin):
         """Make one operation's request."""
         assert self.base_url is not None
         grant = self.grant
-        if grant is None:
+        if grant is None or operation.anonymous:  # security: [] gets no credentials
             return await _request.send(
                 operation, arguments, context, base_url=self.base_url,
-                credentials=self.credentials, pool=self.pool,
+                credentials=_request.Credentials() if operation.anonymous else self.credentials,
+                pool=self.pool,
             )
         result = ToolResult()
         for _attempt in range(2):  # a 401 spends the token: once more with a new one
@@ -267,7 +280,8 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
         api.base_url = _base_url(api)
         if api.base_url is not None:
             api.refused = _refused(api.base_url, config.network)
-            _grant(api, env, secrets, config.source)
+            _grant(api, env, secrets, config.source, config.state_dir,
+                   keep=config.oauth.store)
         _name_tools(api)
     plugins = [(f"openapi:{a.name}", _ApiPlugin(a)) for a in apis.values()]
     expiries = [
@@ -275,6 +289,12 @@ def _describe(config: Config, *, env: Mapping[str, str], refresh: bool) -> Descr
         for a in apis.values()
         if a.parsed is not None and _spec.is_url(a.settings.spec)
     ]
+    for api in apis.values():  # a sign-in or sign-out changes what a listing says
+        if isinstance(api.grant, _signin.SignIn):
+            files.append(str(api.grant.store.path))
+            ends = api.grant.ends()
+            if ends is not None:
+                expiries.append(ends)
     return Described(
         settings=_with_settings(config, apis),
         gathered=plugins,
@@ -346,13 +366,24 @@ def _resolve(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -
         api.credentials = _request.Credentials(headers={"Authorization": f"Basic {token}"})
 
 
-def _grant(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> None:
-    """The client credentials of an ``auth = "oauth"`` API, their secret read."""
+def _grant(
+    api: Api, env: Mapping[str, str], secrets: set[str], source: str, state_dir: Path,
+    *, keep: str = "auto",
+) -> None:
+    """The OAuth client of an ``auth = "oauth"`` API, its secret read: the client
+    credentials grant, or a person's sign-in (whose state the store says)."""
     oauth = api.settings.oauth_settings
     if oauth is None or api.base_url is None:
         return
     schemes = api.parsed.description.get("security_schemes") if api.parsed else None
-    made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
+    made: _oauth.Grant | _signin.SignIn | str
+    if oauth.grant == "authorization_code":
+        made = _signin.sign_in_for(
+            api.name, oauth, base_url=api.base_url, schemes=schemes or {},
+            store=store_for(state_dir, keep),
+        )
+    else:
+        made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
     if not isinstance(made, str) and importlib.util.find_spec("mcp") is None:
         made = (
             f'[openapi.{api.name}] auth = "oauth" asks for its token with the MCP SDK, which '
@@ -375,8 +406,11 @@ def _grant(api: Api, env: Mapping[str, str], secrets: set[str], source: str) -> 
         secrets.add(text)
         setattr(made, key, text)
         named = getattr(value, "env", None)
-        made.secret_from = f"{key} (the environment variable {named})" if named else key
+        if isinstance(made, _oauth.Grant):
+            made.secret_from = f"{key} (the environment variable {named})" if named else key
     api.grant = made
+    if isinstance(made, _signin.SignIn):
+        api.signed_out = made.status()
 
 
 def _base_url(api: Api) -> str | None:
@@ -455,7 +489,9 @@ def _secured(api: Api, name: str, op: Mapping[str, Any]) -> None:
     """Note the capability of the security an operation needs and its configuration does
     not supply (one capability per reason: ``openapi_NAME_auth``, ``..._auth_2``, ...)."""
     schemes = api.parsed.description.get("security_schemes") if api.parsed else None
-    reason = _security.unmet(api.settings, op.get("security"), schemes or {})
+    reason = _security.unmet(
+        api.settings, op.get("security"), schemes or {}, signed_out=api.signed_out
+    )
     if reason is None:
         return
     found = next((c for c, r in api.securities.items() if r == reason), None)

@@ -20,7 +20,7 @@ from toolplug.sources.openapi._request import part_kind
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 5
+CONVERTER_VERSION: Final = 6
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -388,6 +388,7 @@ def _operation(  # noqa: C901, PLR0912, PLR0915 - one branch per parameter locat
         "returns": returns if isinstance(returns, dict) else None,
         "parts": _parts(resolver, operation.get("responses") or {}),
         "security": _requirements(operation.get("security", security)),
+        "anonymous": operation.get("security") == [],
     }
 
 

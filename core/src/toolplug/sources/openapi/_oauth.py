@@ -1,4 +1,5 @@
-"""``[openapi.NAME] auth = "oauth"``: an access token from the client credentials grant.
+"""``[openapi.NAME] auth = "oauth"``: an access token from the client credentials grant
+(a person's sign-in, ``grant = "authorization_code"``, is ``_signin``'s).
 
 The token URL is the description's: an oauth2 scheme's ``clientCredentials`` flow
 (``tokenUrl``, relative to the base URL where it is relative), else an openIdConnect
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from toolplug.contract._network import NetworkPolicy
     from toolplug.trust._redaction import Redactor
 
-__all__ = ["Grant", "GrantError", "grant_for"]
+__all__ = ["Grant", "GrantError", "Memory", "discover", "grant_for", "sdk_headers", "send"]
 
 _MARGIN: Final = 10.0
 """Seconds before its expiry a token is taken as spent (a request in flight may outlive it)."""
@@ -111,40 +112,13 @@ class Grant:
     async def _get(
         self, method: str, url: str, policy: NetworkPolicy, timeout: float, **kw: Any
     ) -> Any:
-        from toolplug.http import NetworkError, fetch, guard_failure
-
-        try:
-            return await fetch(
-                method, url, policy=policy, timeout=timeout, max_bytes=_LARGEST,
-                follow_redirects=False, **kw,
-            )
-        except NetworkError as exc:
-            failure = guard_failure(exc)
-            raise GrantError(
-                f"{self.table}: cannot reach the authorization server at {url}: {exc.reason}",
-                error_type=str(failure.type), retry_possible=failure.retry_possible,
-            ) from None
+        return await send(self.table, method, url, policy, timeout, **kw)
 
     async def _discover(self, policy: NetworkPolicy, timeout: float) -> tuple[str, str | None]:
-        url = self.discovery_url
-        assert url is not None
-        answer = await self._get("GET", url, policy, timeout)
-        document: Any = None
-        if answer.status == 200 and not answer.truncated:
-            try:
-                document = json.loads(answer.content)
-            except ValueError:
-                document = None
-        endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
-        if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
-            said = f"HTTP {answer.status}" if answer.status != 200 else "no token_endpoint"
-            raise GrantError(
-                f"{self.table}: the OpenID Connect discovery document at {url} cannot be used "
-                f"({said}): the description's openIdConnectUrl must name a provider's "
-                "/.well-known/openid-configuration"
-            )
+        assert self.discovery_url is not None
+        document = await discover(self.table, self.discovery_url, policy, timeout)
         issuer = document.get("issuer")
-        return endpoint, issuer if isinstance(issuer, str) else None
+        return document["token_endpoint"], issuer if isinstance(issuer, str) else None
 
     async def _fetch(self, policy: NetworkPolicy, timeout: float) -> None:
         import httpx2
@@ -168,12 +142,9 @@ class Grant:
             "resource": self.resource, "authorization_servers": [issuer],
         })  # what the description says of it: the resource indicator is sent
         request = await provider._perform_authorization()
-        headers = {
-            k: v for k, v in request.headers.items()
-            if k.lower() not in ("host", "content-length", "user-agent", "accept-encoding")
-        }
         answer = await self._get(
-            "POST", str(request.url), policy, timeout, headers=headers, content=request.read()
+            "POST", str(request.url), policy, timeout, headers=sdk_headers(request),
+            content=request.read(),
         )
         if answer.status != 200:
             raise GrantError(self._refused(str(request.url), answer.status, answer.content))
@@ -203,7 +174,7 @@ class Grant:
 
         oauth = self.settings
         assert oauth.client_id is not None
-        storage = _Memory()
+        storage = Memory()
         if oauth.token_endpoint_auth == "private_key_jwt":
             assert self.client_assertion_key is not None
             sign = SignedJWTParameters(
@@ -248,8 +219,58 @@ class Grant:
             f"({why}): {fix}"
 
 
-class _Memory:
-    """The SDK's ``TokenStorage``: the grant keeps the token itself."""
+async def send(
+    table: str, method: str, url: str, policy: NetworkPolicy, timeout: float, **kw: Any
+) -> Any:
+    """One request to an authorization server, through the network guard (its answer's
+    body bounded); one the guard refuses or that cannot be made is a ``GrantError``."""
+    from toolplug.http import NetworkError, fetch, guard_failure
+
+    try:
+        return await fetch(
+            method, url, policy=policy, timeout=timeout, max_bytes=_LARGEST,
+            follow_redirects=False, **kw,
+        )
+    except NetworkError as exc:
+        failure = guard_failure(exc)
+        raise GrantError(
+            f"{table}: cannot reach the authorization server at {url}: {exc.reason}",
+            error_type=str(failure.type), retry_possible=failure.retry_possible,
+        ) from None
+
+
+async def discover(table: str, url: str, policy: NetworkPolicy, timeout: float) -> dict[str, Any]:
+    """An openIdConnect scheme's discovery document, with at least its ``token_endpoint``."""
+    answer = await send(table, "GET", url, policy, timeout)
+    document: Any = None
+    if answer.status == 200 and not answer.truncated:
+        try:
+            document = json.loads(answer.content)
+        except ValueError:
+            document = None
+    endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
+    if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
+        said = f"HTTP {answer.status}" if answer.status != 200 else "no token_endpoint"
+        raise GrantError(
+            f"{table}: the OpenID Connect discovery document at {url} cannot be used "
+            f"({said}): the description's openIdConnectUrl must name a provider's "
+            "/.well-known/openid-configuration"
+        )
+    assert isinstance(document, dict)
+    return document
+
+
+def sdk_headers(request: Any) -> dict[str, str]:
+    """The headers of a request the SDK built, without those the guard's client sets."""
+    return {
+        k: v for k, v in request.headers.items()
+        if k.lower() not in ("host", "content-length", "user-agent", "accept-encoding")
+    }
+
+
+class Memory:
+    """The SDK's ``TokenStorage`` in memory: the client credentials grant keeps its token
+    itself, and a person's sign-in keeps nothing until it completed."""
 
     def __init__(self) -> None:
         self.tokens: Any = None

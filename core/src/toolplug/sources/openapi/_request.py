@@ -12,6 +12,10 @@ An answer whose media type is an image, audio, a PDF or ``application/octet-stre
 from ``Content-Disposition`` when the server names it), and the output says in a line what
 came back. A cut file is no file, so such an answer longer than ``max_bytes`` is an error
 saying how to raise the bound.
+
+Within an OpenTelemetry span (the call's ``execute_tool`` span, current while the tool
+runs), each request carries the span's W3C trace context (``traceparent``, and
+``tracestate`` when it has entries), so the API's own spans continue the trace.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import math
 import mimetypes
 import re
+import sys
 import time
 import weakref
 from collections.abc import Mapping
@@ -163,6 +168,8 @@ class Operation:
     """argument -> [location, original name, style, explode ("1"/"0")]."""
     body: Mapping[str, Any] | None
     timeout: float
+    anonymous: bool = False
+    """Its description says ``security: []``: it is sent without the API's credentials."""
 
     @classmethod
     def of(cls, definition: Mapping[str, Any], timeout: float) -> Operation:
@@ -173,6 +180,7 @@ class Operation:
             args=dict(definition.get("args") or {}),
             body=definition.get("body"),
             timeout=timeout,
+            anonymous=bool(definition.get("anonymous")),
         )
 
 
@@ -258,6 +266,9 @@ def build(  # noqa: C901 - one branch per parameter location
         headers["Cookie"] = "; ".join(cookies)
     headers.update(credentials.headers)
     query += list(credentials.query.items())
+    for name, value in trace_context().items():  # a header the call set itself stays
+        if not any(key.lower() == name for key in headers):
+            headers[name] = value
     url = base_url.rstrip("/") + path
     if query:
         url += ("&" if "?" in url else "?") + urlencode(query, quote_via=quote)
@@ -283,6 +294,25 @@ def build(  # noqa: C901 - one branch per parameter location
             ).encode("utf-8")
             headers["Content-Type"] = media
     return url, headers, content
+
+
+def trace_context() -> dict[str, str]:
+    """The current OpenTelemetry span's W3C trace context as request headers: ``traceparent``
+    and, when it has entries, ``tracestate``; none without OpenTelemetry loaded (toolplug
+    never imports it) or without a valid span current."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return {}
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    headers = {"traceparent": (
+        f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    )}
+    state = context.trace_state.to_header() if context.trace_state else ""
+    if state:
+        headers["tracestate"] = state
+    return headers
 
 
 def _multipart(payload: Mapping[str, Any]) -> tuple[bytes, str]:

@@ -39,7 +39,8 @@ def _supplied(settings: ApiSettings, scheme: Mapping[str, Any]) -> bool:
     if auth == "oauth":
         if kind == "openIdConnect":
             return True
-        return kind == "oauth2" and "clientCredentials" in (scheme.get("flows") or {})
+        flow = "clientCredentials" if _machine(settings) else "authorizationCode"
+        return kind == "oauth2" and flow in (scheme.get("flows") or {})
     assert isinstance(auth, ApiAuth)
     where = str(scheme.get("in", "")).lower()
     header = (auth.name or "").lower()
@@ -57,6 +58,22 @@ def _supplied(settings: ApiSettings, scheme: Mapping[str, Any]) -> bool:
     if kind == "apiKey":
         return where == "header" or (where == "cookie" and header == "cookie")
     return header == "authorization"
+
+
+def _machine(settings: ApiSettings) -> bool:
+    oauth = settings.oauth_settings
+    return oauth is not None and oauth.grant == "client_credentials"
+
+
+def _signs_in(settings: ApiSettings, scheme: Mapping[str, Any]) -> bool:
+    """Whether the scheme is one a person's sign-in (``grant = "authorization_code"``)
+    supplies."""
+    if settings.auth != "oauth" or _machine(settings):
+        return False
+    kind = scheme.get("type")
+    return kind == "openIdConnect" or (
+        kind == "oauth2" and "authorizationCode" in (scheme.get("flows") or {})
+    )
 
 
 def _named(name: str, scheme: Mapping[str, Any]) -> str:
@@ -97,33 +114,50 @@ def _how(api: str, scheme: Mapping[str, Any]) -> str:
     if kind == "http":
         return f'{table} auth = {{ type = "bearer", token = {secret} }}'
     bearer = f'{table} auth = {{ type = "bearer", token = {secret} }} with a token you obtained'
-    if kind == "openIdConnect" or "clientCredentials" in (scheme.get("flows") or {}):
-        return (
+    flows = scheme.get("flows") or {}
+    ways = []
+    if kind == "openIdConnect" or "authorizationCode" in flows:
+        ways.append(f'{table} auth = "oauth" and a sign-in: `toolplug login {api}`')
+    if kind == "openIdConnect" or "clientCredentials" in flows:
+        ways.append(
             f'{table} auth = "oauth" with [openapi.{api}.oauth] grant = "client_credentials", '
-            f"client_id and client_secret = {secret}; or {bearer}"
+            f"client_id and client_secret = {secret}"
         )
-    return bearer
+    return "; or ".join([*ways, bearer])
 
 
 def unmet(
     settings: ApiSettings,
     requirements: Sequence[Sequence[str]] | None,
     schemes: Mapping[str, Mapping[str, Any]],
+    *,
+    signed_out: str | None = None,
 ) -> str | None:
     """Why the configuration meets none of an operation's security alternatives, or None
-    when it meets one (or the operation asks for none)."""
+    when it meets one (or the operation asks for none). ``signed_out``: why the person's
+    sign-in of ``auth = "oauth"`` cannot be used now (the schemes it supplies are unmet)."""
     if not requirements:
         return None
     missing: list[list[str]] = []
+
+    def met(name: str) -> bool:
+        scheme = schemes[name]
+        if signed_out is not None and _signs_in(settings, scheme):
+            return False
+        return _supplied(settings, scheme)
+
     for names in requirements:
-        lacking = [n for n in names if n in schemes and not _supplied(settings, schemes[n])]
+        lacking = [n for n in names if n in schemes and not met(n)]
         if not lacking:
             return None
         missing.append(lacking)
     said = []
     for lacking in missing:
         said.append(" and ".join(
-            f"{_named(n, schemes[n])}: {_how(settings.name, schemes[n])}" for n in lacking
+            f"{_named(n, schemes[n])}: "
+            + (signed_out if signed_out is not None and _signs_in(settings, schemes[n])
+               else _how(settings.name, schemes[n]))
+            for n in lacking
         ))
     unique = list(dict.fromkeys(said))
     if len(unique) == 1:
