@@ -21,6 +21,11 @@ its figures with another checkout's):
 - the process's CPU time per call (the loop and the writer thread together), off and on.
 
 The goal (issue 47): at most 10 us added per ``acall``.
+
+``--count N --way on|off`` makes N calls (batches of ``--concurrent``) with one registry
+and flushes, nothing more: a process to run under ``valgrind --tool=callgrind
+--separate-threads=yes``, once with N=1000 and once with N=3000, the difference over 2,000
+a call's instructions in each thread (the loop's, the writer's), start-up cancelled out.
 """
 
 from __future__ import annotations
@@ -124,10 +129,27 @@ async def main(rounds: int, batches: int, concurrent: int) -> None:
         print(f"| {what} | {off:.2f} us | {on:.2f} us | {on / off:.2f}x | {on - off:+.2f} us |")
 
 
+async def count(calls: int, way: str, concurrent: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="toolplug-bench-record-") as folder:
+        store = str(Path(folder) / "record.sqlite3")
+        reg = registry({"enabled": True, "store": store} if way == "on" else {})
+        try:
+            await one_round(reg, 1, concurrent)  # warm, as main's rounds are
+            await one_round(reg, calls // concurrent, concurrent)
+        finally:
+            reg.close()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--concurrent", type=int, default=100)
+    parser.add_argument("--count", type=int, default=0,
+                        help="make this many calls with one registry, nothing more")
+    parser.add_argument("--way", choices=("on", "off"), default="on")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.batches, args.concurrent))
+    if args.count:
+        asyncio.run(count(args.count, args.way, args.concurrent))
+    else:
+        asyncio.run(main(args.rounds, args.batches, args.concurrent))

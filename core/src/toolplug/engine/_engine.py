@@ -37,7 +37,7 @@ from toolplug.contract._tool import ErrorType, ToolResult
 from toolplug.engine._dispatch import Chain, Next
 from toolplug.engine._inbox import Approvals, open_approvals
 from toolplug.engine._pipeline import Pipeline
-from toolplug.engine._recording import call_event, span_ids
+from toolplug.engine._recording import call_row, span_ids
 from toolplug.engine._telemetry import Telemetry
 from toolplug.state._record import Recorder, open_record
 from toolplug.state._spill import Entry, Page, Spills
@@ -346,7 +346,7 @@ class Engine:
             result = await self._bounded(call, labelled)
             if recorder is not None:  # a deque append; the writer thread does the rest
                 recorder.later(
-                    call_event, self.registry, call, result, current(), time.time(),
+                    call_row, self.registry, call, result, current(), time.time(),
                     time.monotonic() - call.started, _NO_IDS,
                 )
             return result
@@ -359,7 +359,7 @@ class Engine:
             ended(result)
             if recorder is not None:
                 recorder.later(
-                    call_event, self.registry, call, result, current(), time.time(),
+                    call_row, self.registry, call, result, current(), time.time(),
                     time.monotonic() - call.started, span_ids(),
                 )
             return result

@@ -13,7 +13,8 @@ record ``kind``        span event                     when
 =====================  =============================  ====================================
 
 On the event loop a call pays a tuple and a ``deque`` append (``Recorder.later``); the
-writer thread redacts and measures its arguments and result.
+writer thread redacts and measures its arguments and result and makes its row
+(``call_row``) straight from the call's pieces.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import contextlib
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from toolplug.state._events import RecordEvent, recorded_arguments
+from toolplug.state._events import RecordEvent, arguments_text, encoded, recorded_arguments
 
 if TYPE_CHECKING:
     from toolplug.contract._approval import ApprovalRequest
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from toolplug.trust._decisions import Decision
 
 __all__ = [
-    "approval_asked", "approval_decided", "call_event", "decision_refused", "guard_decided",
+    "approval_asked", "approval_decided", "call_row", "decision_refused", "guard_decided",
     "span_ids",
 ]
 
@@ -62,39 +63,56 @@ def _who(call: ToolCall) -> tuple[str | None, str | None, str | None]:
     )
 
 
-def call_event(  # noqa: PLR0917 - the writer thread calls it with what the call left
-    registry: Registry, call: ToolCall, result: ToolResult, conversation: Conversation | None,
-    ended: float, duration: float, ids: tuple[str | None, str | None],
-) -> RecordEvent:
-    """The ``call`` event of one call (built in the writer thread)."""
-    call_id, principal, session = _who(call)
+_LABELS: Final = {
+    (False, False): "[]", (True, False): '["untrusted"]', (False, True): '["private"]',
+    (True, True): '["untrusted","private"]',
+}
+"""A call's labels column, by (untrusted, private): the JSON ``labels_text`` writes."""
+_SIZE: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""``json.dumps(data, ensure_ascii=False, default=str)``, its encoder made once: a result's
+data is measured as that JSON."""
+
+
+def call_row(  # noqa: PLR0917 - the writer thread calls it with what the call left
+    replica: str, null: Any, registry: Registry, call: ToolCall, result: ToolResult,
+    conversation: Conversation | None, ended: float, duration: float,
+    ids: tuple[str | None, str | None],
+) -> tuple[Any, ...]:
+    """The ``call`` event of one call, as its row (``RecordEvent.row(null)``: the record's
+    ``COLUMNS``), built in the writer thread: no ``RecordEvent`` made on the way."""
+    host = call.context.host if call.context is not None else None
+    if host:
+        call_id, principal, session = host.get("call_id"), host.get("client"), host.get("session")
+        call_id = null if call_id is None else str(call_id)
+        principal = null if principal is None else str(principal)
+        session = null if session is None else str(session)
+    else:
+        call_id = principal = session = null
     error = result.error
     size = len(result.output)
     if result.data is not None:
         with contextlib.suppress(TypeError, ValueError, RecursionError):
-            size += len(json.dumps(result.data, ensure_ascii=False, default=str))
-    labels = []
+            size += len(_SIZE(result.data))
     trust = result.trust
-    if trust is not None:
-        if trust.output == "untrusted":
-            labels.append("untrusted")
-        if trust.private:
-            labels.append("private")
-    detail: dict[str, Any] = {}
-    if error is not None:
-        detail["error"] = registry.redact(error.message)[:500]
-    if result.parts:
-        detail["parts"] = len(result.parts)
-    arguments, text = recorded_arguments(
-        call.arguments, registry.redactor.redact_data, registry.config.record.max_argument_chars
+    labels = "[]" if trust is None else _LABELS[trust.output == "untrusted", bool(trust.private)]
+    detail = "{}"
+    if error is not None or result.parts:
+        details: dict[str, Any] = {}
+        if error is not None:
+            details["error"] = registry.redact(error.message)[:500]
+        if result.parts:
+            details["parts"] = len(result.parts)
+        detail = encoded(details)
+    arguments = arguments_text(
+        call.arguments, registry.redactor, registry.config.record.max_argument_chars
     )
-    return RecordEvent(
-        "call", ended, call.tool, call_id, principal, session,
-        None if conversation is None else conversation.root.id, "",
-        "ok" if error is None else str(error.type), size,
-        round(duration * 1000, 3),
-        labels=labels, arguments=arguments, trace_id=ids[0], span_id=ids[1], detail=detail,
-        arguments_text=text,
+    trace_id, span_id = ids
+    return (
+        ended, "call", call.tool, call_id, principal, session,
+        null if conversation is None else conversation.root.id, replica,
+        "ok" if error is None else str(error.type), size, round(duration * 1000, 3), null,
+        null, labels, "[]", null if arguments is None else arguments,
+        null if trace_id is None else trace_id, null if span_id is None else span_id, detail,
     )
 
 

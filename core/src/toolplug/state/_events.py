@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
 __all__ = [
-    "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "masked_secrets",
-    "names_secret", "recorded_arguments",
+    "COLUMNS", "KINDS", "EventKind", "RecordEvent", "RecordFilters", "arguments_text",
+    "encoded", "labels_text", "masked_secrets", "names_secret", "recorded_arguments",
 ]
 
 EventKind = Literal["call", "approval.request", "approval.decision", "guard"]
@@ -94,17 +94,21 @@ class RecordEvent:
         del data["arguments_text"]
         return data
 
-    def row(self) -> tuple[Any, ...]:
-        """The values of ``COLUMNS``, JSON columns as text."""
+    def row(self, null: Any = None) -> tuple[Any, ...]:
+        """The values of ``COLUMNS``, JSON columns as text, ``null`` for each missing one
+        (a store's ``null``: SQLite binds an empty ``bytearray`` faster than None)."""
         arguments = self.arguments_text
         if arguments is None:
             arguments = _text(self.arguments)
-        return (
+        row = (
             self.time, self.kind, self.tool, self.call_id, self.principal, self.session,
             self.conversation, self.replica, self.status, self.size, self.duration_ms,
-            self.rule, self.reason, _labels_text(self.labels), _text(self.sources),
+            self.rule, self.reason, labels_text(self.labels), _text(self.sources),
             arguments, self.trace_id, self.span_id, _text(self.detail),
         )
+        if null is None:
+            return row
+        return tuple(null if value is None else value for value in row)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> RecordEvent:
@@ -141,6 +145,24 @@ def recorded_arguments(arguments: Any, redact: Any, most: int) -> tuple[Any, str
         cut = text[: max(most - 3, 0)] + "..."
         return cut, _text(cut)
     return value, text
+
+
+def arguments_text(arguments: Any, redactor: Any, most: int) -> str | None:
+    """``recorded_arguments``' JSON alone, as the writer thread stores a call's: the same
+    text, found faster. Masked, encoded, then searched for ``redactor``'s secrets as JSON
+    text writes them (``Redactor.in_json``); only arguments that hold one are redacted
+    value by value (``Redactor.redact_data``) and encoded again."""
+    if most <= 0:
+        return None
+    value = masked_secrets(arguments)
+    if value is None:
+        return None
+    text = _encode(value)
+    if redactor and redactor.in_json(text):
+        text = _encode(redactor.redact_data(value))
+    if len(text) > most:
+        return _encode(text[: max(most - 3, 0)] + "...")
+    return text
 
 
 _SECRET_NAMES: Final[dict[str, bool]] = {}
@@ -192,10 +214,30 @@ _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 """The types of values ``masked_secrets`` keeps as they are (most arguments' values)."""
 
 
-_encode: Final = json.JSONEncoder(
-    ensure_ascii=False, default=str, separators=(",", ":")
-).encode
-"""``json.dumps`` with these options, its encoder made once (not once per value)."""
+def _encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))``, with
+    the C encoder made once (``JSONEncoder.encode`` makes one per value) and no check for
+    cycles: what is encoded here is built by the record (``masked_secrets``' copies, bounded
+    in depth), a cycle in it impossible; a value too deep raises RecursionError."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the pure Python encoder, as json.dumps would
+        return json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":")).encode
+    chunks = make(
+        None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+
+    def encode(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_encode: Final = _encoder()
+
+
+def encoded(value: Any) -> str:
+    """``value`` as the record's JSON (``RecordEvent.row``'s columns)."""
+    return _encode(value)
 
 
 def _text(value: Any) -> str | None:
@@ -211,7 +253,8 @@ _LABELS: Final[dict[tuple[Any, ...], str | None]] = {}
 repeat event after event (bounded as ``_SECRET_NAMES``)."""
 
 
-def _labels_text(labels: Any) -> str | None:
+def labels_text(labels: Any) -> str | None:
+    """``labels`` as their JSON column (the JSON of each list seen kept)."""
     if not isinstance(labels, list):
         return _text(labels)
     key = tuple(labels)

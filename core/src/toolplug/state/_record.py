@@ -1,9 +1,11 @@
 """The record: events kept durably, written in batches by one thread (docs/record.md).
 
-A call adds its event to an in-memory queue (a ``deque`` append: the event loop never waits
-for a disk or a database). One writer thread per recorder takes what is queued every
-``[record] flush_seconds`` (sooner once ``BATCH`` events wait) and writes it in one
-transaction. ``flush`` and ``aflush`` return once everything added before them is
+A call adds its event to an in-memory queue (a ``deque`` append of the call's pieces: the
+event loop never waits for a disk or a database, nor encodes anything). One writer thread
+per recorder takes what is queued every ``[record] flush_seconds`` (sooner once ``BATCH``
+events wait), makes each event's row (``RecordStore.null`` for what is missing) and writes
+them in one transaction (SQLite: ``ROWS`` rows a statement, the interpreter's lock let go
+while SQLite inserts them). ``flush`` and ``aflush`` return once everything added before them is
 committed: an acknowledged event is on disk (SQLite in WAL mode with ``synchronous=FULL``)
 or in the database (PostgreSQL, ``toolplug.state._record_pg``).
 
@@ -33,6 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -40,7 +43,7 @@ from toolplug.config._record import RecordSettings
 from toolplug.state._events import COLUMNS, RecordEvent, RecordFilters
 
 __all__ = [
-    "BATCH", "BUSY_MS", "RecordStore", "Recorder", "SqliteStore", "open_record",
+    "BATCH", "BUSY_MS", "ROWS", "RecordStore", "Recorder", "SqliteStore", "open_record",
     "replica_name",
 ]
 
@@ -50,6 +53,10 @@ BATCH: Final = 512
 """Queued events that wake the writer before its interval ends."""
 BUSY_MS: Final = 10_000
 """How long a SQLite writer waits for another process's write lock."""
+ROWS: Final = 64
+"""Rows one SQLite ``INSERT`` statement writes (fewer where SQLite allows fewer
+parameters): the writer thread takes the interpreter's lock back once a statement, not
+once a row, while the loop runs."""
 _PRUNE_SECONDS: Final = 3600.0
 _DAY: Final = 86_400.0
 
@@ -59,12 +66,19 @@ class RecordStore(Protocol):
 
     where: str
     """The store for messages: a file path, or a database address without its password."""
+    @property
+    def null(self) -> Any:
+        """What a row given to ``write_rows`` holds for a missing value (None, or a marker
+        the store binds faster: SQLite's ``bytearray()``, stored as NULL)."""
 
     def open(self) -> None:
         """Connect and create the table if needed (in the writer thread)."""
 
     def write(self, events: Sequence[RecordEvent]) -> None:
         """Keep ``events`` in one transaction, durably, before returning."""
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``write`` for events as rows (``RecordEvent.row(null)``: ``COLUMNS``' values)."""
 
     def prune(self, before: float) -> int:
         """Delete the events older than ``before``; how many went."""
@@ -87,9 +101,14 @@ _CREATE: Final = (
     "CREATE INDEX IF NOT EXISTS events_principal ON events (principal, time)",
     "CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation, time)",
 )
-_INSERT: Final = (
-    f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-)
+_NOT_NULL: Final = frozenset({"time", "kind", "tool", "replica"})
+_VALUES: Final = "({})".format(", ".join(
+    "?" if column in _NOT_NULL else "NULLIF(?, x'')" for column in COLUMNS
+))
+"""One row's values: a parameter bound to ``SqliteStore.null`` (an empty blob, which no
+column holds) stored as NULL. The sqlite3 module binds a None only after looking for an
+adapter (two failed attribute lookups, half of a row's insert): a bytearray it binds at once."""
+_INSERT: Final = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES {_VALUES}"
 _SELECT: Final = f"SELECT id, {', '.join(COLUMNS)} FROM events"
 
 
@@ -100,6 +119,10 @@ class SqliteStore:
         self.path = Path(path)
         self.where = str(self.path)
         self._db: sqlite3.Connection | None = None
+        self._inserts: dict[int, str] = {1: _INSERT}
+        self._rows = 1
+
+    null: Final = bytearray()  # never written to: bound as an empty blob, stored as NULL
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
@@ -114,14 +137,29 @@ class SqliteStore:
         db.execute("PRAGMA synchronous = FULL")  # a committed batch survives power loss too
         for statement in _CREATE:
             db.execute(statement)
+        most = max(min(ROWS, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(COLUMNS)), 1)
+        self._rows = 1 << (most.bit_length() - 1)  # 64, 32, ... 1: at most 7 statements
+        self._inserts = {
+            1 << n: _INSERT + f", {_VALUES}" * ((1 << n) - 1)
+            for n in range(self._rows.bit_length())
+        }
         self._db = db
 
     def write(self, events: Sequence[RecordEvent]) -> None:
+        null = self.null
+        self.write_rows([e.row(null) for e in events])
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
         db = self._db
         assert db is not None, "open() first"
+        inserts, step, start, end = self._inserts, self._rows, 0, len(rows)
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(_INSERT, [e.row() for e in events])
+            while start < end:  # ROWS a statement, then halves: the lock let go once each
+                while start + step > end:
+                    step >>= 1
+                db.execute(inserts[step], list(chain.from_iterable(rows[start:start + step])))
+                start += step
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -196,7 +234,8 @@ def _resolve(future: asyncio.Future[bool]) -> None:
         future.set_result(True)
 
 
-_Item = RecordEvent | tuple[Callable[..., RecordEvent | None], tuple[Any, ...]] | _Flushed
+_Row = tuple[Any, ...]
+_Item = RecordEvent | tuple[Callable[..., _Row | None], tuple[Any, ...]] | _Flushed
 
 
 class Recorder:
@@ -218,7 +257,7 @@ class Recorder:
         """Events dropped because the queue was full (the store could not keep up)."""
         self.failed: str | None = None
         """The last error writing a batch (the batch stays queued), or None."""
-        self._retry: list[RecordEvent] = []
+        self._retry: list[_Row] = []
 
     # -- adding (any thread; never waits) -------------------------------------------------
 
@@ -227,9 +266,11 @@ class Recorder:
         event.replica = self.replica
         self._put(event)
 
-    def later(self, build: Callable[..., RecordEvent | None], *arguments: Any) -> None:
-        """Queue ``build(*arguments)``, called in the writer thread (redacting and measuring
-        a call's arguments and result there, off the caller's loop); None records nothing."""
+    def later(self, build: Callable[..., _Row | None], *arguments: Any) -> None:
+        """Queue ``build(replica, null, *arguments)``, called in the writer thread
+        (redacting, measuring and encoding a call's arguments and result there, off the
+        caller's loop): the event's row (``RecordEvent.row(null)``, ``replica`` in it), or
+        None to record nothing."""
         self._put((build, arguments))
 
     def _put(self, item: _Item) -> None:
@@ -245,7 +286,7 @@ class Recorder:
         queue.append(item)
         if self._thread is None:
             self._start()
-        elif len(queue) >= BATCH:
+        elif len(queue) >= BATCH and not self._wake.is_set():  # woken once, not per event
             self._wake.set()
 
     def _start(self) -> None:
@@ -309,44 +350,45 @@ class Recorder:
 
     # -- the writer thread --------------------------------------------------------------
 
-    def _drain(self) -> tuple[list[RecordEvent], list[_Flushed]]:
-        events: list[RecordEvent] = self._retry
+    def _drain(self) -> tuple[list[_Row], list[_Flushed]]:
+        rows: list[_Row] = self._retry
         markers: list[_Flushed] = []
         self._retry = []
-        queue = self._queue
+        queue, replica, null = self._queue, self.replica, self.store.null
         while True:
             try:
                 item = queue.popleft()
             except IndexError:
-                return events, markers
-            if isinstance(item, RecordEvent):
-                events.append(item)
-            elif isinstance(item, _Flushed):
-                markers.append(item)
-            else:
+                return rows, markers
+            if type(item) is tuple:
                 build, arguments = item
                 try:
-                    event = build(*arguments)
+                    row = build(replica, null, *arguments)
                 except Exception:  # a bug of ours: that event is lost, the record goes on
                     log.exception("building a record event failed")
                     continue
-                if event is not None:
-                    event.replica = self.replica
-                    events.append(event)
+                if row is not None:
+                    rows.append(row)
+            elif isinstance(item, _Flushed):
+                markers.append(item)
+            else:
+                assert isinstance(item, RecordEvent)
+                item.replica = replica
+                rows.append(item.row(null))
 
     def _round(self) -> bool:
         """Write what is queued; False once closed and empty."""
-        events, markers = self._drain()
-        if events:
+        rows, markers = self._drain()
+        if rows:
             try:
-                self.store.write(events)
+                self.store.write_rows(rows)
                 self.failed = None
             except Exception as exc:
                 if self.failed is None:
                     log.warning("the record could not be written to %s: %s; retrying",
                                 self.store.where, exc)
                 self.failed = f"{type(exc).__name__}: {exc}"
-                self._retry = events
+                self._retry = rows
                 self._queue.extendleft(reversed(markers))  # not acknowledged yet
                 return not self._closed
         for marker in markers:

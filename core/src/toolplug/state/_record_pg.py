@@ -82,8 +82,13 @@ class PostgresStore:
         assert self._loop is not None, "open() first"
         return self._loop.run_until_complete(coroutine)
 
+    null: Final = None
+
     def write(self, events: Sequence[RecordEvent]) -> None:
         self._run(self._write([e.row() for e in events]))
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self._run(self._write(list(rows)))
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         db = await self._connected()

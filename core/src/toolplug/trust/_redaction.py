@@ -9,6 +9,7 @@ it, since that cache may be a Redis server beyond this process (``toolplug.state
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,12 +30,21 @@ class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
         self._longest_first: tuple[str, ...] = ()
+        self._as_json: tuple[str, ...] = ()
 
     def add(self, secret: str) -> None:
         """Remember a secret value; values shorter than four characters are not redacted."""
         if len(secret) >= _MIN_SECRET_LEN:
             self._secrets.add(secret)
             self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
+            escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in self._secrets}
+            self._as_json = tuple(escaped | self._secrets)
+
+    def in_json(self, text: str) -> bool:
+        """Whether JSON text (``ensure_ascii=False``) holds a secret: as it is, or as a JSON
+        string writes it (quotes, backslashes and control characters escaped). False means
+        ``redact_data`` would find none in the data the text encodes (its strings and keys)."""
+        return any(secret in text for secret in self._as_json)
 
     def __bool__(self) -> bool:
         return bool(self._secrets)
