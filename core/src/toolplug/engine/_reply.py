@@ -130,9 +130,9 @@ async def signed_reply(
         person = fields.get("by") or ""
         note = fields.get("note") or ""
         if person:
-            note = f"{note} ({person}, by the webhook)" if note else (
+            note = f"{note} ({person}, by a signed reply)" if note else (
                 f"{'approved' if fields['decision'] == 'approve' else 'denied'} by {person} "
-                "(by the webhook)")
+                "(a signed reply)")
         decided = await approvals.adecide(  # as the owner the request names: the secret's
             found.id, fields["decision"] == "approve", by=found.owner, note=note,
             remember=fields.get("remember", "once"),
@@ -145,13 +145,39 @@ async def signed_reply(
         if isinstance(refused, DecisionRefused) and refused.request is not None:
             found = refused.request
         if recorder is not None:
-            target = str(fields.get("request") or "-")
-            person = fields.get("by")
-            recorder.add(decision_refused(
-                found, target=target, action=str(fields.get("decision") or "decide"), why=why,
-                reason=str(refused), by=person if isinstance(person, str) and person else None,
-                via="webhook",
-            ))
+            await _record(approvals, recorder, refused, fields or _claimed(body), found,
+                          verified=bool(fields))
         return status, {"error": str(refused), "why": why}
     return 200, {"request": decided.id, "state": decided.state, "owner": decided.owner,
                  "note": decided.note}
+
+
+def _claimed(body: bytes) -> dict[str, Any]:
+    """What an unverified body says, for the record: its ``request`` and ``decision``."""
+    try:
+        fields = json.loads(body) if len(body) <= MAX_BODY else None
+    except ValueError:
+        fields = None
+    if not isinstance(fields, dict):
+        return {}
+    return {k: fields[k] for k in ("request", "decision") if isinstance(fields.get(k), str)}
+
+
+async def _record(
+    approvals: Approvals, recorder: Recorder, refused: Exception, fields: Mapping[str, Any],
+    found: PendingRequest | None, *, verified: bool,
+) -> None:
+    """Record a refused reply: the request it named (looked up), and who decided only when
+    the signature held (an unverified ``by`` is anyone's claim)."""
+    target = str(fields.get("request") or "-")
+    if found is None and target != "-":
+        try:
+            found = await approvals.inbox.get(target)
+        except Exception:  # the store away: the refusal is recorded all the same
+            found = None
+    person = fields.get("by") if verified else None
+    recorder.add(decision_refused(
+        found, target=target, action=str(fields.get("decision") or "decide"),
+        why=str(getattr(refused, "why", "")), reason=str(refused),
+        by=person if isinstance(person, str) and person else None, via="webhook",
+    ))
