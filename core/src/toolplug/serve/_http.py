@@ -85,12 +85,15 @@ def serve_http(
         app = _authenticating_app(server, host, auth, registry, unguarded)
     envelope = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     served: Any = envelope
+    # Signed decisions (engine/_reply.py): the signature is their authentication, so they
+    # are answered beside the MCP app (no bearer token) and the console (no console scope);
+    # without [approvals] webhook_secret the route says to set it.
     approvals = registry.approvals
-    if approvals.webhook_secret is not None:  # signed, it needs no token nor console scope
+    replies = Starlette(routes=[reply_route(lambda: approvals, lambda: registry.record)])
+    served = _Beside(served, replies, REPLY_PATH)
+    if approvals.webhook_secret is not None:
         if approvals.reply_url is None and not _unspecified(host):
             approvals.reply_url = f"http://{shown}:{bound}{REPLY_PATH}"
-        replies = Starlette(routes=[reply_route(lambda: approvals, lambda: registry.record)])
-        served = _Beside(served, replies, REPLY_PATH)
         print(f"toolplug: signed approval decisions at http://{shown}:{bound}{REPLY_PATH}",
               file=sys.stderr)
     if auth is not None and auth.console_scope is not None and console is not None:
