@@ -230,6 +230,11 @@ def test_the_webhook_is_signed(
         assert body["event"] == "approval.requested"
         assert body["request"]["id"] == request.id
         assert body["request"]["arguments"] == {"text": "hooked"}
+        if secret is not None:  # where to send a signed decision back (none known here)
+            assert body["reply"] == {"url": None, "request": request.id,
+                                     "decisions": ["approve", "deny"]}
+        else:
+            assert "reply" not in body
 
     try:
         asyncio.run(scenario())

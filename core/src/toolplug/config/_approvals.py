@@ -8,6 +8,7 @@ is told about it.
     store = "sqlite"                # where requests and remembered decisions are kept
     webhook_url = "https://hooks.example.com/toolplug"
     webhook_secret = { env = "TOOLPLUG_WEBHOOK_SECRET" }
+    reply_url = "https://toolplug.example/approvals/decide"   # told in each webhook
 
 ``store``: ``"auto"`` (the default) keeps them where ``[calls] store`` keeps the rest when
 that is Redis (shared by replicas), else in a SQLite file in the state directory (shared
@@ -68,7 +69,14 @@ class ApprovalsSettings(StrictTable):
         description='{ env = "VAR" } or { file = "PATH" }: the key of the webhook\'s '
         "HMAC-SHA256 signature (never the key itself)",
     )
-    """The key of the ``X-Toolplug-Signature`` header; without one the POST is unsigned."""
+    """The key of the ``X-Toolplug-Signature`` header; without one the POST is unsigned.
+    A decision POSTed back (``toolplug.engine._reply``) counts only signed with it."""
+    reply_url: str | None = Field(
+        default=None, pattern=r"^https?://",
+        description="an http:// or https:// URL: where a webhook's receiver POSTs the "
+        "person's signed decision back (the console's /approvals/decide), told in each webhook",
+    )
+    """Put in each signed webhook's ``reply.url`` (``serve --http`` tells its own otherwise)."""
 
     def store_for(self, calls_store: str, state_dir: Path) -> str:
         """The store ``store`` names, ``auto`` resolved: a Redis URL, ``memory`` or

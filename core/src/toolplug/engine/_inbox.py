@@ -132,7 +132,7 @@ class Approvals:
         self, backend: Backend, *, inbox: bool, wait_seconds: float,
         lease_seconds: float = 15.0, webhook_url: str | None = None,
         webhook_secret: bytes | None = None, bridge: Bridge | None = None,
-        owns_backend: bool = True,
+        owns_backend: bool = True, reply_url: str | None = None,
     ) -> None:
         self.backend = backend
         self.inbox = Inbox(backend)
@@ -146,10 +146,19 @@ class Approvals:
         """How long this process's hold on a request lasts unless renewed."""
         self._webhook = webhook_url
         self._secret = webhook_secret
+        self.reply_url = reply_url
+        """Where a receiver POSTs the person's signed decision (``toolplug.engine._reply``),
+        told in each webhook: ``[approvals] reply_url``, else the one ``serve --http``
+        answers at when it knows its address."""
         self._bridge = bridge
         self._owns = owns_backend
         self._watches: dict[asyncio.AbstractEventLoop, _Watch] = {}
         self._sent: set[asyncio.Task[None]] = set()
+
+    @property
+    def webhook_secret(self) -> bytes | None:
+        """The key the webhook is signed with, and a signed reply must be."""
+        return self._secret
 
     # -- the pipeline's ---------------------------------------------------------------
 
@@ -245,10 +254,15 @@ class Approvals:
 
     async def _notify(self, request: PendingRequest) -> None:
         assert self._webhook is not None
-        body = json.dumps({
+        told: dict[str, Any] = {
             "event": "approval.requested", "request": request.to_dict(),
             "decide": f"toolplug approvals approve {request.id}",
-        }, sort_keys=True, default=str).encode()
+        }
+        if self._secret is not None:  # a reply counts only signed with the same key
+            told["reply"] = {
+                "url": self.reply_url, "request": request.id, "decisions": ["approve", "deny"],
+            }
+        body = json.dumps(told, sort_keys=True, default=str).encode()
         headers = {"X-Toolplug-Event": "approval.requested"}
         if self._secret is not None:
             stamp = str(int(time.time()))
@@ -370,7 +384,7 @@ def open_approvals(
     return Approvals(
         backend, inbox=settings.inbox, wait_seconds=settings.wait_seconds,
         lease_seconds=settings.lease_seconds, webhook_url=settings.webhook_url,
-        webhook_secret=secret, bridge=bridge, owns_backend=owns,
+        webhook_secret=secret, bridge=bridge, owns_backend=owns, reply_url=settings.reply_url,
     )
 
 

@@ -19,6 +19,7 @@ from mcp.server.auth.routes import cors_middleware
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
+from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -35,6 +36,7 @@ from toolplug.serve._auth import (
 )
 from toolplug.serve._envelope import MAX_BODY_BYTES, EnvelopeCheck
 from toolplug.serve._hosts import HostCheck, HostRules
+from toolplug.serve._reply import REPLY_PATH, reply_route
 from toolplug.sources.mcp import mounted
 from toolplug.sources.mcp._principals import CALLBACK_PATH, complete
 
@@ -83,9 +85,20 @@ def serve_http(
         app = _authenticating_app(server, host, auth, registry, unguarded)
     envelope = EnvelopeCheck(app, HTTP_PATH, max_body=MAX_BODY_BYTES)
     served: Any = envelope
+    # Signed decisions (engine/_reply.py): the signature is their authentication, so they
+    # are answered beside the MCP app (no bearer token) and the console (no console scope);
+    # without [approvals] webhook_secret the route says to set it.
+    approvals = registry.approvals
+    replies = Starlette(routes=[reply_route(lambda: approvals, lambda: registry.record)])
+    served = _Beside(served, replies, REPLY_PATH)
+    if approvals.webhook_secret is not None:
+        if approvals.reply_url is None and not _unspecified(host):
+            approvals.reply_url = f"http://{shown}:{bound}{REPLY_PATH}"
+        print(f"toolplug: signed approval decisions at http://{shown}:{bound}{REPLY_PATH}",
+              file=sys.stderr)
     if auth is not None and auth.console_scope is not None and console is not None:
         base = registry.config.path.parent if registry.config.path else None
-        served = _Beside(envelope, console(registry, auth, base), CONSOLE_PATH)
+        served = _Beside(served, console(registry, auth, base), CONSOLE_PATH)
         print(f"toolplug: console at http://{shown}:{bound}{CONSOLE_PATH}/ (scope "
               f"{auth.console_scope})", file=sys.stderr)
     rules = HostRules(
@@ -108,6 +121,11 @@ def serve_http(
     finally:
         listener.close()
     return runner.received[0] if runner.received else None
+
+
+def _unspecified(host: str) -> bool:
+    """Whether ``host`` is the any-address (no address a receiver could be told)."""
+    return host.strip("[]") in ("0.0.0.0", "::", "")
 
 
 class _Beside:

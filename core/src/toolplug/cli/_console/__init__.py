@@ -16,6 +16,9 @@ page:
 - ``_signin``: the console under ``serve --http`` (``[serve.auth] console_scope``), behind
   a token of the server's issuer.
 
+``POST /approvals/decide`` takes a decision the webhook's receiver sends back, signed as the
+webhook is (``toolplug.engine._reply``): no cookie, no CSRF token, the signature instead.
+
 ``toolplug console`` authenticates nobody: it listens on a loopback address only (a
 non-loopback ``--host`` is refused) and answers only requests whose ``Host`` is a loopback
 name (a page elsewhere that rebinds its name to 127.0.0.1 cannot reach it). Every form
@@ -38,6 +41,7 @@ from toolplug.cli._console._catalog import catalog
 from toolplug.cli._console._page import Console, Viewer, foreign_host, loopback
 from toolplug.cli._console._record import history, timeline
 from toolplug.cli._parser import EXIT_OK, EXIT_USAGE, _Exit
+from toolplug.serve._reply import REPLY_PATH, reply_route
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -160,6 +164,8 @@ def routes(console: Console, gate: SignIn | None, lifespan: Any = None) -> Any:
         Route(root + "/approvals/{id}/{action}", guarded(decide), methods=["POST"]),
         Route(root + "/remembered/{id}/forget", guarded(forget), methods=["POST"]),
     ]
+    if gate is None:  # served, the server answers it at its own root, beside the console
+        table.append(reply_route(console.opened, lambda: console.recorder, root + REPLY_PATH))
     if gate is not None:
         async def asked(request: Request) -> Response:
             return gate.signing_in(request, 200, "")
