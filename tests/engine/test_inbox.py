@@ -1,6 +1,7 @@
 """The inbox: a call nobody could be asked about waits for a person's decision, made here
 or in another process (the command line, run as a subprocess), on SQLite, in memory and on
-a real Redis; expiry, forged and replayed decisions, the signed webhook, no thread held."""
+a real Redis; expiry, forged and replayed decisions, the signed webhook, no thread held, a
+plan's steps paused one by one."""
 
 from __future__ import annotations
 
@@ -274,3 +275,40 @@ def test_replicas_on_redis_share_the_inbox(tools: Any, tmp_path: Path, redis_url
     finally:
         registry.close()
     assert tools.RAN == ["shared"]
+
+
+def test_a_plan_pauses_at_each_step_that_waits(tools: Any, tmp_path: Path) -> None:
+    # a plan run where nobody can be asked (cron): each step that needs approval waits in
+    # the inbox while the others go on; a denied step fails and what depends on it is
+    # skipped, with no approver given
+    table, config = _config(tmp_path, f"sqlite:{tmp_path / 'approvals.db'}")
+    registry = _load(tools, table)
+    plan = {"steps": [
+        {"id": 1, "action": "post", "parameters": {"text": "first"}},
+        {"id": 2, "action": "post", "parameters": {"text": "second"}},
+        {"id": 3, "action": "post", "parameters": {"text": "after the second"},
+         "dependencies": [2]},
+    ]}
+
+    async def scenario() -> toolplug.PlanResult:
+        run = asyncio.create_task(toolplug.run_plan(registry, plan))
+        waiting = {r.arguments["text"]: r for r in await _pending(registry, 2)}
+        assert set(waiting) == {"first", "second"}  # both paused at once, 3 not yet asked
+        code, _, err = await approvals_cli(config, "approve", waiting["first"].id)
+        assert code == 0, err
+        for _ in range(400):  # the first step runs while the second still waits
+            if tools.RAN:
+                break
+            await asyncio.sleep(0.025)
+        assert tools.RAN == ["first"]
+        assert not run.done()
+        code, _, err = await approvals_cli(config, "deny", waiting["second"].id)
+        assert code == 0, err
+        return await asyncio.wait_for(run, 10)
+
+    try:
+        outcome = asyncio.run(scenario())
+    finally:
+        registry.close()
+    assert [s.status for s in outcome.steps] == ["ok", "failed", "skipped"]
+    assert tools.RAN == ["first"]
