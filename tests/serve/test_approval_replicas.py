@@ -34,37 +34,12 @@ from mcp import types
 from tests.helpers.auth import READ, WRITE, Key, auth_config, issuer_server
 from tests.helpers.console import SCOPE, bearer, call_as, csrf, shown_requests
 from tests.helpers.postgres import Postgres, postgres_server
-from tests.helpers.posting import approvals_cli
+from tests.helpers.posting import POST_TOOLS, approvals_cli
 from tests.helpers.redis import redis_server
 from tests.helpers.serve import TIMEOUT, child_env, free_port, stop, text_of, wait_for_port
 from toolplug.config._config import load_config
 from toolplug.engine._inbox import open_approvals
 from toolplug.state._inbox import STOPPED
-
-POST_TOOL = r'''
-from typing import Any
-
-from toolplug import Annotations, Tool, ToolMetadata, ToolResult, hookimpl
-
-
-class Post(Tool):
-    metadata = ToolMetadata(
-        name="post",
-        description="Publish a short message.",
-        category="publish",
-        parameters={"type": "object", "properties": {"text": {"type": "string"}},
-                    "required": ["text"]},
-        annotations=Annotations(read_only=False, destructive=False, open_world=True),
-    )
-
-    async def run(self, arguments: dict[str, Any], context: Any) -> ToolResult:
-        return ToolResult.success(f"posted: {arguments['text']}")
-
-
-@hookimpl
-def register_tools(register: Any) -> None:
-    register(Post)
-'''
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +65,7 @@ def _setup(
                       f'jwks_uri = "{issuer}/jwks"'),
         encoding="utf-8",
     )
-    env = {**os.environ, **child_env(tmp_path, ("replica_post_tool", POST_TOOL))}
+    env = {**os.environ, **child_env(tmp_path, ("replica_post_tool", POST_TOOLS))}
     return config, {**env, "TOOLPLUG_CONFIG": str(config)}
 
 
