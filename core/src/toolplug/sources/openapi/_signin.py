@@ -27,7 +27,15 @@ from urllib.parse import urljoin, urlsplit
 
 from toolplug.config._oauth import OAuthSettings
 from toolplug.sources._signin import needs_sign_in
-from toolplug.sources.openapi._oauth import GrantError, Memory, discover, sdk_headers, send
+from toolplug.sources.openapi._oauth import (
+    GrantError,
+    Memory,
+    discover,
+    operation_scopes,
+    sdk_headers,
+    send,
+    union,
+)
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -59,7 +67,11 @@ class SignIn:
     token_url: str | None = None
     discovery_url: str | None = None
     flow_scopes: tuple[str, ...] = ()
-    """The scopes the description's flow lists (asked for when ``scopes`` is not set)."""
+    """The scopes the description's flow lists (asked for when neither ``scopes`` is set
+    nor the operations name any)."""
+    operation_scopes: tuple[str, ...] = ()
+    """The scopes the description's operations name for the scheme (asked for when
+    ``scopes`` is not set)."""
     client_secret: str | None = None
     redactor: Redactor | None = None
     _refused: str | None = None
@@ -81,11 +93,37 @@ class SignIn:
 
     @property
     def scope(self) -> str | None:
+        """What a sign-in asks for: the configured scopes, else those the operations name
+        (with ``openid`` for OpenID Connect), else the flow's."""
         if self.settings.scopes:
             return " ".join(self.settings.scopes)
+        oidc = "openid" if self.discovery_url else None
+        if self.operation_scopes:
+            return union(oidc, *self.operation_scopes)
         if self.flow_scopes:
             return " ".join(self.flow_scopes)
-        return "openid" if self.discovery_url else None
+        return oidc
+
+    def asked(self, entry: Mapping[str, Any]) -> str | None:
+        """What the next sign-in asks for: ``scope`` with the scopes a step-up wanted."""
+        wanted = entry.get("wanted_scope")
+        return union(self.scope, wanted if isinstance(wanted, str) else None)
+
+    async def step_up(self, challenged: str) -> str:
+        """The API answered 403 ``insufficient_scope``: a person must sign in again for
+        more access. The scopes it named are kept (the next sign-in asks for them too);
+        the reason, in words, after "the API"."""
+        entry = await self.store.aentry(self.key)
+        if not challenged:
+            return (
+                f"wants more access than the sign-in has (its answer names no scope): "
+                f"check {self.table} scopes, then run `toolplug login {self.api}`"
+            )
+        kept = entry.get("wanted_scope")
+        wanted = union(kept if isinstance(kept, str) else None, challenged)
+        if wanted != kept:
+            await self.store.aupdate(self.key, wanted_scope=wanted)
+        return needs_sign_in(self.api, scope=self.asked({"wanted_scope": wanted}) or challenged)
 
     def hide(self, *secrets: str | None) -> None:
         if self.redactor is not None:
@@ -174,6 +212,7 @@ class SignIn:
         self, entry: Mapping[str, Any], *, redirect: str | None,
         open_url: Callable[[str], Awaitable[None]] | None = None,
         answer: Callable[[], Awaitable[Any]] | None = None, storage: Any = None,
+        scope: str | None = None,
     ) -> Any:
         from mcp.client.auth import OAuthClientProvider
         from mcp.shared.auth import OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
@@ -186,7 +225,7 @@ class SignIn:
                                            "http://127.0.0.1/callback")],
             "client_name": _CLIENT_NAME, "response_types": ["code"],
             "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": self._method(), "scope": self.scope,
+            "token_endpoint_auth_method": self._method(), "scope": scope or self.scope,
         })
         provider = OAuthClientProvider(
             server_url=self.resource, client_metadata=metadata,
@@ -288,15 +327,17 @@ class SignIn:
                 result = AuthorizationCodeResult(code=result.code, state=result.state)
             return result
 
+        scope = self.asked(entry)  # with what a step-up asked for
         provider = self._provider(
             {"server_metadata": server}, redirect=redirect, open_url=open_url,
-            answer=answer, storage=memory,
+            answer=answer, storage=memory, scope=scope,
         )
         await provider._initialize()
         context = provider.context
-        client = self._fixed(redirect)
+        client = self._fixed(redirect, scope)
         stored = entry.get("client") or {}
-        if client is None and (stored.get("redirect_uris") or [None])[0] == redirect:
+        if client is None and (stored.get("redirect_uris") or [None])[0] == redirect \
+                and _covers(stored.get("scope"), scope):
             client = OAuthClientInformationFull.model_validate(stored)
         if client is None:
             if not server.get("registration_endpoint"):
@@ -341,7 +382,7 @@ class SignIn:
             content=answer.content, request=request,
         )
 
-    def _fixed(self, redirect: str) -> Any:
+    def _fixed(self, redirect: str, scope: str | None) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
 
         if self.settings.client_id is None:
@@ -350,7 +391,7 @@ class SignIn:
             "client_id": self.settings.client_id, "client_secret": self.client_secret,
             "redirect_uris": [redirect], "token_endpoint_auth_method": self._method(),
             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            "scope": self.scope,
+            "scope": scope,
         })
 
     async def logout(self, policy: NetworkPolicy) -> str:
@@ -375,6 +416,15 @@ class SignIn:
         return await revoke(entry, self.api, post)
 
 
+def _covers(registered: Any, wanted: str | None) -> bool:
+    """Whether a client registered for ``registered`` scopes may ask for ``wanted`` (an
+    authorization server refuses scopes beyond those a client registered with): else
+    toolplug registers again."""
+    if not isinstance(registered, str) or not wanted:
+        return True
+    return set(wanted.split()) <= set(registered.split())
+
+
 def _ends(entry: Mapping[str, Any]) -> float | None:
     """When the stored access token is taken as spent (None: it names no expiry)."""
     expires = entry.get("expires_at")
@@ -397,9 +447,11 @@ def _reason(api: str, entry: Mapping[str, Any]) -> str | None:
 
 def sign_in_for(
     api: str, oauth: OAuthSettings, *, base_url: str,
-    schemes: Mapping[str, Mapping[str, Any]], store: TokenStore,
+    schemes: Mapping[str, Mapping[str, Any]], store: TokenStore, operations: Any = None,
 ) -> SignIn | str:
-    """The person's grant of an API (its endpoints from ``schemes``), or why it has none."""
+    """The person's grant of an API (its endpoints from ``schemes``; the scopes to ask for,
+    when none are configured, those the converted ``operations`` name), or why it has
+    none."""
     for name, scheme in schemes.items():
         flow = (scheme.get("flows") or {}).get("authorizationCode")
         if scheme.get("type") == "oauth2" and flow and flow.get("authorizationUrl") \
@@ -409,12 +461,14 @@ def sign_in_for(
                 authorization_url=urljoin(base_url, flow["authorizationUrl"]),
                 token_url=urljoin(base_url, flow["tokenUrl"]),
                 flow_scopes=tuple(flow.get("scopes") or ()),
+                operation_scopes=operation_scopes(operations, name),
             )
     for name, scheme in schemes.items():
         if scheme.get("type") == "openIdConnect" and scheme.get("openIdConnectUrl"):
             return SignIn(
                 api, oauth, base_url, name, store,
                 discovery_url=urljoin(base_url, scheme["openIdConnectUrl"]),
+                operation_scopes=operation_scopes(operations, name),
             )
     return (
         f'[openapi.{api}] auth = "oauth" with grant = "authorization_code": the description '
