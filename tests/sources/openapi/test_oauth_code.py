@@ -218,7 +218,10 @@ def test_sign_in_call_refresh_expiry_and_sign_out(tmp_path: Path) -> None:
         sign_in(load_config(config), "corp", env=os.environ, open_url=_browser()[0])
         assert _call(config, "corp_who_am_i").ok
         out = sign_out(load_config(config), "corp", env=os.environ)
-        assert out == "signed out of corp (its authorization server offers no revocation)"
+        assert out == (
+            "signed out of corp: its tokens are forgotten here; its authorization server "
+            "offers no revocation, so it was not told (they stay valid there until they expire)"
+        )
         assert store.entry(_key(api)) == {}
         (reason,) = _reasons(config, "corp_who_am_i")
         assert reason.endswith("needs a sign-in: run `toolplug login corp`")

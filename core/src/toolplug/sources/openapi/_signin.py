@@ -401,8 +401,12 @@ class SignIn:
 
         entry = await self.store.aforget(self.key)
 
-        async def post(url: str, data: dict[str, str], headers: dict[str, str]) -> int | str:
+        async def post(
+            url: str, data: dict[str, str], headers: dict[str, str]
+        ) -> tuple[int, str | None] | str:
             from urllib.parse import urlencode
+
+            from toolplug.sources._oauth_flow import error_of
 
             try:
                 answer = await send(
@@ -411,7 +415,7 @@ class SignIn:
                 )
             except GrantError as exc:
                 return str(exc)
-            return int(answer.status)
+            return int(answer.status), error_of(answer.content)
 
         return await revoke(entry, self.api, post)
 

@@ -1,0 +1,235 @@
+"""``[openapi.NAME] auth = "oauth"`` when the API wants more scopes than the token has, and
+a sign-out that revokes, for real: oidc-provider on 127.0.0.1 (tests/helpers/oidc) and an
+API on 127.0.0.1 that checks each token's signature, audience and scopes, answering 403
+with ``WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`` (RFC 6750) when
+a scope is missing.
+
+The client credentials grant asks for a token with the wider scopes once and sends the
+request again once; a person's sign-in cannot be widened without the person, so the call's
+reason says to sign in again, and that sign-in asks for the scopes the API named too.
+``toolplug logout`` revokes the tokens where the discovery document names a revocation
+endpoint (RFC 7009): the refresh token is then refused at the token endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.message import Message
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import jwt
+
+import toolplug
+from tests.helpers.oidc import MACHINE, authorization_server, browser, verified
+from tests.helpers.openapi import json_server
+from toolplug.config._config import load_config
+from toolplug.sources.openapi import described, sign_in, sign_out
+from toolplug.sources.openapi._oauth import Grant
+from toolplug.sources.openapi._signin import SignIn
+from toolplug.state._tokens import TokenStore
+
+_OK = {"200": {"description": "ok", "content": {
+    "application/json": {"schema": {"type": "object"}},
+}}}
+
+
+class _Api:
+    """``GET /notes`` wants ``tools:read``; ``POST /notes`` wants ``tools:write`` although
+    the description says ``tools:read`` (a description that lags behind its API); ``GET
+    /stubborn`` answers 403 ``insufficient_scope`` naming ``echo:run`` whatever the token
+    has. ``hits`` counts the requests of each path."""
+
+    def __init__(self, issuer: str, scheme: dict[str, Any]) -> None:
+        self.jwks = jwt.PyJWKClient(f"{issuer}/jwks")
+        self.issuer = issuer
+        self.scheme = scheme
+        self.hits: dict[str, int] = {}
+        self.url = ""
+
+    def description(self) -> dict[str, Any]:
+        return {
+            "openapi": "3.1.0",
+            "info": {"title": "Notes", "version": "1"},
+            "servers": [{"url": self.url}],
+            "security": [{"corp": ["tools:read"]}],
+            "components": {"securitySchemes": {"corp": self.scheme}},
+            "paths": {
+                "/notes": {
+                    "get": {"operationId": "listNotes", "responses": _OK},
+                    "post": {"operationId": "addNote", "responses": _OK},
+                },
+                "/stubborn": {"get": {"operationId": "stubborn", "responses": _OK}},
+            },
+        }
+
+    def answer(self, method: str, path: str, headers: Message) -> tuple[Any, ...]:
+        if path == "/openapi.json":
+            return 200, self.description()
+        where = f"{method} {path}"
+        self.hits[where] = self.hits.get(where, 0) + 1
+        token = (headers.get("Authorization") or "").removeprefix("Bearer ")
+        claims = verified(self.jwks, self.issuer, token, self.url)
+        if isinstance(claims, str):
+            return 401, {"error": claims}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+        held = str(claims.get("scope", "")).split()
+        wanted = {"GET /notes": "tools:read", "POST /notes": "tools:write"}.get(where)
+        if wanted is None or wanted not in held:
+            return 403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
+                f'Bearer realm="notes", error="insufficient_scope", '
+                f'scope="{wanted or "echo:run"}"'
+            )}
+        return 200, {"scope": claims["scope"]}
+
+
+@contextmanager
+def _serve(api: _Api) -> Iterator[_Api]:
+    with json_server(api.answer) as url:
+        api.url = url
+        yield api
+
+
+def _config(home: Path, api_url: str, **oauth: Any) -> Path:
+    path = home / "toolplug.toml"
+    def toml(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items()) + " }"
+        return json.dumps(value)
+
+    keys = "".join(f"{k} = {toml(v)}\n" for k, v in oauth.items())
+    path.write_text(
+        f'cache_dir = "{home / "cache"}"\nstate_dir = "{home / "state"}"\n'
+        '[network]\nallow = ["127.0.0.1"]\n'
+        f'[openapi.corp]\nspec = "{api_url}/openapi.json"\nauth = "oauth"\n'
+        f"[openapi.corp.oauth]\n{keys}"
+        '[tools.corp_add_note]\napproval = "never"\n',  # a POST: asked about otherwise
+        encoding="utf-8",
+    )
+    return path
+
+
+def _grant(registry: toolplug.Registry) -> Any:
+    found = described(registry)
+    assert found is not None
+    return found.apis["corp"].grant
+
+
+def _refreshes(issuer: str, refresh_token: str, client_id: str, resource: str) -> int:
+    """The token endpoint's status for a refresh with this refresh token (200: honoured)."""
+    return httpx.post(f"{issuer}/token", data={
+        "grant_type": "refresh_token", "refresh_token": refresh_token,
+        "client_id": client_id, "resource": resource,
+    }, timeout=30).status_code
+
+
+def test_client_credentials_step_up_once_then_the_reason(tmp_path: Path) -> None:
+    with authorization_server(tmp_path) as issuer:
+        scheme = {"type": "oauth2", "flows": {"clientCredentials": {
+            "tokenUrl": f"{issuer}/token", "scopes": {"tools:read": "", "tools:write": ""},
+        }}}
+        with _serve(_Api(issuer, scheme)) as api:
+            config = _config(tmp_path, api.url, grant="client_credentials",
+                             client_id=MACHINE[0], client_secret={"env": "SECRET"})
+            registry = toolplug.load(config, env={"SECRET": MACHINE[1]})
+            try:
+                async def calls() -> list[toolplug.ToolResult]:
+                    return [
+                        await registry.acall(name, {})
+                        for name in ("corp_list_notes", "corp_add_note", "corp_list_notes",
+                                     "corp_stubborn")
+                    ]
+
+                listed, added, again, stubborn = asyncio.run(calls())
+                grant = _grant(registry)
+            finally:
+                registry.close()
+    assert isinstance(grant, Grant)
+    # no scopes configured: the token is asked for those the operations name
+    assert listed.ok, listed.error
+    assert listed.data == {"scope": "tools:read"}
+    # POST /notes wants tools:write: a token with both, the request sent again, once
+    assert added.ok, added.error
+    assert added.data == {"scope": "tools:read tools:write"}
+    assert again.ok
+    assert api.hits["GET /notes"] == 2  # the wider token is kept
+    # an API that refuses whatever it is given: one new token and one retry, then the reason
+    assert api.hits["GET /stubborn"] == 2
+    assert grant.fetched == 3
+    assert stubborn.error is not None
+    assert stubborn.error.type == "PermissionError"
+    assert stubborn.error.message == (
+        "GET /stubborn answered HTTP 403 insufficient_scope: the API still wants the scopes "
+        "echo:run (the new token has tools:read tools:write echo:run): the authorization "
+        "server did not grant them; check [openapi.corp.oauth] scopes against what the "
+        "client may be granted"
+    ), stubborn.error.message
+    assert stubborn.error.details is not None
+    assert stubborn.error.details["scopes"] == "echo:run"
+
+
+def test_a_person_signs_in_again_for_more_access_and_logout_revokes(tmp_path: Path) -> None:
+    with authorization_server(tmp_path, revocation=True) as issuer:
+        scheme = {"type": "openIdConnect",
+                  "openIdConnectUrl": f"{issuer}/.well-known/openid-configuration"}
+        with _serve(_Api(issuer, scheme)) as api:
+            # without scopes configured, a sign-in asks for openid and those the
+            # operations name
+            bare = toolplug.load(_config(tmp_path, api.url), env={})
+            try:
+                assert _grant(bare).scope == "openid tools:read"
+            finally:
+                bare.close()
+            config = _config(tmp_path, api.url, scopes=["openid", "offline_access", "tools:read"])
+            store = TokenStore(tmp_path / "state" / "oauth")
+            key = f"openapi:corp {api.url}"
+            open_url, opened = browser()
+            sign_in(load_config(config), "corp", env=os.environ, open_url=open_url)
+            first_client = store.entry(key)["client"]["client_id"]
+            registry = toolplug.load(config, env={})
+            try:
+                assert registry.call("corp_list_notes", {}).ok
+                refused = registry.call("corp_add_note", {})
+                grant = _grant(registry)
+            finally:
+                registry.close()
+            assert isinstance(grant, SignIn)
+            assert refused.error is not None
+            assert refused.error.type == "PermissionError"
+            assert refused.error.message == (
+                "POST /notes answered HTTP 403 insufficient_scope: the API needs a sign-in "
+                "with more access (the scopes openid offline_access tools:read tools:write): "
+                "run `toolplug login corp`"
+            ), refused.error.message
+            assert api.hits["POST /notes"] == 1  # no retry: only the person can grant more
+            assert store.entry(key)["wanted_scope"] == "tools:write"
+
+            # the next sign-in asks for the scopes the API named too (registering again:
+            # the client registered before may not ask for them)
+            sign_in(load_config(config), "corp", env=os.environ, open_url=open_url)
+            asked = parse_qs(urlsplit(opened[-1]).query)["scope"][0]
+            assert asked.split() == ["openid", "offline_access", "tools:read", "tools:write"]
+            entry = store.entry(key)
+            assert entry["client"]["client_id"] != first_client
+            added = toolplug.load(config, env={})
+            try:
+                result = added.call("corp_add_note", {})
+            finally:
+                added.close()
+            assert result.ok, result.error
+            assert set(result.data["scope"].split()) >= {"tools:read", "tools:write"}
+
+            # logout revokes: the refresh token is refused at the token endpoint afterwards
+            refresh = entry["tokens"]["refresh_token"]
+            out = sign_out(load_config(config), "corp", env=os.environ)
+            assert out == (  # oidc-provider revokes no JWT access tokens
+                "signed out of corp; its refresh token was revoked (the authorization server "
+                "does not revoke its access token: valid there until it expires)"
+            ), out
+            assert store.entry(key) == {}
+            assert _refreshes(issuer, refresh, entry["client"]["client_id"], api.url) == 400
