@@ -105,6 +105,18 @@ def machine_token(issuer: str, resource: str, scope: str) -> str:
     return token
 
 
+def refreshed(issuer: str, refresh_token: str, client_id: str, resource: str) -> str:
+    """What the token endpoint says to a refresh with this refresh token (a public
+    client's): "ok" when it honours it, else the ``error`` it answers."""
+    answer = httpx.post(f"{issuer}/token", data={
+        "grant_type": "refresh_token", "refresh_token": refresh_token,
+        "client_id": client_id, "resource": resource,
+    }, timeout=30)
+    if answer.status_code == 200:
+        return "ok"
+    return str(answer.json().get("error", answer.status_code))
+
+
 def browser(
     subject: str = "alice", state: str | None = None, granted: str | None = None
 ) -> tuple[Callable[[str], Coroutine[Any, Any, None]], list[str]]:

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import jwt
 
 import toolplug
-from tests.helpers.oidc import MACHINE, authorization_server, browser, verified
+from tests.helpers.oidc import MACHINE, authorization_server, browser, refreshed, verified
 from tests.helpers.openapi import json_server
 from toolplug.config._config import load_config
 from toolplug.sources.openapi import described, sign_in, sign_out
@@ -118,14 +117,6 @@ def _grant(registry: toolplug.Registry) -> Any:
     found = described(registry)
     assert found is not None
     return found.apis["corp"].grant
-
-
-def _refreshes(issuer: str, refresh_token: str, client_id: str, resource: str) -> int:
-    """The token endpoint's status for a refresh with this refresh token (200: honoured)."""
-    return httpx.post(f"{issuer}/token", data={
-        "grant_type": "refresh_token", "refresh_token": refresh_token,
-        "client_id": client_id, "resource": resource,
-    }, timeout=30).status_code
 
 
 def test_client_credentials_step_up_once_then_the_reason(tmp_path: Path) -> None:
@@ -232,4 +223,5 @@ def test_a_person_signs_in_again_for_more_access_and_logout_revokes(tmp_path: Pa
                 "does not revoke its access token: valid there until it expires)"
             ), out
             assert store.entry(key) == {}
-            assert _refreshes(issuer, refresh, entry["client"]["client_id"], api.url) == 400
+            client = entry["client"]["client_id"]
+            assert refreshed(issuer, refresh, client, api.url) == "invalid_grant"
