@@ -43,7 +43,9 @@ class _Api:
     """``GET /notes`` wants ``tools:read``; ``POST /notes`` wants ``tools:write`` although
     the description says ``tools:read`` (a description that lags behind its API); ``GET
     /stubborn`` answers 403 ``insufficient_scope`` naming ``echo:run`` whatever the token
-    has. ``hits`` counts the requests of each path."""
+    has; ``GET /admin`` wants ``offline_access``, which the client may not be granted (its
+    token request is refused with ``invalid_scope``).
+    ``hits`` counts the requests of each path."""
 
     def __init__(self, issuer: str, scheme: dict[str, Any]) -> None:
         self.jwks = jwt.PyJWKClient(f"{issuer}/jwks")
@@ -65,6 +67,7 @@ class _Api:
                     "post": {"operationId": "addNote", "responses": _OK},
                 },
                 "/stubborn": {"get": {"operationId": "stubborn", "responses": _OK}},
+                "/admin": {"get": {"operationId": "admin", "responses": _OK}},
             },
         }
 
@@ -78,7 +81,9 @@ class _Api:
         if isinstance(claims, str):
             return 401, {"error": claims}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
         held = str(claims.get("scope", "")).split()
-        wanted = {"GET /notes": "tools:read", "POST /notes": "tools:write"}.get(where)
+        wanted = {
+            "GET /notes": "tools:read", "POST /notes": "tools:write", "GET /admin": "offline_access",
+        }.get(where)
         if wanted is None or wanted not in held:
             return 403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
                 f'Bearer realm="notes", error="insufficient_scope", '
@@ -133,10 +138,10 @@ def test_client_credentials_step_up_once_then_the_reason(tmp_path: Path) -> None
                     return [
                         await registry.acall(name, {})
                         for name in ("corp_list_notes", "corp_add_note", "corp_list_notes",
-                                     "corp_stubborn")
+                                     "corp_stubborn", "corp_admin", "corp_list_notes")
                     ]
 
-                listed, added, again, stubborn = asyncio.run(calls())
+                listed, added, again, stubborn, admin, after = asyncio.run(calls())
                 grant = _grant(registry)
             finally:
                 registry.close()
@@ -148,10 +153,10 @@ def test_client_credentials_step_up_once_then_the_reason(tmp_path: Path) -> None
     assert added.ok, added.error
     assert added.data == {"scope": "tools:read tools:write"}
     assert again.ok
-    assert api.hits["GET /notes"] == 2  # the wider token is kept
+    assert api.hits["GET /notes"] == 3  # each sent once: the wider token is kept
     # an API that refuses whatever it is given: one new token and one retry, then the reason
     assert api.hits["GET /stubborn"] == 2
-    assert grant.fetched == 3
+    assert grant.fetched == 4  # at first; for POST /notes, /stubborn; after /admin's refusal
     assert stubborn.error is not None
     assert stubborn.error.type == "PermissionError"
     assert stubborn.error.message == (
@@ -162,6 +167,18 @@ def test_client_credentials_step_up_once_then_the_reason(tmp_path: Path) -> None
     ), stubborn.error.message
     assert stubborn.error.details is not None
     assert stubborn.error.details["scopes"] == "echo:run"
+    # a scope the authorization server refuses: the reason says so, and the calls after it
+    # ask for the scopes that worked
+    assert admin.error is not None
+    assert admin.error.message.startswith(
+        "GET /admin answered HTTP 403 insufficient_scope (the API wants the scopes "
+        "offline_access), "
+        "and a token with them was refused: [openapi.corp.oauth]: the authorization server "
+    ), admin.error.message
+    assert "invalid_scope" in admin.error.message
+    assert api.hits["GET /admin"] == 1
+    assert after.ok, after.error
+    assert grant.widened == "tools:write echo:run"
 
 
 def test_a_person_signs_in_again_for_more_access_and_logout_revokes(tmp_path: Path) -> None:

@@ -152,13 +152,23 @@ class Api(_gathered.Origin):
                 pool=self.pool,
             )
         spent = stepped = 0
+        before: str | None = None
+        wider = ""  # the scopes a step-up asked a new token for
         while True:
             timeout = min(context.network.timeout_seconds, operation.timeout)
             try:
                 header = await grant.authorization(context.network, timeout)
             except _oauth.GrantError as exc:
+                said = str(exc)
+                if stepped and isinstance(grant, _oauth.Grant):
+                    grant.narrow(before)  # the wider scopes refused: not asked for again
+                    said = (
+                        f"{operation.method} {operation.path} answered HTTP 403 "
+                        f"insufficient_scope (the API wants the scopes {wider}), and a token "
+                        f"with them was refused: {said}"
+                    )
                 return ToolResult.failure(
-                    exc.error_type, str(exc), retry_possible=exc.retry_possible,
+                    exc.error_type, said, retry_possible=exc.retry_possible,
                     details={"token_url": grant.token_url or grant.discovery_url},
                 )
             result = await _request.send(
@@ -178,9 +188,11 @@ class Api(_gathered.Origin):
                 reason = await grant.step_up(challenged)
             elif stepped < _oauth.STEP_UPS and challenged:
                 stepped += 1
-                grant.widen(header, challenged)
+                before, wider = grant.widen(header, challenged), challenged
                 continue
             else:
+                if stepped and grant.granted is not None:
+                    grant.narrow(before, wider)  # not asked again for what was not given
                 wants = f"the scopes {challenged}" if challenged else "more scopes"
                 has = grant.granted or "none named"
                 reason = (

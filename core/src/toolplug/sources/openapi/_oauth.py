@@ -128,11 +128,21 @@ class Grant:
         asked = self.settings.scope or union(*self.operation_scopes)
         return union(asked, self.widened)
 
-    def widen(self, header: str, challenged: str) -> None:
+    def widen(self, header: str, challenged: str) -> str | None:
         """The API wants more scopes than this token has (403 ``insufficient_scope``): the
-        next token is asked for them too."""
+        next token is asked for them too. What was widened before (``narrow`` takes the
+        widening back where the authorization server refuses it)."""
+        before = self.widened
         self.widened = union(self.widened, challenged)
         self.spent(header)
+        return before
+
+    def narrow(self, before: str | None, challenged: str = "") -> None:
+        """A token with the wider scopes was refused, or given without some of them: the
+        next calls ask for those before and those it was given (an operation that needs
+        no more still works)."""
+        given = set((self.granted or "").split()) if challenged else set()
+        self.widened = union(before, *(s for s in challenged.split() if s in given))
 
     @property
     def table(self) -> str:
