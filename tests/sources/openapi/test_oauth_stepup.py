@@ -82,7 +82,8 @@ class _Api:
             return 401, {"error": claims}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
         held = str(claims.get("scope", "")).split()
         wanted = {
-            "GET /notes": "tools:read", "POST /notes": "tools:write", "GET /admin": "offline_access",
+            "GET /notes": "tools:read", "POST /notes": "tools:write",
+            "GET /admin": "offline_access",
         }.get(where)
         if wanted is None or wanted not in held:
             return 403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
