@@ -7,12 +7,15 @@ scheme's discovery document (its ``token_endpoint`` and ``issuer``). The token r
 the MCP SDK's, as a mounted server's client credentials are: its
 ``ClientCredentialsOAuthProvider`` (``client_secret_basic`` or ``client_secret_post``) or
 ``PrivateKeyJWTOAuthProvider`` (an assertion the client's key signs, RFC 7523) builds it
-with the resource indicator (RFC 8707: the API's base URL) and the configured scopes, and
-reads the answer. What is toolplug's: every request (discovery and token) goes through the
-network guard, like the API's own; the token is fetched once and kept in memory until it
-expires (``_MARGIN`` seconds early) or the API answers 401 with it, once per call; each
-token is added to the registry's redactor as it arrives, never logged or returned; a
-refusal is the call's structured error naming what to fix.
+with the resource indicator (RFC 8707: the API's base URL) and the configured scopes (else
+those the operations' ``security`` names for the scheme), and reads the answer. What is
+toolplug's: every request (discovery and token) goes through the network guard, like the
+API's own; the token is fetched once and kept in memory until it expires (``_MARGIN``
+seconds early) or the API answers 401 with it, once per call; a 403 ``insufficient_scope``
+(``insufficient_scope``) asks for a token with the challenge's scopes too and sends the
+request again, once per call (``STEP_UPS``); each token is added to the registry's
+redactor as it arrives, never logged or returned; a refusal is the call's structured
+error naming what to fix.
 """
 
 from __future__ import annotations

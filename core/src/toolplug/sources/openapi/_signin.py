@@ -12,7 +12,11 @@ discovery document's, or ``issuer``). Every request of the flow goes through the
 guard, like the API's own. The tokens are kept in the user's token store
 (``STATE_DIR/oauth/tokens.json``, 0600) only once the sign-in completed; a call refreshes
 an expired access token (once across processes: the store's lock) and a refresh that is
-refused drops them, the reason then "its sign-in expired: run `toolplug login NAME`".
+refused drops them, the reason then "its sign-in expired: run `toolplug login NAME`". A
+403 ``insufficient_scope`` cannot be stepped up without the person: the call's reason says
+the API "needs a sign-in with more access (the scopes ...)", and the scopes it named are
+kept (``wanted_scope``, as a mount keeps them) for the next sign-in to ask for. A sign-out
+revokes the tokens where the authorization server's metadata names a revocation endpoint.
 """
 
 from __future__ import annotations
