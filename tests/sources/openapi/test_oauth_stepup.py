@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import jwt
 
 import toolplug
 from tests.helpers.oidc import MACHINE, authorization_server, browser, refreshed, verified
 from tests.helpers.openapi import json_server
+from tests.helpers.serve import free_port
 from toolplug.config._config import load_config
 from toolplug.sources.openapi import described, sign_in, sign_out
 from toolplug.sources.openapi._oauth import Grant
@@ -242,4 +244,31 @@ def test_a_person_signs_in_again_for_more_access_and_logout_revokes(tmp_path: Pa
             ), out
             assert store.entry(key) == {}
             client = entry["client"]["client_id"]
+            assert refreshed(issuer, refresh, client, api.url) == "invalid_grant"
+
+
+def test_an_oauth2_flow_with_its_issuer_configured_is_revoked_at_logout(tmp_path: Path) -> None:
+    """An ``oauth2`` scheme's flows name no revocation endpoint: with ``issuer`` set, the
+    sign-in reads the issuer's metadata for one."""
+    with authorization_server(tmp_path, revocation=True) as issuer:
+        scheme = {"type": "oauth2", "flows": {"authorizationCode": {
+            "authorizationUrl": f"{issuer}/auth", "tokenUrl": f"{issuer}/token",
+            "scopes": {"tools:read": "read"},
+        }}}
+        with _serve(_Api(issuer, scheme)) as api:
+            port = free_port()
+            scopes = ["openid", "offline_access", "tools:read"]
+            client = httpx.post(f"{issuer}/reg", json={
+                "redirect_uris": [f"http://127.0.0.1:{port}/callback"],
+                "response_types": ["code"], "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"], "scope": " ".join(scopes),
+            }, timeout=30).json()["client_id"]
+            config = _config(tmp_path, api.url, scopes=scopes, client_id=client,
+                             redirect_port=port, issuer=issuer)
+            sign_in(load_config(config), "corp", env=os.environ, open_url=browser()[0])
+            entry = TokenStore(tmp_path / "state" / "oauth").entry(f"openapi:corp {api.url}")
+            assert entry["server_metadata"]["revocation_endpoint"] == f"{issuer}/token/revocation"
+            out = sign_out(load_config(config), "corp", env=os.environ)
+            assert out.startswith("signed out of corp; its refresh token was revoked"), out
+            refresh = entry["tokens"]["refresh_token"]
             assert refreshed(issuer, refresh, client, api.url) == "invalid_grant"

@@ -265,11 +265,44 @@ class SignIn:
         assert self.authorization_url is not None
         assert self.token_url is not None
         origin = urlsplit(self.authorization_url)
-        return {
+        metadata = {
             "issuer": self.settings.issuer or f"{origin.scheme}://{origin.netloc}",
             "authorization_endpoint": self.authorization_url, "token_endpoint": self.token_url,
             "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
         }
+        if self.settings.issuer is not None:  # its metadata may name a revocation endpoint
+            revocation = await self._revocation(self.settings.issuer, policy, timeout)
+            if revocation is not None:
+                metadata["revocation_endpoint"] = revocation
+        return metadata
+
+    async def _revocation(self, issuer: str, policy: NetworkPolicy, timeout: float) -> str | None:
+        """The revocation endpoint (RFC 7009) the configured issuer's metadata names (RFC
+        8414, else OpenID Connect discovery), where that metadata is the issuer's and
+        names the description's token URL; None otherwise (a sign-out then says the
+        server was not told)."""
+        import json
+
+        split = urlsplit(issuer)
+        path = split.path.rstrip("/")
+        origin = f"{split.scheme}://{split.netloc}"
+        for url in (
+            f"{origin}/.well-known/oauth-authorization-server{path}",
+            f"{issuer.rstrip('/')}/.well-known/openid-configuration",
+        ):
+            try:
+                answer = await send(self.table, "GET", url, policy, timeout)
+                document = json.loads(answer.content) if answer.status == 200 else None
+            except (GrantError, ValueError):
+                continue
+            if not isinstance(document, dict) or document.get("issuer") != issuer \
+                    or document.get("token_endpoint") != self.token_url:
+                continue
+            endpoint = document.get("revocation_endpoint")
+            if isinstance(endpoint, str) and endpoint.startswith(("http://", "https://")):
+                return endpoint
+            return None
+        return None
 
     async def login(
         self, open_url: Callable[[str], Awaitable[None]], policy: NetworkPolicy,
