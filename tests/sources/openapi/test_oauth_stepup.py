@@ -32,7 +32,7 @@ from tests.helpers.openapi import json_server
 from tests.helpers.serve import free_port
 from toolplug.config._config import load_config
 from toolplug.sources.openapi import described, sign_in, sign_out
-from toolplug.sources.openapi._oauth import Grant
+from toolplug.sources.openapi._oauth import Grant, insufficient_scope
 from toolplug.sources.openapi._signin import SignIn
 from toolplug.state._tokens import TokenStore
 
@@ -272,3 +272,20 @@ def test_an_oauth2_flow_with_its_issuer_configured_is_revoked_at_logout(tmp_path
             assert out.startswith("signed out of corp; its refresh token was revoked"), out
             refresh = entry["tokens"]["refresh_token"]
             assert refreshed(issuer, refresh, client, api.url) == "invalid_grant"
+
+
+def test_only_an_insufficient_scope_challenge_is_a_step_up() -> None:
+    def said(status: int, challenge: str | None) -> str | None:
+        details: dict[str, Any] = {"status": status}
+        if challenge is not None:
+            details["challenge"] = challenge
+        return insufficient_scope(details)
+
+    assert said(403, 'Bearer error="insufficient_scope", scope="a:b  c"') == "a:b c"
+    assert said(403, "Bearer error=insufficient_scope, scope=one") == "one"
+    assert said(403, 'Bearer realm="x, error=insufficient_scope"') is None  # quoted: a realm
+    assert said(403, 'Bearer error="insufficient_scope"') == ""  # names none
+    assert said(403, 'Bearer error="invalid_token"') is None
+    assert said(403, None) is None
+    assert said(401, 'Bearer error="insufficient_scope", scope="a"') is None
+    assert insufficient_scope(None) is None
