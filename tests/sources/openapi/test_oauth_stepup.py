@@ -46,7 +46,8 @@ class _Api:
     the description says ``tools:read`` (a description that lags behind its API); ``GET
     /stubborn`` answers 403 ``insufficient_scope`` naming ``echo:run`` whatever the token
     has; ``GET /admin`` wants ``offline_access``, which the client may not be granted (its
-    token request is refused with ``invalid_scope``).
+    token request is refused with ``invalid_scope``); ``GET /picky`` answers 403
+    ``insufficient_scope`` naming ``tools:read`` whatever the token has.
     ``hits`` counts the requests of each path."""
 
     def __init__(self, issuer: str, scheme: dict[str, Any]) -> None:
@@ -70,6 +71,7 @@ class _Api:
                 },
                 "/stubborn": {"get": {"operationId": "stubborn", "responses": _OK}},
                 "/admin": {"get": {"operationId": "admin", "responses": _OK}},
+                "/picky": {"get": {"operationId": "picky", "responses": _OK}},
             },
         }
 
@@ -88,9 +90,9 @@ class _Api:
             "GET /admin": "offline_access",
         }.get(where)
         if wanted is None or wanted not in held:
+            named = wanted or ("tools:read" if path == "/picky" else "echo:run")
             return 403, {"error": "insufficient_scope"}, {"WWW-Authenticate": (
-                f'Bearer realm="notes", error="insufficient_scope", '
-                f'scope="{wanted or "echo:run"}"'
+                f'Bearer realm="notes", error="insufficient_scope", scope="{named}"'
             )}
         return 200, {"scope": claims["scope"]}
 
@@ -230,10 +232,19 @@ def test_a_person_signs_in_again_for_more_access_and_logout_revokes(tmp_path: Pa
             added = toolplug.load(config, env={})
             try:
                 result = added.call("corp_add_note", {})
+                picky = added.call("corp_picky", {})
             finally:
                 added.close()
             assert result.ok, result.error
             assert set(result.data["scope"].split()) >= {"tools:read", "tools:write"}
+            # a scope the sign-in has already: no use asking the person again
+            assert picky.error is not None
+            assert picky.error.message == (
+                "GET /picky answered HTTP 403 insufficient_scope: the API still wants the "
+                "scopes tools:read, which its sign-in has (signing in again would not help): "
+                "see the API's answer"
+            ), picky.error.message
+            assert store.entry(key)["wanted_scope"] == "tools:write"
 
             # logout revokes: the refresh token is refused at the token endpoint afterwards
             refresh = entry["tokens"]["refresh_token"]

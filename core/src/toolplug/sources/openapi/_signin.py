@@ -123,6 +123,12 @@ class SignIn:
                 f"wants more access than the sign-in has (its answer names no scope): "
                 f"check {self.table} scopes, then run `toolplug login {self.api}`"
             )
+        held = set(str((entry.get("tokens") or {}).get("scope") or "").split())
+        if held and set(challenged.split()) <= held:
+            return (
+                f"still wants the scopes {challenged}, which its sign-in has (signing in "
+                "again would not help): see the API's answer"
+            )
         kept = entry.get("wanted_scope")
         wanted = union(kept if isinstance(kept, str) else None, challenged)
         if wanted != kept:
