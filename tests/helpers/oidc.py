@@ -32,10 +32,12 @@ MACHINE = ("machine", "machine-secret")
 
 @contextmanager
 def authorization_server(
-    tmp_path: Path, *, token_ttl: int = 300, token_format: str = "jwt"
+    tmp_path: Path, *, token_ttl: int = 300, token_format: str = "jwt",
+    revocation: bool = False,
 ) -> Iterator[str]:
     """oidc-provider on 127.0.0.1, issuing access tokens (``jwt`` or ``opaque``) that live
-    ``token_ttl`` seconds; yields its issuer URL; always ended."""
+    ``token_ttl`` seconds, offering revocation (RFC 7009) when ``revocation``; yields its
+    issuer URL; always ended."""
     node = shutil.which("node")
     if node is None or not (FOLDER / "node_modules" / "oidc-provider").is_dir():
         pytest.skip(f"the test authorization server needs node and oidc-provider: {INSTALL}")
@@ -47,7 +49,7 @@ def authorization_server(
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=FOLDER,
             env={
                 **os.environ, "ACCESS_TOKEN_TTL": str(token_ttl),
-                "ACCESS_TOKEN_FORMAT": token_format,
+                "ACCESS_TOKEN_FORMAT": token_format, "REVOCATION": "1" if revocation else "0",
             },
         )
         try:
@@ -101,6 +103,18 @@ def machine_token(issuer: str, resource: str, scope: str) -> str:
     response.raise_for_status()
     token: str = response.json()["access_token"]
     return token
+
+
+def refreshed(issuer: str, refresh_token: str, client_id: str, resource: str) -> str:
+    """What the token endpoint says to a refresh with this refresh token (a public
+    client's): "ok" when it honours it, else the ``error`` it answers."""
+    answer = httpx.post(f"{issuer}/token", data={
+        "grant_type": "refresh_token", "refresh_token": refresh_token,
+        "client_id": client_id, "resource": resource,
+    }, timeout=30)
+    if answer.status_code == 200:
+        return "ok"
+    return str(answer.json().get("error", answer.status_code))
 
 
 def browser(

@@ -51,8 +51,9 @@ def node_missing() -> str | None:
     return None
 
 
-Answer = Callable[[str, str, Message], tuple[int, Any]]
-"""(method, path, headers) -> the status and the JSON body of the answer."""
+Answer = Callable[[str, str, Message], tuple[int, Any] | tuple[int, Any, dict[str, str]]]
+"""(method, path, headers) -> the status and the JSON body of the answer (and headers to
+send with it)."""
 
 
 @contextmanager
@@ -63,9 +64,11 @@ def json_server(answer: Answer) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            status, body = answer(self.command, self.path, self.headers)
+            status, body, *more = answer(self.command, self.path, self.headers)
             data = json.dumps(body).encode()
             self.send_response(status)
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -10,6 +10,8 @@
 // POST /interaction/UID/confirm (scope=... grants only those; all requested by default).
 // ACCESS_TOKEN_TTL (seconds) sets the tokens' lifetime; ACCESS_TOKEN_FORMAT=opaque issues
 // opaque tokens, which "machine" may introspect (RFC 7662) at /token/introspection.
+// REVOCATION=1 offers token revocation (RFC 7009) at /token/revocation, which the discovery
+// document then names (off by default: most tests want a server without it).
 // Prints "listening ISSUER" when ready.
 import { generateKeyPairSync } from 'node:crypto';
 
@@ -40,6 +42,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    revocation: { enabled: process.env.REVOCATION === '1' },
     introspection: {
       enabled: true,
       allowedPolicy: async (ctx, client) => client.clientId === 'machine',

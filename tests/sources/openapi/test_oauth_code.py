@@ -31,7 +31,7 @@ import jwt
 import pytest
 
 import toolplug
-from tests.helpers.oidc import authorization_server, verified
+from tests.helpers.oidc import authorization_server, refreshed, verified
 from tests.helpers.oidc import browser as _browser
 from tests.helpers.openapi import json_server
 from tests.helpers.serve import free_port
@@ -217,9 +217,16 @@ def test_sign_in_call_refresh_expiry_and_sign_out(tmp_path: Path) -> None:
 
         sign_in(load_config(config), "corp", env=os.environ, open_url=_browser()[0])
         assert _call(config, "corp_who_am_i").ok
+        kept = store.entry(_key(api))
         out = sign_out(load_config(config), "corp", env=os.environ)
-        assert out == "signed out of corp (its authorization server offers no revocation)"
+        assert out == (
+            "signed out of corp: its tokens are forgotten here; its authorization server "
+            "offers no revocation, so it was not told (they stay valid there until they expire)"
+        )
         assert store.entry(_key(api)) == {}
+        # forgotten here only: the authorization server still honours its refresh token
+        assert refreshed(issuer, kept["tokens"]["refresh_token"], kept["client"]["client_id"],
+                         api.url) == "ok"
         (reason,) = _reasons(config, "corp_who_am_i")
         assert reason.endswith("needs a sign-in: run `toolplug login corp`")
 

@@ -29,8 +29,8 @@ from pydantic import ValidationError
 from toolplug.state._tokens import Tokens
 
 __all__ = [
-    "CALLBACK_PATH", "Callback", "LoginError", "Storage", "chain", "login_problem", "port_of",
-    "revoke",
+    "CALLBACK_PATH", "Callback", "LoginError", "Storage", "chain", "error_of", "login_problem",
+    "port_of", "revoke",
 ]
 
 CALLBACK_PATH: Final = "/callback"
@@ -206,8 +206,21 @@ def port_of(url: str) -> int | None:
         return None
 
 
-Post = Callable[[str, dict[str, str], dict[str, str]], Awaitable[int | str]]
-"""A form POST (URL, fields, headers): the answer's status, or what went wrong in a word."""
+Post = Callable[[str, dict[str, str], dict[str, str]], Awaitable[tuple[int, str | None] | str]]
+"""A form POST (URL, fields, headers): the answer's status and the ``error`` its JSON body
+names (None: none), or what went wrong in a word."""
+
+
+def error_of(content: bytes) -> str | None:
+    """The ``error`` an OAuth error answer's JSON body names, or None."""
+    import json
+
+    try:
+        said = json.loads(content)
+    except ValueError:
+        return None
+    error = said.get("error") if isinstance(said, dict) else None
+    return error if isinstance(error, str) else None
 
 
 async def revoke(entry: dict[str, Any], name: str, post: Post) -> str:
@@ -218,7 +231,10 @@ async def revoke(entry: dict[str, Any], name: str, post: Post) -> str:
     tokens = entry["tokens"]
     endpoint = (entry.get("server_metadata") or {}).get("revocation_endpoint")
     if not endpoint:
-        return f"signed out of {name} (its authorization server offers no revocation)"
+        return (
+            f"signed out of {name}: its tokens are forgotten here; its authorization server "
+            "offers no revocation, so it was not told (they stay valid there until they expire)"
+        )
     client = entry.get("client") or {}
     data = {"client_id": str(client.get("client_id", ""))}
     headers: dict[str, str] = {}
@@ -229,6 +245,7 @@ async def revoke(entry: dict[str, Any], name: str, post: Post) -> str:
     elif secret:
         data["client_secret"] = secret
     refused: list[str] = []
+    kept: list[str] = []  # kinds the server does not revoke (RFC 7009 unsupported_token_type)
     for kind in ("refresh_token", "access_token"):
         if not tokens.get(kind):
             continue
@@ -237,11 +254,25 @@ async def revoke(entry: dict[str, Any], name: str, post: Post) -> str:
         )
         if isinstance(answer, str):
             refused.append(f"{kind}: {answer}")
-        elif answer != 200:
-            refused.append(f"{kind}: HTTP {answer}")
+        elif answer[0] == 400 and answer[1] == "unsupported_token_type":
+            kept.append(kind)
+        elif answer[0] != 200:
+            refused.append(f"{kind}: HTTP {answer[0]}" + (f" {answer[1]}" if answer[1] else ""))
     if refused:
         return (
             f"signed out of {name}; the authorization server did not confirm the revocation "
             f"({', '.join(refused)})"
+        )
+    done = [k for k in ("refresh_token", "access_token") if tokens.get(k) and k not in kept]
+    if kept and done:
+        return (
+            f"signed out of {name}; its {' and '.join(k.replace('_', ' ') for k in done)} was "
+            "revoked (the authorization server does not revoke its "
+            f"{' and '.join(k.replace('_', ' ') for k in kept)}: valid there until it expires)"
+        )
+    if kept:
+        return (
+            f"signed out of {name}: its tokens are forgotten here; the authorization server "
+            "revokes no tokens of their kind (they stay valid there until they expire)"
         )
     return f"signed out of {name}; its tokens were revoked"

@@ -72,6 +72,7 @@ from toolplug.sources._oauth_flow import (
     login_problem,
     revoke,
 )
+from toolplug.sources._oauth_flow import error_of as revocation_error
 from toolplug.sources._signin import needs_sign_in
 from toolplug.sources.mcp._credentials import Credentials
 from toolplug.sources.mcp._refresh import (
@@ -783,11 +784,14 @@ async def logout(credentials: Credentials) -> str:
     assert store is not None
     entry = await store.aforget(credentials.key)
 
-    async def post(url: str, data: dict[str, str], headers: dict[str, str]) -> int | str:
+    async def post(
+        url: str, data: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, str | None] | str:
         try:
             async with httpx2.AsyncClient(timeout=30) as http:
-                return (await http.post(url, data=data, headers=headers)).status_code
+                answer = await http.post(url, data=data, headers=headers)
         except httpx2.HTTPError as exc:
             return type(exc).__name__
+        return answer.status_code, revocation_error(answer.content)
 
     return await revoke(entry, credentials.settings.name, post)

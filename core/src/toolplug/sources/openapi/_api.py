@@ -151,14 +151,24 @@ class Api(_gathered.Origin):
                 credentials=_request.Credentials() if operation.anonymous else self.credentials,
                 pool=self.pool,
             )
-        result = ToolResult()
-        for _attempt in range(2):  # a 401 spends the token: once more with a new one
+        spent = stepped = 0
+        before: str | None = None
+        wider = ""  # the scopes a step-up asked a new token for
+        while True:
             timeout = min(context.network.timeout_seconds, operation.timeout)
             try:
                 header = await grant.authorization(context.network, timeout)
             except _oauth.GrantError as exc:
+                said = str(exc)
+                if stepped and isinstance(grant, _oauth.Grant):
+                    grant.narrow(before)  # the wider scopes refused: not asked for again
+                    said = (
+                        f"{operation.method} {operation.path} answered HTTP 403 "
+                        f"insufficient_scope (the API wants the scopes {wider}), and a token "
+                        f"with them was refused: {said}"
+                    )
                 return ToolResult.failure(
-                    exc.error_type, str(exc), retry_possible=exc.retry_possible,
+                    exc.error_type, said, retry_possible=exc.retry_possible,
                     details={"token_url": grant.token_url or grant.discovery_url},
                 )
             result = await _request.send(
@@ -166,10 +176,39 @@ class Api(_gathered.Origin):
                 credentials=_request.Credentials(headers={"Authorization": header}),
                 pool=self.pool,
             )
-            if result.error is None or (result.error.details or {}).get("status") != 401:
+            details = (result.error.details or {}) if result.error is not None else {}
+            if details.get("status") == 401 and not spent:
+                spent += 1  # a 401 spends the token: once more with a new one
+                grant.spent(header)
+                continue
+            challenged = _oauth.insufficient_scope(details)
+            if challenged is None:
                 return result
-            grant.spent(header)
-        return result
+            if isinstance(grant, _signin.SignIn):  # only a person can grant more
+                reason = await grant.step_up(challenged)
+            elif stepped < _oauth.STEP_UPS and challenged:
+                stepped += 1
+                before, wider = grant.widen(header, challenged), challenged
+                continue
+            else:
+                if stepped and grant.granted is not None:
+                    grant.narrow(before, wider)  # not asked again for what was not given
+                wants = f"the scopes {challenged}" if challenged else "more scopes"
+                has = grant.granted or "none named"
+                reason = (
+                    f"still wants {wants} (the new token has {has}): the authorization "
+                    f"server did not grant them; check {grant.table} scopes against what "
+                    "the client may be granted"
+                ) if stepped else (
+                    "wants more scopes than the token has (its answer names none): "
+                    f"check {grant.table} scopes"
+                )
+            where = f"{operation.method} {operation.path}"
+            return ToolResult.failure(
+                "PermissionError",
+                f"{where} answered HTTP 403 insufficient_scope: the API {reason}",
+                details={**details, "scopes": challenged},
+            )
 
 
 @dataclass
@@ -376,14 +415,18 @@ def _grant(
     if oauth is None or api.base_url is None:
         return
     schemes = api.parsed.description.get("security_schemes") if api.parsed else None
+    operations = api.parsed.description.get("operations") if api.parsed else None
     made: _oauth.Grant | _signin.SignIn | str
     if oauth.grant == "authorization_code":
         made = _signin.sign_in_for(
             api.name, oauth, base_url=api.base_url, schemes=schemes or {},
-            store=store_for(state_dir, keep),
+            store=store_for(state_dir, keep), operations=operations,
         )
     else:
-        made = _oauth.grant_for(api.name, oauth, base_url=api.base_url, schemes=schemes or {})
+        made = _oauth.grant_for(
+            api.name, oauth, base_url=api.base_url, schemes=schemes or {},
+            operations=operations,
+        )
     if not isinstance(made, str) and importlib.util.find_spec("mcp") is None:
         made = (
             f'[openapi.{api.name}] auth = "oauth" asks for its token with the MCP SDK, which '

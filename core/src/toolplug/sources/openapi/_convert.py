@@ -20,7 +20,7 @@ from toolplug.sources.openapi._request import part_kind
 
 __all__ = ["CONVERTER_VERSION", "convert", "snake_name"]
 
-CONVERTER_VERSION: Final = 6
+CONVERTER_VERSION: Final = 7
 """Bumped when the definitions change shape, so cached ones are made again."""
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -388,8 +388,22 @@ def _operation(  # noqa: C901, PLR0912, PLR0915 - one branch per parameter locat
         "returns": returns if isinstance(returns, dict) else None,
         "parts": _parts(resolver, operation.get("responses") or {}),
         "security": _requirements(operation.get("security", security)),
+        "scopes": _scopes(operation.get("security", security)),
         "anonymous": operation.get("security") == [],
     }
+
+
+def _scopes(given: Any) -> dict[str, list[str]]:
+    """The scopes an operation's ``security`` names, by scheme (those of every
+    alternative: a sign-in for the scheme asks for them)."""
+    found: dict[str, set[str]] = {}
+    for requirement in given if isinstance(given, list) else ():
+        for name, scopes in (requirement.items() if isinstance(requirement, dict) else ()):
+            if isinstance(scopes, list):
+                found.setdefault(str(name), set()).update(
+                    str(s) for s in scopes if isinstance(s, str) and s and " " not in s
+                )
+    return {name: sorted(scopes) for name, scopes in found.items() if scopes}
 
 
 def _requirements(given: Any) -> list[list[str]] | None:

@@ -7,18 +7,22 @@ scheme's discovery document (its ``token_endpoint`` and ``issuer``). The token r
 the MCP SDK's, as a mounted server's client credentials are: its
 ``ClientCredentialsOAuthProvider`` (``client_secret_basic`` or ``client_secret_post``) or
 ``PrivateKeyJWTOAuthProvider`` (an assertion the client's key signs, RFC 7523) builds it
-with the resource indicator (RFC 8707: the API's base URL) and the configured scopes, and
-reads the answer. What is toolplug's: every request (discovery and token) goes through the
-network guard, like the API's own; the token is fetched once and kept in memory until it
-expires (``_MARGIN`` seconds early) or the API answers 401 with it, once per call; each
-token is added to the registry's redactor as it arrives, never logged or returned; a
-refusal is the call's structured error naming what to fix.
+with the resource indicator (RFC 8707: the API's base URL) and the configured scopes (else
+those the operations' ``security`` names for the scheme), and reads the answer. What is
+toolplug's: every request (discovery and token) goes through the network guard, like the
+API's own; the token is fetched once and kept in memory until it expires (``_MARGIN``
+seconds early) or the API answers 401 with it, once per call; a 403 ``insufficient_scope``
+(``insufficient_scope``) asks for a token with the challenge's scopes too and sends the
+request again, once per call (``STEP_UPS``); each token is added to the registry's
+redactor as it arrives, never logged or returned; a refusal is the call's structured
+error naming what to fix.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import weakref
 from collections.abc import Mapping
@@ -32,12 +36,48 @@ if TYPE_CHECKING:
     from toolplug.contract._network import NetworkPolicy
     from toolplug.trust._redaction import Redactor
 
-__all__ = ["Grant", "GrantError", "Memory", "discover", "grant_for", "sdk_headers", "send"]
+__all__ = [
+    "STEP_UPS", "Grant", "GrantError", "Memory", "discover", "grant_for", "insufficient_scope",
+    "operation_scopes", "sdk_headers", "send", "union",
+]
 
 _MARGIN: Final = 10.0
 """Seconds before its expiry a token is taken as spent (a request in flight may outlive it)."""
 _LARGEST: Final = 256 * 1024
 """Bytes of a discovery document or token answer read at most (real ones are a few KB)."""
+STEP_UPS: Final = 1
+"""New tokens with wider scopes one call asks for at most (the client credentials grant):
+a 403 ``insufficient_scope`` after it is the call's reason."""
+_FIELD: Final = re.compile(r'([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+def insufficient_scope(details: Mapping[str, Any] | None) -> str | None:
+    """The scopes a call's 403 ``insufficient_scope`` challenge names ("" when it names
+    none), from its ``WWW-Authenticate`` (RFC 6750), or None for any other answer."""
+    if not details or details.get("status") != 403:
+        return None
+    fields = {
+        key.lower(): quoted or bare
+        for key, quoted, bare in _FIELD.findall(str(details.get("challenge") or ""))
+    }
+    if fields.get("error") != "insufficient_scope":
+        return None
+    return " ".join(str(fields.get("scope") or "").split())
+
+
+def union(*scopes: str | None) -> str | None:
+    """Space-separated scopes joined, each once, in order (None: none at all)."""
+    joined = dict.fromkeys(s for scope in scopes if scope for s in scope.split())
+    return " ".join(joined) or None
+
+
+def operation_scopes(operations: Any, scheme: str) -> tuple[str, ...]:
+    """The scopes the converted operations' ``security`` names for ``scheme``, each once."""
+    found: dict[str, None] = {}
+    for op in operations if isinstance(operations, list) else ():
+        if isinstance(op, dict) and not op.get("anonymous"):
+            found.update(dict.fromkeys((op.get("scopes") or {}).get(scheme) or ()))
+    return tuple(found)
 
 
 class GrantError(Exception):
@@ -74,8 +114,38 @@ class Grant:
     _locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = field(
         default_factory=weakref.WeakKeyDictionary
     )
+    operation_scopes: tuple[str, ...] = ()
+    """The scopes the description's operations name for its scheme (asked for when
+    ``scopes`` is not set)."""
+    widened: str | None = None
+    """Scopes a 403 ``insufficient_scope`` asked for, beyond those asked at first."""
+    granted: str | None = None
+    """The scopes the last token was given, as the token answer says (None: unsaid)."""
     fetched: int = 0
-    """How many tokens it was given (a measure: one per expiry or 401)."""
+    """How many tokens it was given (a measure: one per expiry, 401 or step-up)."""
+
+    @property
+    def scope(self) -> str | None:
+        """What its token requests ask for: the configured scopes, else those the
+        operations name; with those a step-up added."""
+        asked = self.settings.scope or union(*self.operation_scopes)
+        return union(asked, self.widened)
+
+    def widen(self, header: str, challenged: str) -> str | None:
+        """The API wants more scopes than this token has (403 ``insufficient_scope``): the
+        next token is asked for them too. What was widened before (``narrow`` takes the
+        widening back where the authorization server refuses it)."""
+        before = self.widened
+        self.widened = union(self.widened, challenged)
+        self.spent(header)
+        return before
+
+    def narrow(self, before: str | None, challenged: str = "") -> None:
+        """A token with the wider scopes was refused, or given without some of them: the
+        next calls ask for those before and those it was given (an operation that needs
+        no more still works)."""
+        given = set((self.granted or "").split()) if challenged else set()
+        self.widened = union(before, *(s for s in challenged.split() if s in given))
 
     @property
     def table(self) -> str:
@@ -163,6 +233,7 @@ class Grant:
         assert tokens is not None
         self._hide(tokens.access_token, tokens.refresh_token)
         self._token, self._expires = tokens.access_token, context.token_expiry_time
+        self.granted = tokens.scope
         self.fetched += 1
 
     def _provider(self, issuer: str) -> Any:
@@ -184,12 +255,12 @@ class Grant:
             ).create_assertion_provider()
             return PrivateKeyJWTOAuthProvider(
                 server_url=self.resource, storage=storage, client_id=oauth.client_id,
-                assertion_provider=sign, scope=oauth.scope, issuer=issuer,
+                assertion_provider=sign, scope=self.scope, issuer=issuer,
             )
         assert self.client_secret is not None
         return ClientCredentialsOAuthProvider(
             server_url=self.resource, storage=storage, client_id=oauth.client_id,
-            client_secret=self.client_secret, scope=oauth.scope, issuer=issuer,
+            client_secret=self.client_secret, scope=self.scope, issuer=issuer,
             token_endpoint_auth_method=oauth.token_endpoint_auth,
         )
 
@@ -290,18 +361,24 @@ class Memory:
 
 
 def grant_for(
-    api: str, oauth: OAuthSettings, *, base_url: str, schemes: Mapping[str, Mapping[str, Any]]
+    api: str, oauth: OAuthSettings, *, base_url: str,
+    schemes: Mapping[str, Mapping[str, Any]], operations: Any = None,
 ) -> Grant | str:
-    """The grant of an API (its token URL from ``schemes``), or why it has none."""
-    for scheme in schemes.values():
+    """The grant of an API (its token URL from ``schemes``; the scopes to ask for, when
+    none are configured, those the converted ``operations`` name), or why it has none."""
+    for name, scheme in schemes.items():
         flow = (scheme.get("flows") or {}).get("clientCredentials")
         if scheme.get("type") == "oauth2" and flow and flow.get("tokenUrl"):
-            return Grant(api, oauth, base_url, token_url=urljoin(base_url, flow["tokenUrl"]))
-    for scheme in schemes.values():
+            return Grant(
+                api, oauth, base_url, token_url=urljoin(base_url, flow["tokenUrl"]),
+                operation_scopes=operation_scopes(operations, name),
+            )
+    for name, scheme in schemes.items():
         if scheme.get("type") == "openIdConnect" and scheme.get("openIdConnectUrl"):
             return Grant(
                 api, oauth, base_url,
                 discovery_url=urljoin(base_url, scheme["openIdConnectUrl"]),
+                operation_scopes=operation_scopes(operations, name),
             )
     return (
         f'[openapi.{api}] auth = "oauth": the description has no oauth2 scheme with a '

@@ -474,6 +474,9 @@ async def send(
         details: dict[str, Any] = {"status": answer.status, "operation": where}
         if data is not None:
             details["body"] = data
+        challenge = answer.headers.get("www-authenticate")
+        if challenge and answer.status in (401, 403):
+            details["challenge"] = challenge[:_ERROR_BODY_CHARS]  # a step-up reads it
         wait = _retry_after(answer.headers)
         if wait is not None:
             details["retry_after_seconds"] = math.ceil(wait)

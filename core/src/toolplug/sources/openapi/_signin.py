@@ -12,7 +12,11 @@ discovery document's, or ``issuer``). Every request of the flow goes through the
 guard, like the API's own. The tokens are kept in the user's token store
 (``STATE_DIR/oauth/tokens.json``, 0600) only once the sign-in completed; a call refreshes
 an expired access token (once across processes: the store's lock) and a refresh that is
-refused drops them, the reason then "its sign-in expired: run `toolplug login NAME`".
+refused drops them, the reason then "its sign-in expired: run `toolplug login NAME`". A
+403 ``insufficient_scope`` cannot be stepped up without the person: the call's reason says
+the API "needs a sign-in with more access (the scopes ...)", and the scopes it named are
+kept (``wanted_scope``, as a mount keeps them) for the next sign-in to ask for. A sign-out
+revokes the tokens where the authorization server's metadata names a revocation endpoint.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from urllib.parse import urljoin, urlsplit
 
 from toolplug.config._oauth import OAuthSettings
 from toolplug.sources._signin import needs_sign_in
-from toolplug.sources.openapi._oauth import GrantError, Memory, discover, sdk_headers, send
+from toolplug.sources.openapi._oauth import (
+    GrantError,
+    Memory,
+    discover,
+    operation_scopes,
+    sdk_headers,
+    send,
+    union,
+)
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
@@ -59,7 +71,11 @@ class SignIn:
     token_url: str | None = None
     discovery_url: str | None = None
     flow_scopes: tuple[str, ...] = ()
-    """The scopes the description's flow lists (asked for when ``scopes`` is not set)."""
+    """The scopes the description's flow lists (asked for when neither ``scopes`` is set
+    nor the operations name any)."""
+    operation_scopes: tuple[str, ...] = ()
+    """The scopes the description's operations name for the scheme (asked for when
+    ``scopes`` is not set)."""
     client_secret: str | None = None
     redactor: Redactor | None = None
     _refused: str | None = None
@@ -81,11 +97,43 @@ class SignIn:
 
     @property
     def scope(self) -> str | None:
+        """What a sign-in asks for: the configured scopes, else those the operations name
+        (with ``openid`` for OpenID Connect), else the flow's."""
         if self.settings.scopes:
             return " ".join(self.settings.scopes)
+        oidc = "openid" if self.discovery_url else None
+        if self.operation_scopes:
+            return union(oidc, *self.operation_scopes)
         if self.flow_scopes:
             return " ".join(self.flow_scopes)
-        return "openid" if self.discovery_url else None
+        return oidc
+
+    def asked(self, entry: Mapping[str, Any]) -> str | None:
+        """What the next sign-in asks for: ``scope`` with the scopes a step-up wanted."""
+        wanted = entry.get("wanted_scope")
+        return union(self.scope, wanted if isinstance(wanted, str) else None)
+
+    async def step_up(self, challenged: str) -> str:
+        """The API answered 403 ``insufficient_scope``: a person must sign in again for
+        more access. The scopes it named are kept (the next sign-in asks for them too);
+        the reason, in words, after "the API"."""
+        entry = await self.store.aentry(self.key)
+        if not challenged:
+            return (
+                f"wants more access than the sign-in has (its answer names no scope): "
+                f"check {self.table} scopes, then run `toolplug login {self.api}`"
+            )
+        held = set(str((entry.get("tokens") or {}).get("scope") or "").split())
+        if held and set(challenged.split()) <= held:
+            return (
+                f"still wants the scopes {challenged}, which its sign-in has (signing in "
+                "again would not help): see the API's answer"
+            )
+        kept = entry.get("wanted_scope")
+        wanted = union(kept if isinstance(kept, str) else None, challenged)
+        if wanted != kept:
+            await self.store.aupdate(self.key, wanted_scope=wanted)
+        return needs_sign_in(self.api, scope=self.asked({"wanted_scope": wanted}) or challenged)
 
     def hide(self, *secrets: str | None) -> None:
         if self.redactor is not None:
@@ -174,6 +222,7 @@ class SignIn:
         self, entry: Mapping[str, Any], *, redirect: str | None,
         open_url: Callable[[str], Awaitable[None]] | None = None,
         answer: Callable[[], Awaitable[Any]] | None = None, storage: Any = None,
+        scope: str | None = None,
     ) -> Any:
         from mcp.client.auth import OAuthClientProvider
         from mcp.shared.auth import OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
@@ -186,7 +235,7 @@ class SignIn:
                                            "http://127.0.0.1/callback")],
             "client_name": _CLIENT_NAME, "response_types": ["code"],
             "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": self._method(), "scope": self.scope,
+            "token_endpoint_auth_method": self._method(), "scope": scope or self.scope,
         })
         provider = OAuthClientProvider(
             server_url=self.resource, client_metadata=metadata,
@@ -222,11 +271,44 @@ class SignIn:
         assert self.authorization_url is not None
         assert self.token_url is not None
         origin = urlsplit(self.authorization_url)
-        return {
+        metadata = {
             "issuer": self.settings.issuer or f"{origin.scheme}://{origin.netloc}",
             "authorization_endpoint": self.authorization_url, "token_endpoint": self.token_url,
             "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
         }
+        if self.settings.issuer is not None:  # its metadata may name a revocation endpoint
+            revocation = await self._revocation(self.settings.issuer, policy, timeout)
+            if revocation is not None:
+                metadata["revocation_endpoint"] = revocation
+        return metadata
+
+    async def _revocation(self, issuer: str, policy: NetworkPolicy, timeout: float) -> str | None:
+        """The revocation endpoint (RFC 7009) the configured issuer's metadata names (RFC
+        8414, else OpenID Connect discovery), where that metadata is the issuer's and
+        names the description's token URL; None otherwise (a sign-out then says the
+        server was not told)."""
+        import json
+
+        split = urlsplit(issuer)
+        path = split.path.rstrip("/")
+        origin = f"{split.scheme}://{split.netloc}"
+        for url in (
+            f"{origin}/.well-known/oauth-authorization-server{path}",
+            f"{issuer.rstrip('/')}/.well-known/openid-configuration",
+        ):
+            try:
+                answer = await send(self.table, "GET", url, policy, timeout)
+                document = json.loads(answer.content) if answer.status == 200 else None
+            except (GrantError, ValueError):
+                continue
+            if not isinstance(document, dict) or document.get("issuer") != issuer \
+                    or document.get("token_endpoint") != self.token_url:
+                continue
+            endpoint = document.get("revocation_endpoint")
+            if isinstance(endpoint, str) and endpoint.startswith(("http://", "https://")):
+                return endpoint
+            return None
+        return None
 
     async def login(
         self, open_url: Callable[[str], Awaitable[None]], policy: NetworkPolicy,
@@ -288,15 +370,17 @@ class SignIn:
                 result = AuthorizationCodeResult(code=result.code, state=result.state)
             return result
 
+        scope = self.asked(entry)  # with what a step-up asked for
         provider = self._provider(
             {"server_metadata": server}, redirect=redirect, open_url=open_url,
-            answer=answer, storage=memory,
+            answer=answer, storage=memory, scope=scope,
         )
         await provider._initialize()
         context = provider.context
-        client = self._fixed(redirect)
+        client = self._fixed(redirect, scope)
         stored = entry.get("client") or {}
-        if client is None and (stored.get("redirect_uris") or [None])[0] == redirect:
+        if client is None and (stored.get("redirect_uris") or [None])[0] == redirect \
+                and _covers(stored.get("scope"), scope):
             client = OAuthClientInformationFull.model_validate(stored)
         if client is None:
             if not server.get("registration_endpoint"):
@@ -341,7 +425,7 @@ class SignIn:
             content=answer.content, request=request,
         )
 
-    def _fixed(self, redirect: str) -> Any:
+    def _fixed(self, redirect: str, scope: str | None) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
 
         if self.settings.client_id is None:
@@ -350,7 +434,7 @@ class SignIn:
             "client_id": self.settings.client_id, "client_secret": self.client_secret,
             "redirect_uris": [redirect], "token_endpoint_auth_method": self._method(),
             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            "scope": self.scope,
+            "scope": scope,
         })
 
     async def logout(self, policy: NetworkPolicy) -> str:
@@ -360,8 +444,12 @@ class SignIn:
 
         entry = await self.store.aforget(self.key)
 
-        async def post(url: str, data: dict[str, str], headers: dict[str, str]) -> int | str:
+        async def post(
+            url: str, data: dict[str, str], headers: dict[str, str]
+        ) -> tuple[int, str | None] | str:
             from urllib.parse import urlencode
+
+            from toolplug.sources._oauth_flow import error_of
 
             try:
                 answer = await send(
@@ -370,9 +458,18 @@ class SignIn:
                 )
             except GrantError as exc:
                 return str(exc)
-            return int(answer.status)
+            return int(answer.status), error_of(answer.content)
 
         return await revoke(entry, self.api, post)
+
+
+def _covers(registered: Any, wanted: str | None) -> bool:
+    """Whether a client registered for ``registered`` scopes may ask for ``wanted`` (an
+    authorization server refuses scopes beyond those a client registered with): else
+    toolplug registers again."""
+    if not isinstance(registered, str) or not wanted:
+        return True
+    return set(wanted.split()) <= set(registered.split())
 
 
 def _ends(entry: Mapping[str, Any]) -> float | None:
@@ -397,9 +494,11 @@ def _reason(api: str, entry: Mapping[str, Any]) -> str | None:
 
 def sign_in_for(
     api: str, oauth: OAuthSettings, *, base_url: str,
-    schemes: Mapping[str, Mapping[str, Any]], store: TokenStore,
+    schemes: Mapping[str, Mapping[str, Any]], store: TokenStore, operations: Any = None,
 ) -> SignIn | str:
-    """The person's grant of an API (its endpoints from ``schemes``), or why it has none."""
+    """The person's grant of an API (its endpoints from ``schemes``; the scopes to ask for,
+    when none are configured, those the converted ``operations`` name), or why it has
+    none."""
     for name, scheme in schemes.items():
         flow = (scheme.get("flows") or {}).get("authorizationCode")
         if scheme.get("type") == "oauth2" and flow and flow.get("authorizationUrl") \
@@ -409,12 +508,14 @@ def sign_in_for(
                 authorization_url=urljoin(base_url, flow["authorizationUrl"]),
                 token_url=urljoin(base_url, flow["tokenUrl"]),
                 flow_scopes=tuple(flow.get("scopes") or ()),
+                operation_scopes=operation_scopes(operations, name),
             )
     for name, scheme in schemes.items():
         if scheme.get("type") == "openIdConnect" and scheme.get("openIdConnectUrl"):
             return SignIn(
                 api, oauth, base_url, name, store,
                 discovery_url=urljoin(base_url, scheme["openIdConnectUrl"]),
+                operation_scopes=operation_scopes(operations, name),
             )
     return (
         f'[openapi.{api}] auth = "oauth" with grant = "authorization_code": the description '
