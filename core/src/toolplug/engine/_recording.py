@@ -32,13 +32,14 @@ if TYPE_CHECKING:
     from toolplug.contract._call import ToolCall
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
+    from toolplug.state._inbox import PendingRequest
     from toolplug.state._record import Recorder
     from toolplug.trust._conversation import Conversation
     from toolplug.trust._decisions import Decision
 
 __all__ = [
     "approval_asked", "approval_decided", "call_row", "decision_refused", "guard_decided",
-    "span_ids",
+    "request_failed", "span_ids",
 ]
 
 
@@ -207,6 +208,17 @@ def decision_refused(
             "why": why, "action": action, "target": target[:200], "by": by,
             "owner": request.owner if request is not None else None,
         },
+    )
+
+
+def request_failed(request: PendingRequest) -> RecordEvent:
+    """The event of a request the sweep moved to ``failed`` (its holder's lease lapsed:
+    ``toolplug.state._inbox``), recorded by the process that swept it, whichever that is."""
+    return RecordEvent(
+        "approval.decision", request.decided_at or time.time(), request.tool,
+        principal=request.owner, conversation=request.conversation, status="failed",
+        rule="lease", reason=request.note,
+        detail={"request": request.id, "owner": request.owner},
     )
 
 
