@@ -198,8 +198,9 @@ def decision_refused(
     via: str,
 ) -> RecordEvent:
     """The event of a decision (or a revocation) refused: ``why`` the ``DecisionRefused``'s
-    (``unknown``, ``owner``, ``decided``, ``expired``) or ``csrf``; ``request`` the pending
-    request it named, when known; ``via`` who refused it (``console``, ``command line``)."""
+    (``unknown``, ``owner``, ``decided``, ``expired``, ``failed``) or ``csrf``; ``request``
+    the pending request it named, when known; ``via`` who refused it (``console``,
+    ``command line``)."""
     return RecordEvent(
         "approval.decision", time.time(), request.tool if request is not None else "-",
         principal=by, conversation=request.conversation if request is not None else None,

@@ -12,10 +12,10 @@ when it makes the request and rewrites every third of ``[approvals] lease_second
 time to live ``lease_seconds``. A process killed (SIGKILL, a lost machine) stops
 rewriting it; whoever next lists the requests or decides this one finds the lease gone
 and moves the request to ``failed`` ("the process waiting for this call stopped"), by the
-same compare-and-set as a decision, so nothing is decided after that, and nothing twice. A
-request
-belongs to its owner (the verified principal, else the session, else the ``client`` a
-call's context names); only that owner may decide it. A request with no owner (an
+same compare-and-set as a decision, so nothing is decided after that, and nothing twice
+(the one whose move won is told, ``Inbox.swept``, and records it). A request belongs to
+its owner (the verified principal, else the session, else the ``client`` a call's context
+names); only that owner may decide it. A request with no owner (an
 in-process call that named no client) is the operator's: anyone who can reach the store
 decides it.
 
