@@ -1,8 +1,8 @@
 """The holder's lease on a waiting call's request: a live process keeps its request pending
 for as long as it waits, one killed with SIGKILL leaves a request that fails once the lease
-lapses, and after that nobody decides it; two sweepers at once move it once. On the SQLite
-inbox, the holder a real process of its own (the Redis side: tests/serve/
-test_approval_replicas.py)."""
+lapses, and after that nobody decides it; two sweepers at once move it once, and the
+record keeps one ``failed`` event for it. On the SQLite inbox, the holder a real process
+of its own (the Redis side: tests/serve/test_approval_replicas.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ import toolplug
 from tests.helpers.cli import Site
 from tests.helpers.posting import approvals_cli, posting_plugin
 from toolplug import ErrorType
+from toolplug.state._events import RecordEvent, RecordFilters
 from toolplug.state._inbox import STOPPED, DecisionRefused, Inbox, PendingRequest
+from toolplug.state._record import SqliteStore
 from toolplug.state._sqlite_backend import SqliteBackend
 
 MODULE = "lease_tools"
@@ -40,14 +42,22 @@ def tools(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield module
 
 
-def _config(tmp_path: Path, lease: float = 1.0) -> Path:
+def _config(tmp_path: Path, lease: float = 1.0, *, record: bool = False) -> Path:
     path = tmp_path / "toolplug.toml"
+    kept = f'[record]\nenabled = true\nstore = "{tmp_path / "record.sqlite3"}"\n'
     path.write_text(
         f'[approvals]\ninbox = true\nstore = "sqlite:{tmp_path / "approvals.db"}"\n'
-        f"wait_seconds = 60\nlease_seconds = {lease}\n",
+        f"wait_seconds = 60\nlease_seconds = {lease}\n" + (kept if record else ""),
         encoding="utf-8",
     )
     return path
+
+
+def _decisions(tmp_path: Path) -> list[RecordEvent]:
+    """The approval decisions the record file keeps, oldest first."""
+    return SqliteStore(tmp_path / "record.sqlite3").query(
+        RecordFilters(kind="approval.decision", oldest_first=True)
+    )
 
 
 async def _listed(tmp_path: Path) -> list[PendingRequest]:
@@ -143,8 +153,12 @@ def test_two_sweepers_move_a_lapsed_request_once(tmp_path: Path) -> None:
             request = PendingRequest.new("post", {}, "why", wait_seconds=60, lease=0.3)
             await inboxes[0].put(request)
             await asyncio.sleep(0.5)
+            moved: list[PendingRequest] = []
+            for inbox in inboxes:
+                inbox.swept = moved.append
             swept = await asyncio.gather(*(i.sweep([request]) for i in inboxes))
             ((first,), (second,)) = swept
+            assert moved == [first]  # told once: only the compare-and-set that won
             assert first == second  # one record: the second read what the first wrote
             assert (first.state, first.note) == ("failed", STOPPED)
             with pytest.raises(DecisionRefused) as refused:
@@ -179,4 +193,67 @@ def test_a_holder_that_finds_its_request_failed_refuses_the_call(
         asyncio.run(scenario())
     finally:
         registry.close()
+    assert tools.RAN == []
+
+
+def test_the_failure_of_a_killed_holder_is_recorded_once(
+    tools: Any, site: Site, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, record=True)
+
+    async def scenario() -> str:
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", HOLDER, str(config), "doomed",
+            env={**os.environ, "PYTHONPATH": str(site.path)},
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            request = await _one_pending(tmp_path)
+            await asyncio.sleep(0.5)  # the holder's writer stores its "asked" event
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            await holder.wait()
+        await asyncio.sleep(1.2)  # the lease lapses
+        listed = await asyncio.gather(*(approvals_cli(config, "list") for _ in range(2)))
+        assert [code for code, _, _ in listed] == [0, 0]
+        assert all(request.id not in out for _, out, _ in listed)
+        code, _, err = await approvals_cli(config, "approve", request.id)
+        assert (code, STOPPED in err) == (1, True)
+        return request.id
+
+    request_id = asyncio.run(scenario())
+    failed, refused = _decisions(tmp_path)
+    assert (failed.status, failed.rule, failed.reason, failed.tool) == (
+        "failed", "lease", STOPPED, "post"
+    )
+    assert failed.detail == {"request": request_id, "owner": None}
+    assert (refused.status, refused.detail["why"]) == ("refused", "failed")
+    asked = SqliteStore(tmp_path / "record.sqlite3").query(RecordFilters(kind="approval.request"))
+    assert [e.status for e in asked] == ["asked"]
+    assert tools.RAN == []
+
+
+def test_a_live_holder_does_not_record_its_failed_request_twice(
+    tools: Any, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, lease=30, record=True)  # no renewal while the test runs
+    registry = toolplug.load(config, env={"TOOLPLUG_PLUGINS": ""}, plugins=[(MODULE, tools)])
+
+    async def scenario() -> None:
+        call = asyncio.create_task(registry.acall("post", {"text": "lost"}))
+        request = await _one_pending(tmp_path)
+        approvals = registry.approvals
+        await approvals.inbox.backend.delete("lease:" + request.id)  # as if it lapsed
+        assert await approvals.apending(every_owner=True) == []  # this process sweeps it
+        result = await asyncio.wait_for(call, 10)
+        assert result.error is not None
+        assert result.error.details["state"] == "failed"
+        assert registry.record is not None
+        assert await registry.record.aflush()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        registry.close()
+    assert [(e.status, e.rule) for e in _decisions(tmp_path)] == [("failed", "lease")]
     assert tools.RAN == []

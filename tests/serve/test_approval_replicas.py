@@ -218,7 +218,7 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
             asyncio.run(run())
     # the record, shared in PostgreSQL: each request decided once, by alice, recorded by the
     # replica holding it; bob's refusal, the replay's and the failed request's on B (and the
-    # command line's)
+    # command line's); the failed request itself once
     rows = _rows(postgres.address, "SELECT replica, kind, status, principal, detail FROM "
                  "toolplug_events WHERE tool = 'post' AND kind IN ('call', 'approval.decision') "
                  "ORDER BY id")
@@ -227,8 +227,12 @@ def test_a_call_waits_on_one_replica_is_decided_on_the_others_console(
     assert [d["why"] for r, d in refused if r != "b"] == ["failed"]  # the command line's
     bobs, alices = refused[0][1]["by"], refused[0][1]["owner"]
     assert bobs != alices  # bob tried alice's request
+    failed = [(p, json.loads(d)) for _, _, s, p, d in rows if s == "failed"]
+    assert len(failed) == 1  # recorded once, by B's console or the command line: who swept it
+    assert failed[0][0] == failed[0][1]["owner"] == alices
+    assert failed[0][1]["request"].startswith("apr_")
     assert [(r, k, s, p, json.loads(d).get("by")) for r, k, s, p, d in rows
-            if s != "refused"] == [
+            if s not in ("refused", "failed")] == [
         ("a", "approval.decision", "approved", alices, alices), ("a", "call", "ok", alices, None),
         ("b", "approval.decision", "approved", alices, alices), ("b", "call", "ok", alices, None),
     ]

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from toolplug.cli._parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Exit
 from toolplug.engine._inbox import open_approvals
+from toolplug.engine._recording import decision_refused
 from toolplug.state._inbox import DecisionRefused
 
 if TYPE_CHECKING:
     from toolplug.config._config import Config
     from toolplug.engine._inbox import Approvals
+    from toolplug.state._record import Recorder
 
 __all__ = ["run_approvals"]
 
@@ -35,34 +37,34 @@ def run_approvals(args: argparse.Namespace, config: Config) -> int:
 
 async def _run(args: argparse.Namespace, config: Config) -> int:
     approvals = open_approvals(config)
+    approvals.recorder = await asyncio.to_thread(_open_record, config)  # a sweep's, a refusal's
     try:
         return await _act(approvals, args)
     except DecisionRefused as refused:
         print(f"toolplug: refused: {refused}", file=sys.stderr)
-        await asyncio.to_thread(_record_refusal, config, args, refused)
+        if approvals.recorder is not None:
+            approvals.recorder.add(decision_refused(
+                refused.request, target=args.id, action=args.action, why=refused.why,
+                reason=str(refused), by=args.owner, via="command line",
+            ))
         return EXIT_FAILED
     finally:
         await approvals.aclose()
+        if approvals.recorder is not None:
+            await asyncio.to_thread(approvals.recorder.close)
 
 
-def _record_refusal(config: Config, args: argparse.Namespace, refused: DecisionRefused) -> None:
-    """Keep a refused decision or revocation in the record, when it is on."""
+def _open_record(config: Config) -> Recorder | None:
+    """The record refused decisions and requests this command swept to ``failed`` are
+    kept in, when it is on."""
     if not config.record.enabled:
-        return
+        return None
     from toolplug.config._record import record_target
-    from toolplug.engine._recording import decision_refused
     from toolplug.state._record import open_record
 
-    recorder = open_record(config.record, record_target(
+    return open_record(config.record, record_target(
         config.record, config.state_dir, config.path.parent if config.path else None
     ))
-    try:
-        recorder.add(decision_refused(
-            refused.request, target=args.id, action=args.action, why=refused.why,
-            reason=str(refused), by=args.owner, via="command line",
-        ))
-    finally:
-        recorder.close()
 
 
 def _when(stamp: float | None) -> str:

@@ -133,6 +133,7 @@ class Engine:
         )
         """The record of calls and decisions (``[record]``), or None when it is off."""
         self._pipeline.recorder = self.recorder
+        self.approvals.recorder = self.recorder  # a request this process sweeps to failed
         self._chain = Chain(registry.plugin_manager, self._execute)
         self._telemetry = Telemetry(content=settings.telemetry_content, redact=registry.redact)
         self._lock = threading.Lock()

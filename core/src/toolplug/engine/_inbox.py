@@ -11,7 +11,8 @@ another process (``toolplug approvals approve ID``, another replica on Redis) re
 call. The same watcher renews this process's lease on each of those requests every third
 of ``lease_seconds`` (one write for all, awaited like the reads: the loop never blocks), so
 a request whose process was killed fails once its lease lapses (``toolplug.state.
-_inbox``) and is never decided afterwards. A request past ``wait_seconds`` is refused with
+_inbox``) and is never decided afterwards; the process whose sweep failed it records that,
+once, when it has a record (``recorder``). A request past ``wait_seconds`` is refused with
 that reason; a call cancelled while it waits marks its request ``cancelled``, so nobody
 decides it afterwards.
 
@@ -41,6 +42,7 @@ from urllib.parse import urlsplit
 
 from toolplug.config._settings import resolve_value
 from toolplug.contract._approval import Approval, ApprovalRequest
+from toolplug.engine._recording import request_failed
 from toolplug.state._inbox import Inbox, PendingRequest
 from toolplug.state._memory import MemoryBackend
 from toolplug.state._remembered import Remembered, RememberedDecisions, pattern_of
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from toolplug.config._config import Config
     from toolplug.contract._call import ToolCall
     from toolplug.state._backend import Backend
+    from toolplug.state._record import Recorder
     from toolplug.utilities._bridge import Bridge
 
 __all__ = ["SIGNATURE_HEADER", "TIMESTAMP_HEADER", "Approvals", "open_approvals", "sign"]
@@ -154,6 +157,15 @@ class Approvals:
         self._owns = owns_backend
         self._watches: dict[asyncio.AbstractEventLoop, _Watch] = {}
         self._sent: set[asyncio.Task[None]] = set()
+        self.recorder: Recorder | None = None
+        """Where a request this process swept to ``failed`` is recorded (the engine's,
+        the console's, ``toolplug approvals``' record), or None: not recorded here."""
+        self.inbox.swept = self._swept
+
+    def _swept(self, request: PendingRequest) -> None:
+        """Record a request this process's sweep failed (once: its compare-and-set won)."""
+        if self.recorder is not None:
+            self.recorder.add(request_failed(request))
 
     @property
     def webhook_secret(self) -> bytes | None:

@@ -181,7 +181,9 @@ class Pipeline:
             if error.type == ErrorType.PERMISSION else "failed"
         )
         why = None if error is None or not error.details else error.details.get("reason")
-        approval_decided(self.recorder, call, status, why, conversation, by)
+        swept = status == "unanswered" and bool(error and error.details.get("state") == "failed")
+        # a request failed with its lease: the process that swept it recorded that, once
+        approval_decided(None if swept else self.recorder, call, status, why, conversation, by)
         return refused
 
     async def _ask(

@@ -32,13 +32,14 @@ if TYPE_CHECKING:
     from toolplug.contract._call import ToolCall
     from toolplug.contract._tool import ToolResult
     from toolplug.runtime._registry import Registry
+    from toolplug.state._inbox import PendingRequest
     from toolplug.state._record import Recorder
     from toolplug.trust._conversation import Conversation
     from toolplug.trust._decisions import Decision
 
 __all__ = [
     "approval_asked", "approval_decided", "call_row", "decision_refused", "guard_decided",
-    "span_ids",
+    "request_failed", "span_ids",
 ]
 
 
@@ -197,8 +198,9 @@ def decision_refused(
     via: str,
 ) -> RecordEvent:
     """The event of a decision (or a revocation) refused: ``why`` the ``DecisionRefused``'s
-    (``unknown``, ``owner``, ``decided``, ``expired``) or ``csrf``; ``request`` the pending
-    request it named, when known; ``via`` who refused it (``console``, ``command line``)."""
+    (``unknown``, ``owner``, ``decided``, ``expired``, ``failed``) or ``csrf``; ``request``
+    the pending request it named, when known; ``via`` who refused it (``console``,
+    ``command line``)."""
     return RecordEvent(
         "approval.decision", time.time(), request.tool if request is not None else "-",
         principal=by, conversation=request.conversation if request is not None else None,
@@ -207,6 +209,17 @@ def decision_refused(
             "why": why, "action": action, "target": target[:200], "by": by,
             "owner": request.owner if request is not None else None,
         },
+    )
+
+
+def request_failed(request: PendingRequest) -> RecordEvent:
+    """The event of a request the sweep moved to ``failed`` (its holder's lease lapsed:
+    ``toolplug.state._inbox``), recorded by the process that swept it, whichever that is."""
+    return RecordEvent(
+        "approval.decision", request.decided_at or time.time(), request.tool,
+        principal=request.owner, conversation=request.conversation, status="failed",
+        rule="lease", reason=request.note,
+        detail={"request": request.id, "owner": request.owner},
     )
 
 

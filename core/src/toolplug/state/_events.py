@@ -61,8 +61,9 @@ class RecordEvent:
     replica: str = ""
     """The process that recorded it (``[record] replica``, else host name and pid)."""
     status: str | None = None
-    """A call's ``ok`` or error type; an approval's ``asked``, ``approved``, ``denied`` or
-    ``unanswered``; the guard's ``allow``, ``ask`` or ``deny``."""
+    """A call's ``ok`` or error type; an approval's ``asked``, ``approved``, ``denied``,
+    ``unanswered``, ``failed`` (its holder stopped) or ``refused``; the guard's ``allow``,
+    ``ask`` or ``deny``."""
     size: int | None = None
     """A call's result: characters of its output (and of its data as JSON)."""
     duration_ms: float | None = None

@@ -12,10 +12,10 @@ when it makes the request and rewrites every third of ``[approvals] lease_second
 time to live ``lease_seconds``. A process killed (SIGKILL, a lost machine) stops
 rewriting it; whoever next lists the requests or decides this one finds the lease gone
 and moves the request to ``failed`` ("the process waiting for this call stopped"), by the
-same compare-and-set as a decision, so nothing is decided after that, and nothing twice. A
-request
-belongs to its owner (the verified principal, else the session, else the ``client`` a
-call's context names); only that owner may decide it. A request with no owner (an
+same compare-and-set as a decision, so nothing is decided after that, and nothing twice
+(the one whose move won is told, ``Inbox.swept``, and records it). A request belongs to
+its owner (the verified principal, else the session, else the ``client`` a call's context
+names); only that owner may decide it. A request with no owner (an
 in-process call that named no client) is the operator's: anyone who can reach the store
 decides it.
 
@@ -28,7 +28,7 @@ import dataclasses
 import json
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -158,6 +158,10 @@ class Inbox:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend.part("approval:", entries=_MOST)
+        self.swept: Callable[[PendingRequest], None] | None = None
+        """Told each request this process's sweep moved to ``failed``: only the sweeper
+        whose compare-and-set won, so once per request whoever else sweeps it meanwhile
+        (the approvals record it: ``toolplug.engine._inbox``)."""
 
     async def put(self, request: PendingRequest) -> None:
         """Keep a new request (its lease first: it is never seen unheld)."""
@@ -188,7 +192,9 @@ class Inbox:
         swept = {}
         for request, lease in zip(leased, held, strict=True):
             if lease is None:
-                swept[request.id] = await self.close(request.id, "failed", STOPPED)
+                swept[request.id], moved = await self._end(request.id, "failed", STOPPED)
+                if moved and self.swept is not None:
+                    self.swept(swept[request.id])
         return [swept.get(r.id, r) for r in requests]
 
     async def get(self, request_id: str) -> PendingRequest | None:
@@ -239,12 +245,18 @@ class Inbox:
     async def close(self, request_id: str, state: RequestState, note: str = "") -> PendingRequest:
         """End a pending request without a person: ``expired`` or ``cancelled``. The
         record as it now is (decided, when a decision came first)."""
+        return (await self._end(request_id, state, note))[0]
+
+    async def _end(
+        self, request_id: str, state: RequestState, note: str
+    ) -> tuple[PendingRequest, bool]:
+        """``close``, and whether this call moved it (False: another's write came first)."""
         try:
-            return await self._move(request_id, state, by=None, note=note, owned=False)
+            return await self._move(request_id, state, by=None, note=note, owned=False), True
         except DecisionRefused as refused:
             if refused.request is None:
                 raise
-            return refused.request
+            return refused.request, False
 
     async def _move(
         self, request_id: str, state: RequestState, *, by: str | None, note: str,

@@ -124,6 +124,7 @@ def build_app(config: Config, *, owner: str | None = None, every_owner: bool = F
             console.recorder = open_record(config.record, record_target(
                 config.record, config.state_dir, config.path.parent if config.path else None
             ))
+            console.approvals.recorder = console.recorder  # and requests swept to failed
         try:
             yield
         finally:
