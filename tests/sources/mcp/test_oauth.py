@@ -30,7 +30,7 @@ import jwt
 import pytest
 
 import toolplug
-from tests.helpers.oidc import authorization_server
+from tests.helpers.oidc import authorization_server, refreshed
 from tests.helpers.oidc import browser as _browser
 from tests.helpers.serve import CONFIG, child_env, free_port, http_server
 from toolplug.config._config import load_config
@@ -380,3 +380,34 @@ def test_doctor_and_list_say_which_server_needs_a_sign_in(tmp_path: Path) -> Non
         assert "needs a sign-in: run `toolplug login upstream`" in said, said
         assert "Traceback" not in said
     assert "toolplug login upstream" in doctor.stdout
+
+
+
+@pytest.mark.parametrize("revocation", [True, False])
+def test_sign_out_revokes_the_refresh_token_where_the_server_offers_it(
+    tmp_path: Path, revocation: bool
+) -> None:
+    # the sign-out tells an authorization server that offers RFC 7009 revocation: the
+    # refresh token is then refused at its token endpoint; one that offers none is not told
+    # (the token still works there), and the sign-out says which
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    home = tmp_path / "inner"
+    home.mkdir()
+    with authorization_server(tmp_path, revocation=revocation) as issuer:
+        env = {**os.environ, **child_env(tmp_path, config=_outer(issuer, audience))}
+        config = _inner(home, audience)
+        with http_server(tmp_path, port, env=env):
+            sign_in(load_config(config), "upstream", env=os.environ, open_url=_browser()[0])
+            kept = _kept(home, audience)
+            refresh, client = kept["tokens"]["refresh_token"], kept["client"]
+            assert not client.get("client_secret")  # a public client: refreshed() below is its
+            out = sign_out(load_config(config), "upstream", env=os.environ)
+            assert _kept(home, audience) == {}
+        after = refreshed(issuer, refresh, client["client_id"], audience)
+    if revocation:
+        assert "revoked" in out, out
+        assert after == "invalid_grant"
+    else:
+        assert "offers no revocation, so it was not told" in out, out
+        assert after == "ok"
