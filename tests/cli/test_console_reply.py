@@ -177,14 +177,31 @@ def test_a_signed_reply_decides_on_the_console_and_forged_ones_are_refused(
 
 def test_without_a_secret_the_console_says_to_set_one(tmp_path: Path) -> None:
     config = tmp_path / "toolplug.toml"
-    config.write_text('state_dir = "state"\n[approvals]\ninbox = true\n', encoding="utf-8")
+    config.write_text(
+        'state_dir = "state"\n[approvals]\ninbox = true\n'
+        f'[record]\nenabled = true\nstore = "{tmp_path / "record.sqlite3"}"\n',
+        encoding="utf-8",
+    )
     with serving(config) as console:
         raw, headers = _signed({"request": "apr_x", "decision": "approve"})
         answer = httpx.post(console + "approvals/decide", content=raw, headers=headers,
                             timeout=10)
+        # a form without its CSRF token: refused and recorded, as the reply above is not
+        # (signed decisions are off: there was nothing to decide)
+        forged = httpx.post(console + "approvals/apr_x/approve", data={}, timeout=10)
+        assert forged.status_code == 403
+        store = SqliteStore(tmp_path / "record.sqlite3")
+        deadline = time.monotonic() + 10
+        while not (kept := store.query(RecordFilters(kind="approval.decision"))):
+            assert time.monotonic() < deadline, "the refused form was not recorded"
+            time.sleep(0.1)
     assert answer.status_code == 404
     assert answer.json()["why"] == "unconfigured"
     assert "set [approvals] webhook_secret" in answer.json()["error"]
+    assert [e.detail["why"] for e in store.query(RecordFilters(kind="approval.decision"))] == [
+        "csrf"
+    ]
+    assert [e.detail["why"] for e in kept] == ["csrf"]
 
 
 async def _echo(port: int, text: str) -> Any:

@@ -18,7 +18,8 @@ says who the person was; it goes in the decision's note and the record, never in
 check. Refused, each with a JSON ``{"error", "why"}`` and recorded (an ``approval.decision``
 event of status ``refused``, ``rule`` ``webhook``, when the record is on):
 
-- no secret configured: 404 ``unconfigured``;
+- no secret configured: 404 ``unconfigured`` (not recorded: signed decisions are off, and
+  the path answers on every ``serve --http``);
 - no signature or timestamp: 401 ``unsigned``; a signature that does not match: 401
   ``signature``;
 - a timestamp more than five minutes old, or more than ``_SKEW`` seconds ahead: 401
@@ -144,7 +145,7 @@ async def signed_reply(
         )
         if isinstance(refused, DecisionRefused) and refused.request is not None:
             found = refused.request
-        if recorder is not None:
+        if recorder is not None and why != "unconfigured":  # off: nothing was to decide
             await _record(approvals, recorder, refused, fields or _claimed(body), found,
                           verified=bool(fields))
         return status, {"error": str(refused), "why": why}
