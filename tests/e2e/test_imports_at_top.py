@@ -69,6 +69,15 @@ DEFERRED: dict[str, set[str]] = {
         "mcp.shared.auth", "toolplug.http",
     },
     "sources/openapi/_spec.py": {"toolplug.http", "yaml"},
+    # an API's person's sign-in (auth = "oauth", authorization_code): the MCP SDK's OAuth
+    # client and the flow on it (the mcp extra), when a sign-in, refresh or sign-out runs
+    "sources/openapi/_signin.py": {
+        "httpx2", "mcp.client.auth", "mcp.client.auth.oauth2", "mcp.client.auth.utils",
+        "mcp.shared.auth", "toolplug.sources._oauth_flow",
+    },
+    "sources/openapi/_login.py": {"toolplug.sources._oauth_flow"},
+    # keyring (the keyring extra), only where [oauth] store may keep tokens there
+    "state/_keyring.py": {"keyring", "keyring.backends", "keyring.errors", "keyring.util"},
 }
 """Each module's guarded imports: the modules imported inside a function, nothing else."""
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from toolplug.engine._reply import MAX_BODY, REPLY_PATH, signed_reply
 
 if TYPE_CHECKING:
@@ -26,9 +29,6 @@ def reply_route(
 ) -> Any:
     """``POST path``: the signed decision of ``approvals()``'s request, refusals recorded
     in ``recorder()``."""
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
     async def reply(request: Request) -> Response:
         body = b""
         async for chunk in request.stream():  # bounded: never more than a reply holds

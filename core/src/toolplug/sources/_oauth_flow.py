@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final
@@ -213,8 +214,6 @@ names (None: none), or what went wrong in a word."""
 
 def error_of(content: bytes) -> str | None:
     """The ``error`` an OAuth error answer's JSON body names, or None."""
-    import json
-
     try:
         said = json.loads(content)
     except ValueError:

@@ -7,8 +7,8 @@ parsed form is cached on disk, so listing a thousand operations does not read it
 """
 
 from toolplug.sources.openapi._api import Api, Described, describe, described, report
+from toolplug.sources.openapi._login import sign_in, sign_out
 from toolplug.sources.openapi._package import operation_tools, package
-from toolplug.sources.openapi._signin import sign_in, sign_out
 from toolplug.sources.openapi._spec import SpecError
 
 __all__ = [

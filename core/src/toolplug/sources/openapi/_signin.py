@@ -22,12 +22,13 @@ revokes the tokens where the authorization server's metadata names a revocation 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit
 
 from toolplug.config._oauth import OAuthSettings
 from toolplug.sources._signin import needs_sign_in
@@ -42,13 +43,12 @@ from toolplug.sources.openapi._oauth import (
 )
 
 if TYPE_CHECKING:
-    from toolplug.config._config import Config
     from toolplug.contract._network import NetworkPolicy
     from toolplug.sources._oauth_flow import Callback
     from toolplug.state._tokens import TokenStore
     from toolplug.trust._redaction import Redactor
 
-__all__ = ["SignIn", "sign_in", "sign_in_for", "sign_out"]
+__all__ = ["SignIn", "sign_in_for"]
 
 _MARGIN: Final = 10.0
 """Seconds before its expiry an access token is taken as spent (a request in flight may
@@ -287,8 +287,6 @@ class SignIn:
         8414, else OpenID Connect discovery), where that metadata is the issuer's and
         names the description's token URL; None otherwise (a sign-out then says the
         server was not told)."""
-        import json
-
         split = urlsplit(issuer)
         path = split.path.rstrip("/")
         origin = f"{split.scheme}://{split.netloc}"
@@ -447,9 +445,7 @@ class SignIn:
         async def post(
             url: str, data: dict[str, str], headers: dict[str, str]
         ) -> tuple[int, str | None] | str:
-            from urllib.parse import urlencode
-
-            from toolplug.sources._oauth_flow import error_of
+            from toolplug.sources._oauth_flow import error_of  # the MCP SDK: on a sign-out
 
             try:
                 answer = await send(
@@ -522,65 +518,3 @@ def sign_in_for(
         "has no oauth2 scheme with an authorizationCode flow and no openIdConnect scheme, so "
         "no authorization server is known"
     )
-
-
-# -- toolplug login NAME / toolplug logout NAME ------------------------------------------
-
-
-def _found(config: Config, name: str, env: Mapping[str, str]) -> SignIn | str:
-    """The sign-in of ``[openapi.NAME]`` (its description read), or what to say instead."""
-    from toolplug.sources._signin import SignInError
-    from toolplug.sources.openapi._api import describe
-
-    settings = config.openapi.get(name)
-    where = config.source
-    if settings is None:
-        known = ", ".join(sorted(config.openapi)) or "none"
-        raise SignInError(f"no [openapi.{name}] in {where} (APIs: {known})")
-    oauth = settings.oauth_settings
-    if oauth is None:
-        raise SignInError(
-            f'[openapi.{name}] in {where} has no auth = "oauth": nothing to sign in to'
-        )
-    if oauth.grant == "client_credentials":
-        return (
-            f"{name} gets its token with its client credentials when it is called: "
-            "no person's sign-in is needed"
-        )
-    if not settings.enabled:
-        raise SignInError(f"[openapi.{name}] in {where} is not enabled (enabled = false)")
-    described = describe(config, env=env)
-    try:
-        api = described.apis[name]
-    finally:
-        described.close()
-    if not isinstance(api.grant, SignIn):
-        raise SignInError(f"{name}: cannot sign in: {api.problem or 'no sign-in is known'}")
-    if api.refused:
-        raise SignInError(f"{name}: the network guard refuses its base URL: {api.refused}")
-    return api.grant
-
-
-def sign_in(
-    config: Config, name: str, *, env: Mapping[str, str],
-    open_url: Callable[[str], Awaitable[None]], timeout: float = 300.0,
-) -> str:
-    """Sign in to API ``name``; what happened, in words. Raises ``SignInError``."""
-    from toolplug.sources._oauth_flow import LoginError
-    from toolplug.sources._signin import SignInError
-
-    found = _found(config, name, env)
-    if isinstance(found, str):
-        return found
-    try:
-        return asyncio.run(found.login(open_url, config.network, timeout=timeout))
-    except LoginError as exc:
-        raise SignInError(f"{name}: {exc}") from None
-
-
-def sign_out(config: Config, name: str, *, env: Mapping[str, str]) -> str:
-    """Forget (and revoke where offered) API ``name``'s tokens; what happened."""
-    found = _found(config, name, env)
-    if isinstance(found, str):
-        return found
-    return asyncio.run(found.logout(config.network))
