@@ -135,6 +135,20 @@ def test_text_the_font_cannot_draw_or_mathtext_does_not_break_the_chart(
     _decoded(result.parts[0].data)  # type: ignore[attr-defined]
 
 
+def test_series_named_with_an_underscore_or_nothing_are_in_the_legend(
+    registry: toolplug.Registry,
+) -> None:
+    # matplotlib leaves an artist labelled "_..." or "" out of the legend, with a warning
+    # (an error under this suite): the fuzz suite found two series named "_0" and "_1"
+    table = {"labels": ["a", "b"], "series": [
+        {"name": "_0", "values": [1, 2]}, {"name": "_1", "values": [2, 1]},
+        {"name": "\x07", "values": [0, 1]},
+    ]}
+    result = registry.call("chart", table)
+    assert result.ok, result.error
+    _decoded(result.parts[0].data)  # type: ignore[attr-defined]
+
+
 def test_values_beyond_the_bounds_are_refused_before_drawing() -> None:
     """A value near the float's limit overflowed matplotlib's axis limits (a RuntimeWarning
     and a crash the fuzz suite found); the schema bounds values, so it is a clear error."""

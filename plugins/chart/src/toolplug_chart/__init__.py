@@ -232,7 +232,9 @@ def _draw(
         return "".join(kept).replace("$", r"\$")
 
     labels = [shown(label) for label in labels]
-    series = [(shown(name), values) for name, values in series]
+    # matplotlib leaves out of the legend every artist whose label is empty or starts with
+    # "_" (and warns): such a series name is drawn after a space, so the legend names it
+    series = [(_legend_name(shown(name)), values) for name, values in series]
     figure = Figure(figsize=(WIDTH_PX / _DPI, HEIGHT_PX / _DPI), dpi=_DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
@@ -259,6 +261,14 @@ def _draw(
     out = io.BytesIO()
     figure.savefig(out, format="png", dpi=_DPI)
     return out.getvalue()
+
+
+def _legend_name(name: str) -> str:
+    """``name`` as a legend shows it: an empty one as "?", one starting with "_" after a
+    space (matplotlib would leave it out)."""
+    if not name:
+        return "?"
+    return " " + name if name.startswith("_") else name
 
 
 register_tools = provides(ChartTool)
