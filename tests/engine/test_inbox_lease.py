@@ -69,6 +69,15 @@ async def _listed(tmp_path: Path) -> list[PendingRequest]:
         await backend.aclose()
 
 
+async def _holder(config: Path, site: Site) -> asyncio.subprocess.Process:
+    """A process whose call "doomed" waits for approval (``HOLDER``), to be killed."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HOLDER, str(config), "doomed",
+        env={**os.environ, "PYTHONPATH": str(site.path)},
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
 async def _one_pending(tmp_path: Path) -> PendingRequest:
     for _ in range(400):
         found = await _listed(tmp_path)
@@ -85,11 +94,7 @@ def test_a_killed_holder_leaves_a_failed_request_nobody_decides(
     config = _config(tmp_path)
 
     async def scenario() -> None:
-        holder = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", HOLDER, str(config), "doomed",
-            env={**os.environ, "PYTHONPATH": str(site.path)},
-            stderr=asyncio.subprocess.PIPE,
-        )
+        holder = await _holder(config, site)
         try:
             request = await _one_pending(tmp_path)
             assert request.lease == 1.0
@@ -202,11 +207,7 @@ def test_the_failure_of_a_killed_holder_is_recorded_once(
     config = _config(tmp_path, record=True)
 
     async def scenario() -> str:
-        holder = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", HOLDER, str(config), "doomed",
-            env={**os.environ, "PYTHONPATH": str(site.path)},
-            stderr=asyncio.subprocess.PIPE,
-        )
+        holder = await _holder(config, site)
         try:
             request = await _one_pending(tmp_path)
             await asyncio.sleep(0.5)  # the holder's writer stores its "asked" event
