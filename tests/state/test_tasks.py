@@ -318,6 +318,53 @@ def test_tasks_need_a_call_runner_a_loop_and_a_backend_nothing_of_the_engine() -
         loop.close()
 
 
+def test_a_task_read_while_its_end_is_written_has_its_result() -> None:
+    """Between a task's end and the write of its record, a reader in this process sees it
+    ended and gets its result: never ``completed`` with no result (the MCP ``tasks/get``
+    once answered a finished call with an error that way)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def call(name: str, *_: Any, **__: Any) -> ToolResult:
+        return ToolResult.success(f"ran {name}")
+
+    def wait(coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(TIMEOUT)
+
+    tasks = Tasks(call, CallsSettings(), MemoryBackend(), home=lambda: loop, wait=wait)
+    writing, written = threading.Event(), asyncio.Event()
+    finish = tasks._records.finish
+
+    async def slow_finish(record: Any, **kwargs: Any) -> Any:
+        writing.set()
+        await written.wait()
+        return await finish(record, **kwargs)
+
+    tasks._records.finish = slow_finish  # type: ignore[method-assign,assignment]
+    try:
+        task = tasks.start("echo", {}, None, None, approved=True)
+        assert writing.wait(TIMEOUT)
+        status, result = wait(tasks.read(task.id))
+        assert status.state == "completed"
+        assert result is not None
+        assert result.output == "ran echo"
+        early = wait(task.aresult(wait=0))
+        assert early is not None
+        assert early.output == "ran echo"
+        loop.call_soon_threadsafe(written.set)
+        later = task.result(wait=TIMEOUT)
+        assert later is not None
+        assert later.output == "ran echo"
+        assert Task(tasks, task.id).status().state == "completed"
+    finally:
+        loop.call_soon_threadsafe(written.set)
+        wait(tasks.aclose())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(TIMEOUT)
+        loop.close()
+
+
 def test_a_tasks_result_keeps_its_parts() -> None:
     # a task's record is JSON: the parts' bytes go in it as base64 and come back identical
     from tests.helpers.parts import Returns, ReturnsPlugin, png, wav

@@ -410,8 +410,8 @@ class Tasks:
     async def read(self, task_id: str) -> tuple[TaskStatus, ToolResult | None]:
         """The task's status and, once it ended, its result."""
         running = self._running.get(task_id)
-        if running is not None:
-            return running.record.status(), None
+        if running is not None:  # ended here while its end is being written: the result too
+            return running.record.status(), running.record.result
         found: tuple[TaskStatus, ToolResult | None] = await self._at_home(self._read(task_id))
         return found
 
@@ -438,6 +438,8 @@ class Tasks:
         """The task's result once it ended: waits up to ``wait`` seconds (None: until it
         ends); None when it is still working then."""
         running = self._running.get(task_id)
+        if running is not None and running.record.result is not None:
+            return running.record.result  # ended; its end is still being written
         if running is not None:
             try:
                 # shielded: a wait that times out must not cancel the task's own future
