@@ -138,6 +138,20 @@ def test_formats(tmp_path: Path) -> None:
     assert "@misc{source" in bibtex  # no author, no year
 
 
+
+def test_blank_author_names_are_left_out_in_every_style(tmp_path: Path) -> None:
+    # the fuzz suite once gave an author of a single space: BibTeX's key raised on it
+    tools = load(tmp_path)
+    added = call(tools, action="add", title="Blank names", url="https://blank.example/",
+                 authors=[" ", "\t"])
+    assert added.ok, added.error
+    for style in ("markdown", "apa", "bibtex"):
+        result = call(tools, action="format", style=style)
+        assert result.ok, (style, result.error)
+    assert "@misc{source" in call(tools, action="format", style="bibtex").output
+    assert "author" not in call(tools, action="format", style="bibtex").output
+
+
 WRITER = """
 import sys
 from pathlib import Path

@@ -253,7 +253,7 @@ def _act(store: Store, arguments: dict[str, Any]) -> ToolResult:
             0,
             arguments.get("title", ""),
             arguments["url"],
-            list(arguments.get("authors", [])),
+            [a.strip() for a in arguments.get("authors", []) if a.strip()],  # no blank names
             arguments.get("published", ""),
             arguments.get("accessed") or date.today().isoformat(),
             arguments.get("source_tool", ""),

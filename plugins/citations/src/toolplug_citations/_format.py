@@ -65,9 +65,8 @@ def _apa(entry: Entry) -> str:
 
 def _bibtex(entry: Entry, keys: set[str]) -> str:
     year = entry.published[:4] if entry.published[:4].isdigit() else ""
-    first = re.sub(
-        r"[^a-z0-9]", "", (entry.authors[0].split()[-1] if entry.authors else "").lower()
-    )
+    names = entry.authors[0].split() if entry.authors else []  # a blank name kept earlier
+    first = re.sub(r"[^a-z0-9]", "", (names[-1] if names else "").lower())
     word = next((w for w in re.findall(r"[a-z0-9]+", entry.title.lower()) if len(w) > 3), "")
     base = f"{first or 'source'}{year}{word}" or "source"
     key, suffix = base, 0
