@@ -247,6 +247,18 @@ def test_a_store_that_cannot_be_written_keeps_the_events_queued(tmp_path: Path) 
     recorder.close(timeout=0.1)
 
 
+def test_a_closed_recorder_answers_at_once(tmp_path: Path) -> None:
+    # a second close (a registry closed by its user, then by whoever held it) once waited
+    # its whole timeout for a writer that had stopped, and then said the events were lost
+    recorder = Recorder(SqliteStore(tmp_path / "r.sqlite3"), RecordSettings(enabled=True))
+    recorder.add(RecordEvent("call", time.time(), "x"))
+    recorder.close()
+    assert recorder.flush()  # nothing left unwritten: True, not a timeout's False
+    assert asyncio.run(recorder.aflush())
+    recorder.close()
+    assert len(recorder.query(tool="x")) == 1
+
+
 def test_a_full_queue_drops_and_counts(tmp_path: Path) -> None:
     settings = RecordSettings(enabled=True, max_pending=100, flush_seconds=60)
     recorder = Recorder(SqliteStore(tmp_path / "r.sqlite3"), settings)

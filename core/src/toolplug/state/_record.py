@@ -305,9 +305,12 @@ class Recorder:
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every event added before now is stored; False if ``timeout`` passed
-        first (the store could not be written meanwhile: ``failed`` says why)."""
+        first (the store could not be written meanwhile: ``failed`` says why). Once the
+        writer has stopped (``close``), at once: whether nothing is left unwritten."""
         if self._thread is None:
             return True
+        if not self._thread.is_alive():
+            return not self._queue
         marker = _Flushed()
         self._queue.append(marker)
         self._wake.set()
@@ -317,6 +320,8 @@ class Recorder:
         """``flush`` for a caller on an event loop: awaits, holding no thread."""
         if self._thread is None:
             return True
+        if not self._thread.is_alive():
+            return not self._queue
         marker = _Flushed(asyncio.get_running_loop())
         self._queue.append(marker)
         self._wake.set()
@@ -328,7 +333,10 @@ class Recorder:
             return False
 
     def close(self, timeout: float = 30.0) -> None:
-        """Store what is queued, stop the writer and close the store."""
+        """Store what is queued, stop the writer and close the store (once: closing
+        again does nothing)."""
+        if self._closed:
+            return
         self.flush(timeout)
         self._closed = True
         self._wake.set()
