@@ -78,12 +78,14 @@ async def _holder(config: Path, site: Site) -> asyncio.subprocess.Process:
     )
 
 
-async def _one_pending(tmp_path: Path) -> PendingRequest:
+async def _one_pending(tmp_path: Path, call: asyncio.Task[Any] | None = None) -> PendingRequest:
     for _ in range(400):
         found = await _listed(tmp_path)
         if found:
             (request,) = found
             return request
+        if call is not None and call.done():  # it never waited: say how it ended instead
+            raise AssertionError(f"the call ended without waiting: {call.result()!r}")
         await asyncio.sleep(0.025)
     raise AssertionError("no request came")
 
@@ -184,7 +186,7 @@ def test_a_holder_that_finds_its_request_failed_refuses_the_call(
 
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": "lost"}))
-        request = await _one_pending(tmp_path)
+        request = await _one_pending(tmp_path, call)
         approvals = registry.approvals
         await approvals.inbox.backend.delete("lease:" + request.id)  # as if it lapsed
         await approvals.inbox.close(request.id, "failed", STOPPED)
@@ -242,7 +244,7 @@ def test_a_live_holder_does_not_record_its_failed_request_twice(
 
     async def scenario() -> None:
         call = asyncio.create_task(registry.acall("post", {"text": "lost"}))
-        request = await _one_pending(tmp_path)
+        request = await _one_pending(tmp_path, call)
         approvals = registry.approvals
         await approvals.inbox.backend.delete("lease:" + request.id)  # as if it lapsed
         assert await approvals.apending(every_owner=True) == []  # this process sweeps it
